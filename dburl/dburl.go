@@ -1,0 +1,75 @@
+// Package dburl opens a sluice driver from a database URL:
+// sqlite:PATH, mysql://USER:PASS@HOST:PORT/DB or postgres://USER:PASS@HOST:PORT/DB.
+package dburl
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/driver/mysql"
+	"github.com/sluicehq/sluice/driver/postgres"
+	"github.com/sluicehq/sluice/driver/sqlite"
+)
+
+// Default is the database used when none is configured.
+const Default = "sqlite:sluice.db"
+
+// ErrBadScheme marks a URL whose scheme sluice does not know; the CLI exits 2 on it.
+var ErrBadScheme = errors.New("unknown database URL scheme")
+
+// Options apply to whichever driver the URL selects.
+type Options struct {
+	Prefix string // table prefix; default "sluice_"
+}
+
+// Scheme returns the driver name for a URL: "sqlite", "mysql" or "postgres".
+func Scheme(url string) (string, error) {
+	switch {
+	case strings.HasPrefix(url, "sqlite:"):
+		return "sqlite", nil
+	case strings.HasPrefix(url, "mysql://"):
+		return "mysql", nil
+	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
+		return "postgres", nil
+	}
+	scheme, _, ok := strings.Cut(url, ":")
+	if !ok || url == "" {
+		scheme = url
+	}
+	return "", fmt.Errorf("%w %q: use sqlite:PATH, mysql://USER:PASS@HOST:PORT/DB or postgres://USER:PASS@HOST:PORT/DB", ErrBadScheme, scheme)
+}
+
+// Open opens the driver for url. It does not migrate.
+func Open(url string, opts Options) (driver.Driver, error) {
+	scheme, err := Scheme(url)
+	if err != nil {
+		return nil, err
+	}
+	switch scheme {
+	case "sqlite":
+		path := strings.TrimPrefix(strings.TrimPrefix(url, "sqlite:"), "//")
+		return sqlite.Open(path, sqlite.Options{Prefix: opts.Prefix})
+	case "mysql":
+		return mysql.Open(url, mysql.Options{Prefix: opts.Prefix})
+	default:
+		return postgres.Open(url, postgres.Options{Prefix: opts.Prefix})
+	}
+}
+
+// Redact hides the password in a URL for messages and logs.
+func Redact(url string) string {
+	scheme, rest, ok := strings.Cut(url, "://")
+	if !ok {
+		return url
+	}
+	userinfo, host, ok := strings.Cut(rest, "@")
+	if !ok {
+		return url
+	}
+	if user, _, hasPass := strings.Cut(userinfo, ":"); hasPass {
+		return scheme + "://" + user + ":***@" + host
+	}
+	return url
+}

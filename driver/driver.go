@@ -1,0 +1,270 @@
+// Package driver defines the storage interface that sluice runs on, with one
+// parameter struct per method. Each database lives in its own sub-package
+// (sqlite, mysql, postgres) and is checked by the shared conformance suite in
+// driver/drivertest.
+//
+// The interface is internal to sluice in spirit: it may change between minor
+// versions, so applications should use the root package instead.
+package driver
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+)
+
+// Job states. Jobs move between them as DESIGN.md describes.
+const (
+	StatusPending    = "pending"
+	StatusProcessing = "processing"
+	StatusSuccess    = "success"
+	StatusFailed     = "failed"
+	StatusCancelled  = "cancelled"
+)
+
+// Dedupe modes for a business key.
+const (
+	// DedupePermanent makes a key block new jobs until its row is purged.
+	DedupePermanent = "permanent"
+	// DedupeActive makes a key block new jobs only while its job is pending or processing.
+	DedupeActive = "active"
+)
+
+// Column limits shared by every driver, so that bad input fails the same way everywhere.
+const (
+	MaxQueueLen  = 64
+	MaxTypeLen   = 64
+	MaxKeyLen    = 191
+	MaxErrorLen  = 4 << 10
+	MaxResultLen = 64 << 10
+)
+
+// Sentinel errors that drivers map their own errors to.
+var (
+	ErrNotFound      = errors.New("job not found")
+	ErrWrongState    = errors.New("job is not in a state that allows this")
+	ErrSchemaTooNew  = errors.New("database schema is newer than this binary")
+	ErrSchemaMissing = errors.New("database schema is missing or too old; run `sluice migrate`")
+)
+
+// Querier is what *sql.DB, *sql.Tx and *sql.Conn have in common.
+type Querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// Driver is one database's implementation of sluice's storage.
+type Driver interface {
+	// Name is "sqlite", "mysql" or "postgres".
+	Name() string
+	// DB is the pool that callers use for their own transactions (EnqueueTx,
+	// transactional completion). On SQLite it is the single writer connection.
+	DB() *sql.DB
+	Close() error
+
+	// Migrate creates or upgrades the schema and returns its version.
+	Migrate(ctx context.Context) (int, error)
+	// SchemaVersion returns the schema version in the database and the newest
+	// version this driver knows.
+	SchemaVersion(ctx context.Context) (current, latest int, err error)
+	// Now is the database clock, the only clock sluice trusts.
+	Now(ctx context.Context) (time.Time, error)
+
+	// Insert adds jobs, deduplicated by business key. With tx nil the driver
+	// uses its own transaction; either way all rows are inserted or none.
+	Insert(ctx context.Context, tx *sql.Tx, jobs []InsertParams) ([]InsertResult, error)
+	// Claim moves up to Limit runnable pending jobs to processing under a fresh lease.
+	Claim(ctx context.Context, p ClaimParams) ([]JobRow, error)
+	// Heartbeat extends the leases of jobs still held with p.Token and
+	// returns the ids whose lease was lost.
+	Heartbeat(ctx context.Context, p HeartbeatParams) (lost []int64, err error)
+	// Complete applies fenced outcomes and returns the ids whose lease was lost.
+	Complete(ctx context.Context, cs []Completion) (lost []int64, err error)
+	// CompleteTx applies one fenced outcome inside the caller's transaction
+	// and reports whether the lease was still held.
+	CompleteTx(ctx context.Context, tx *sql.Tx, c Completion) (bool, error)
+	// Rescue returns jobs with an expired lease to pending, or fails them
+	// when their attempts are spent.
+	Rescue(ctx context.Context, p RescueParams) (RescueResult, error)
+	// Purge deletes up to Limit finished jobs in Status finished before OlderThan ago.
+	Purge(ctx context.Context, p PurgeParams) (int64, error)
+
+	GetJob(ctx context.Context, id int64) (*JobRow, error)
+	ListJobs(ctx context.Context, p ListParams) ([]JobRow, error)
+	// Retry moves failed or cancelled jobs back to pending with fresh attempts.
+	Retry(ctx context.Context, p RetryParams) (int64, error)
+	// Cancel moves a pending or failed job to cancelled.
+	Cancel(ctx context.Context, id int64) error
+	Stats(ctx context.Context) ([]QueueStats, error)
+
+	// SetQueuePaused records a queue's paused flag; QueuePaused reads all flags.
+	SetQueuePaused(ctx context.Context, queue string, paused bool) error
+	PausedQueues(ctx context.Context) (map[string]bool, error)
+
+	// AcquireLease takes or renews the named lease for Holder. Busy leases
+	// are reported with Held false and the current holder.
+	AcquireLease(ctx context.Context, p LeaseParams) (Lease, error)
+	// ReleaseLease gives the lease up if Holder still holds it.
+	ReleaseLease(ctx context.Context, name, holder string) (bool, error)
+}
+
+// InsertParams is one job to enqueue.
+type InsertParams struct {
+	Queue       string
+	Type        string
+	Key         string // empty: no business key
+	Dedupe      string // DedupePermanent or DedupeActive
+	Payload     []byte // valid JSON
+	Priority    int
+	MaxAttempts int
+	// RunAt, if set, is when the job becomes runnable; otherwise Delay is
+	// added to the database clock.
+	RunAt time.Time
+	Delay time.Duration
+}
+
+// InsertResult is the id of the inserted job, or of the existing job that holds its key.
+type InsertResult struct {
+	ID        int64
+	Duplicate bool
+}
+
+// ClaimParams selects the jobs to claim.
+type ClaimParams struct {
+	Queue string
+	Type  string // optional: only this type
+	Limit int
+	Lease time.Duration
+	Token string // the fresh lease token written to locked_by
+}
+
+// HeartbeatParams extends the leases of the given jobs held under Token.
+type HeartbeatParams struct {
+	Token string
+	IDs   []int64
+	Lease time.Duration
+}
+
+// Completion is the fenced outcome of one attempt.
+type Completion struct {
+	ID    int64
+	Token string
+	// Status is the new state: success or failed finish the job, pending
+	// returns it for another run after Delay.
+	Status string
+	Delay  time.Duration
+	// Refund gives the attempt back (snooze, shutdown).
+	Refund bool
+	// Error replaces last_error when set; Result replaces result when set.
+	Error  *string
+	Result *string
+}
+
+// RescueParams bounds one rescue pass.
+type RescueParams struct {
+	Limit int
+}
+
+// RescueResult counts rescued jobs by their new state.
+type RescueResult struct {
+	Pending int
+	Failed  int
+}
+
+// PurgeParams selects finished jobs to delete.
+type PurgeParams struct {
+	Status    string
+	OlderThan time.Duration
+	Limit     int
+}
+
+// ListParams filters a keyset-paginated listing, newest first.
+type ListParams struct {
+	Status    string
+	Type      string
+	Queue     string
+	KeyPrefix string
+	AfterID   int64 // 0: from the newest; otherwise ids below this one
+	Limit     int
+}
+
+// RetryParams selects one job by ID, or all failed jobs (optionally of Type).
+type RetryParams struct {
+	ID        int64
+	AllFailed bool
+	Type      string
+}
+
+// QueueStats is the live picture of one queue.
+type QueueStats struct {
+	Queue         string
+	Pending       int64
+	Processing    int64
+	Failed        int64
+	OldestPending *time.Time // next_run_at of the oldest runnable pending job
+}
+
+// LeaseParams names a lease and its would-be holder.
+type LeaseParams struct {
+	Name   string
+	Holder string
+	TTL    time.Duration
+}
+
+// Lease is the state of a named lease after an acquire attempt.
+type Lease struct {
+	Held   bool   // true if Holder holds it now
+	Holder string // the current holder
+	Fence  int64  // grows with every change of holder
+	Since  time.Time
+	Until  time.Time
+}
+
+// JobRow is a job as stored.
+type JobRow struct {
+	ID          int64
+	Queue       string
+	Type        string
+	Key         string
+	Dedupe      string
+	Payload     []byte
+	Status      string
+	Priority    int
+	Attempts    int
+	MaxAttempts int
+	NextRunAt   time.Time
+	LockedBy    string
+	LockedUntil *time.Time
+	LastError   string
+	Result      string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	FinishedAt  *time.Time
+}
+
+// IsFinal reports whether a status is one a job does not leave by itself.
+func IsFinal(status string) bool {
+	return status == StatusSuccess || status == StatusFailed || status == StatusCancelled
+}
+
+// Truncate cuts s to at most n bytes on a UTF-8 boundary, keeping the tail
+// when tail is true (the end of an error output is usually the useful part).
+func Truncate(s string, n int, tail bool) string {
+	if len(s) <= n {
+		return s
+	}
+	if tail {
+		i := len(s) - n
+		for i < len(s) && s[i]&0xC0 == 0x80 {
+			i++
+		}
+		return s[i:]
+	}
+	i := n
+	for i > 0 && s[i]&0xC0 == 0x80 {
+		i--
+	}
+	return s[:i]
+}

@@ -1,0 +1,548 @@
+// Package sqlcommon holds the parts of the three SQL drivers that differ only
+// in their SQL text: the drivers embed a Base built from their own query
+// files and override the methods where a database has a better shape
+// (batched inserts, claims, completions).
+package sqlcommon
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/driver"
+)
+
+// Required lists the query files every driver must provide.
+var Required = []string{
+	"now", "get", "list", "heartbeat", "held", "complete", "rescue", "purge",
+	"retry", "retry_ids", "cancel", "exists", "stats", "queue_pause", "queues_paused",
+	"lease_get", "lease_release", "schema_version",
+}
+
+// Dialect is what Base needs to know about a database beyond its SQL files.
+type Dialect struct {
+	// Placeholder renders the n-th (1-based) bind parameter.
+	Placeholder func(n int) string
+	// Duration renders a duration argument for SQL that adds it to the
+	// database clock.
+	Duration func(time.Duration) any
+	// Time renders an absolute time argument.
+	Time func(time.Time) any
+	// Transient reports errors worth retrying: deadlocks, serialization
+	// failures, a busy database.
+	Transient func(error) bool
+	// UniqueViolation reports a duplicate-key error.
+	UniqueViolation func(error) bool
+}
+
+// Base implements the driver methods whose logic is the same everywhere.
+type Base struct {
+	Dialect
+	// Read serves queries, Write serves changes. They are the same pool
+	// except on SQLite, which has one writer connection.
+	Read, Write *sql.DB
+	Q           map[string]string
+}
+
+// DB is the pool for callers' own transactions.
+func (b *Base) DB() *sql.DB { return b.Write }
+
+// Now reads the database clock.
+func (b *Base) Now(ctx context.Context) (time.Time, error) {
+	var t driver.Time
+	if err := b.Read.QueryRowContext(ctx, b.Q["now"]).Scan(&t); err != nil {
+		return time.Time{}, fmt.Errorf("read database clock: %w", err)
+	}
+	return t.Time, nil
+}
+
+// InList expands the marker /*IDS*/ in q to n placeholders numbered from start.
+func (b *Base) InList(q string, start, n int) string {
+	var sb strings.Builder
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString(b.Placeholder(start + i))
+	}
+	return strings.Replace(q, "/*IDS*/", sb.String(), 1)
+}
+
+// GetJob reads one job.
+func (b *Base) GetJob(ctx context.Context, id int64) (*driver.JobRow, error) {
+	rows, err := b.Read.QueryContext(ctx, b.Q["get"], id)
+	if err != nil {
+		return nil, fmt.Errorf("get job %d: %w", id, err)
+	}
+	jobs, err := driver.ScanJobs(rows)
+	if err != nil {
+		return nil, fmt.Errorf("get job %d: %w", id, err)
+	}
+	if len(jobs) == 0 {
+		return nil, fmt.Errorf("job %d: %w", id, driver.ErrNotFound)
+	}
+	return &jobs[0], nil
+}
+
+// ListJobs returns jobs newest first, after AfterID, filtered.
+func (b *Base) ListJobs(ctx context.Context, p driver.ListParams) ([]driver.JobRow, error) {
+	var where []string
+	var args []any
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, strings.Replace(cond, "?", b.Placeholder(len(args)), 1))
+	}
+	if p.Status != "" {
+		add("status = ?", p.Status)
+	}
+	if p.Queue != "" {
+		add("queue = ?", p.Queue)
+	}
+	if p.Type != "" {
+		add("type = ?", p.Type)
+	}
+	if p.KeyPrefix != "" {
+		// The range form uses the key index; LIKE would need escaping and
+		// a collation that suits it.
+		add("business_key >= ?", p.KeyPrefix)
+		add("business_key < ?", p.KeyPrefix+"\U0010FFFF")
+	}
+	if p.AfterID > 0 {
+		add("id < ?", p.AfterID)
+	}
+	limit := p.Limit
+	if limit <= 0 || limit > 1000 {
+		limit = 100
+	}
+	q := b.Q["list"]
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY id DESC LIMIT " + strconv.Itoa(limit)
+	rows, err := b.Read.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	jobs, err := driver.ScanJobs(rows)
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	return jobs, nil
+}
+
+// Heartbeat extends the leases held with p.Token and reports the lost ones.
+func (b *Base) Heartbeat(ctx context.Context, p driver.HeartbeatParams) ([]int64, error) {
+	if len(p.IDs) == 0 {
+		return nil, nil
+	}
+	args := append(make([]any, 0, len(p.IDs)+2), b.Duration(p.Lease), p.Token)
+	for _, id := range p.IDs {
+		args = append(args, id)
+	}
+	var n int64
+	err := driver.RetryTransient(ctx, b.Transient, func() error {
+		res, err := b.Write.ExecContext(ctx, b.InList(b.Q["heartbeat"], 3, len(p.IDs)), args...)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("heartbeat: %w", err)
+	}
+	if int(n) == len(p.IDs) {
+		return nil, nil
+	}
+	return b.lostOf(ctx, p.Token, p.IDs)
+}
+
+// lostOf returns the ids in ids that are no longer held with token.
+func (b *Base) lostOf(ctx context.Context, token string, ids []int64) ([]int64, error) {
+	args := append(make([]any, 0, len(ids)+1), token)
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	rows, err := b.Write.QueryContext(ctx, b.InList(b.Q["held"], 2, len(ids)), args...)
+	if err != nil {
+		return nil, fmt.Errorf("check leases: %w", err)
+	}
+	defer rows.Close()
+	held := make(map[int64]bool, len(ids))
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("check leases: %w", err)
+		}
+		held[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("check leases: %w", err)
+	}
+	var lost []int64
+	for _, id := range ids {
+		if !held[id] {
+			lost = append(lost, id)
+		}
+	}
+	return lost, nil
+}
+
+// CompletionArgs are the arguments of complete.sql, in its order.
+func (b *Base) CompletionArgs(c driver.Completion) []any {
+	refund := 0
+	if c.Refund {
+		refund = 1
+	}
+	var errText, result *string
+	if c.Error != nil {
+		s := driver.Truncate(*c.Error, driver.MaxErrorLen, true)
+		errText = &s
+	}
+	if c.Result != nil {
+		s := driver.Truncate(*c.Result, driver.MaxResultLen, true)
+		result = &s
+	}
+	final := 0
+	if c.Status != driver.StatusPending {
+		final = 1
+	}
+	return []any{c.Status, refund, final, b.Duration(c.Delay), final,
+		driver.PtrString(errText), driver.PtrString(result), c.ID, c.Token}
+}
+
+// CompleteTx applies one fenced outcome in the caller's transaction.
+func (b *Base) CompleteTx(ctx context.Context, tx *sql.Tx, c driver.Completion) (bool, error) {
+	res, err := tx.ExecContext(ctx, b.Q["complete"], b.CompletionArgs(c)...)
+	if err != nil {
+		return false, fmt.Errorf("complete job %d: %w", c.ID, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("complete job %d: %w", c.ID, err)
+	}
+	return n == 1, nil
+}
+
+// CompleteEach applies completions one statement each, in one transaction.
+// It suits SQLite, where a statement costs no round trip.
+func (b *Base) CompleteEach(ctx context.Context, cs []driver.Completion) ([]int64, error) {
+	var lost []int64
+	err := driver.RetryTransient(ctx, b.Transient, func() error {
+		lost = lost[:0]
+		tx, err := b.Write.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		stmt, err := tx.PrepareContext(ctx, b.Q["complete"])
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for _, c := range cs {
+			res, err := stmt.ExecContext(ctx, b.CompletionArgs(c)...)
+			if err != nil {
+				return err
+			}
+			if n, err := res.RowsAffected(); err != nil {
+				return err
+			} else if n == 0 {
+				lost = append(lost, c.ID)
+			}
+		}
+		return tx.Commit()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("complete %d jobs: %w", len(cs), err)
+	}
+	return lost, nil
+}
+
+// Rescue returns expired leases to pending, or fails jobs out of attempts.
+func (b *Base) Rescue(ctx context.Context, p driver.RescueParams) (driver.RescueResult, error) {
+	var r driver.RescueResult
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 1000
+	}
+	err := driver.RetryTransient(ctx, b.Transient, func() error {
+		r = driver.RescueResult{}
+		rows, err := b.Write.QueryContext(ctx, b.Q["rescue"], limit)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var status string
+			if err := rows.Scan(&status); err != nil {
+				return err
+			}
+			if status == driver.StatusFailed {
+				r.Failed++
+			} else {
+				r.Pending++
+			}
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return r, fmt.Errorf("rescue expired leases: %w", err)
+	}
+	return r, nil
+}
+
+// Purge deletes one chunk of old finished jobs.
+func (b *Base) Purge(ctx context.Context, p driver.PurgeParams) (int64, error) {
+	if !driver.IsFinal(p.Status) {
+		return 0, fmt.Errorf("purge: status %q is not a finished state (success, failed, cancelled)", p.Status)
+	}
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 1000
+	}
+	var n int64
+	err := driver.RetryTransient(ctx, b.Transient, func() error {
+		res, err := b.Write.ExecContext(ctx, b.Q["purge"], p.Status, b.Duration(-p.OlderThan), limit)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("purge %s jobs: %w", p.Status, err)
+	}
+	return n, nil
+}
+
+// ErrKeyTaken is returned when a retried job's business key is held by
+// another active job.
+var ErrKeyTaken = errors.New("its business key is held by another active job")
+
+// Retry moves one job, or every failed job (of a type), back to pending.
+func (b *Base) Retry(ctx context.Context, p driver.RetryParams) (int64, error) {
+	if !p.AllFailed {
+		if err := b.retryOne(ctx, p.ID); err != nil {
+			return 0, err
+		}
+		return 1, nil
+	}
+	// Chunks of ids keep each statement short and let a job whose key is
+	// taken be skipped without failing the rest.
+	var total int64
+	after := int64(0)
+	for {
+		rows, err := b.Read.QueryContext(ctx, b.Q["retry_ids"], driver.StatusFailed, p.Type, p.Type, after)
+		if err != nil {
+			return total, fmt.Errorf("retry failed jobs: %w", err)
+		}
+		var ids []int64
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return total, fmt.Errorf("retry failed jobs: %w", err)
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if len(ids) == 0 {
+			return total, nil
+		}
+		for _, id := range ids {
+			switch err := b.retryOne(ctx, id); {
+			case err == nil:
+				total++
+			case errors.Is(err, ErrKeyTaken), errors.Is(err, driver.ErrWrongState):
+			default:
+				return total, err
+			}
+		}
+		after = ids[len(ids)-1]
+	}
+}
+
+func (b *Base) retryOne(ctx context.Context, id int64) error {
+	res, err := b.Write.ExecContext(ctx, b.Q["retry"], id)
+	if err != nil {
+		if b.UniqueViolation(err) {
+			return fmt.Errorf("retry job %d: %w", id, ErrKeyTaken)
+		}
+		return fmt.Errorf("retry job %d: %w", id, err)
+	}
+	return b.checkChanged(ctx, res, id, "retry")
+}
+
+// Cancel moves a pending or failed job to cancelled.
+func (b *Base) Cancel(ctx context.Context, id int64) error {
+	res, err := b.Write.ExecContext(ctx, b.Q["cancel"], id)
+	if err != nil {
+		return fmt.Errorf("cancel job %d: %w", id, err)
+	}
+	return b.checkChanged(ctx, res, id, "cancel")
+}
+
+// checkChanged turns "zero rows changed" into not-found or wrong-state.
+func (b *Base) checkChanged(ctx context.Context, res sql.Result, id int64, op string) error {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("%s job %d: %w", op, id, err)
+	}
+	if n > 0 {
+		return nil
+	}
+	var status string
+	switch err := b.Write.QueryRowContext(ctx, b.Q["exists"], id).Scan(&status); {
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("%s job %d: %w", op, id, driver.ErrNotFound)
+	case err != nil:
+		return fmt.Errorf("%s job %d: %w", op, id, err)
+	}
+	return fmt.Errorf("%s job %d (status %s): %w", op, id, status, driver.ErrWrongState)
+}
+
+// Stats counts live jobs per queue. Each part of stats.sql reads one
+// partial index, so finished rows are never scanned.
+func (b *Base) Stats(ctx context.Context) ([]driver.QueueStats, error) {
+	rows, err := b.Read.QueryContext(ctx, b.Q["stats"])
+	if err != nil {
+		return nil, fmt.Errorf("stats: %w", err)
+	}
+	defer rows.Close()
+	byQueue := map[string]*driver.QueueStats{}
+	var order []string
+	for rows.Next() {
+		var queue, status string
+		var n int64
+		var oldest driver.Time
+		if err := rows.Scan(&queue, &status, &n, &oldest); err != nil {
+			return nil, fmt.Errorf("stats: %w", err)
+		}
+		s := byQueue[queue]
+		if s == nil {
+			s = &driver.QueueStats{Queue: queue}
+			byQueue[queue] = s
+			order = append(order, queue)
+		}
+		switch status {
+		case driver.StatusPending:
+			s.Pending, s.OldestPending = n, oldest.Ptr()
+		case driver.StatusProcessing:
+			s.Processing = n
+		case driver.StatusFailed:
+			s.Failed = n
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("stats: %w", err)
+	}
+	out := make([]driver.QueueStats, 0, len(order))
+	for _, q := range order {
+		out = append(out, *byQueue[q])
+	}
+	return out, nil
+}
+
+// SetQueuePaused records a queue's paused flag.
+func (b *Base) SetQueuePaused(ctx context.Context, queue string, paused bool) error {
+	if _, err := b.Write.ExecContext(ctx, b.Q["queue_pause"], queue, paused); err != nil {
+		return fmt.Errorf("set queue %s paused=%v: %w", queue, paused, err)
+	}
+	return nil
+}
+
+// PausedQueues returns the queues whose paused flag is set.
+func (b *Base) PausedQueues(ctx context.Context) (map[string]bool, error) {
+	rows, err := b.Read.QueryContext(ctx, b.Q["queues_paused"])
+	if err != nil {
+		return nil, fmt.Errorf("read paused queues: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var q string
+		if err := rows.Scan(&q); err != nil {
+			return nil, fmt.Errorf("read paused queues: %w", err)
+		}
+		out[q] = true
+	}
+	return out, rows.Err()
+}
+
+// GetLease reads a lease row; a missing row is a free lease.
+func (b *Base) GetLease(ctx context.Context, q driver.Querier, name string) (driver.Lease, bool, error) {
+	var l driver.Lease
+	var since, until driver.Time
+	err := q.QueryRowContext(ctx, b.Q["lease_get"], name).Scan(&l.Holder, &l.Fence, &since, &until)
+	if errors.Is(err, sql.ErrNoRows) {
+		return l, false, nil
+	}
+	if err != nil {
+		return l, false, fmt.Errorf("read lease %s: %w", name, err)
+	}
+	l.Since, l.Until = since.Time, until.Time
+	return l, true, nil
+}
+
+// UpsertLease acquires through lease_acquire.sql, an upsert that only
+// changes the row when the lease is free or already ours (SQLite, PostgreSQL).
+func (b *Base) UpsertLease(ctx context.Context, p driver.LeaseParams) (driver.Lease, error) {
+	var l driver.Lease
+	err := driver.RetryTransient(ctx, b.Transient, func() error {
+		var since, until driver.Time
+		err := b.Write.QueryRowContext(ctx, b.Q["lease_acquire"], p.Name, p.Holder, b.Duration(p.TTL)).
+			Scan(&l.Holder, &l.Fence, &since, &until)
+		if errors.Is(err, sql.ErrNoRows) {
+			cur, _, err := b.GetLease(ctx, b.Write, p.Name)
+			l = cur
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		l.Held, l.Since, l.Until = true, since.Time, until.Time
+		return nil
+	})
+	if err != nil {
+		return l, fmt.Errorf("acquire lease %s: %w", p.Name, err)
+	}
+	return l, nil
+}
+
+// ReleaseLease frees the lease if holder holds it. The row stays, so that
+// its fencing number keeps growing across holders.
+func (b *Base) ReleaseLease(ctx context.Context, name, holder string) (bool, error) {
+	var n int64
+	err := driver.RetryTransient(ctx, b.Transient, func() error {
+		res, err := b.Write.ExecContext(ctx, b.Q["lease_release"], name, holder)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("release lease %s: %w", name, err)
+	}
+	return n == 1, nil
+}
+
+// SchemaVersion reads the version row; a missing table is version 0.
+func (b *Base) SchemaVersion(ctx context.Context, latest int, missingTable func(error) bool) (int, int, error) {
+	var v int
+	err := b.Read.QueryRowContext(ctx, b.Q["schema_version"]).Scan(&v)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, latest, nil
+	case err != nil && missingTable(err):
+		return 0, latest, nil
+	case err != nil:
+		return 0, latest, fmt.Errorf("read schema version: %w", err)
+	}
+	return v, latest, nil
+}

@@ -1,0 +1,30 @@
+package sqlcommon
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/sluicehq/sluice/driver"
+)
+
+// ApplyMigrations runs every migration newer than current on q, recording
+// each version as it lands, so that an interrupted upgrade resumes where it
+// stopped. The caller holds the database's migration lock.
+func ApplyMigrations(ctx context.Context, q driver.Querier, migs []driver.Migration, current int, setVersion string) (int, error) {
+	latest := len(migs)
+	if current > latest {
+		return current, fmt.Errorf("schema version %d, this binary knows up to %d: %w", current, latest, driver.ErrSchemaTooNew)
+	}
+	for _, m := range migs[current:] {
+		for _, stmt := range m.Statements {
+			if _, err := q.ExecContext(ctx, stmt); err != nil {
+				return current, fmt.Errorf("migration %d (%s): %w", m.Version, m.Name, err)
+			}
+		}
+		if _, err := q.ExecContext(ctx, setVersion, m.Version); err != nil {
+			return current, fmt.Errorf("record schema version %d: %w", m.Version, err)
+		}
+		current = m.Version
+	}
+	return current, nil
+}

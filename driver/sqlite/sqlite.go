@@ -1,0 +1,221 @@
+// Package sqlite is the sluice driver for SQLite, the embedded default. It
+// uses modernc.org/sqlite, a pure-Go build of SQLite, so the sluice binary
+// needs no C toolchain.
+//
+// Writes go through one connection that starts every transaction with
+// BEGIN IMMEDIATE: inside one process they queue in Go instead of failing
+// with SQLITE_BUSY, and across processes the busy timeout makes them wait.
+// Reads use a separate pool, which WAL mode lets run beside the writer.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/driver/sqlcommon"
+)
+
+//go:embed migrations/*.sql queries/*.sql
+var files embed.FS
+
+// Driver is the SQLite driver.
+type Driver struct {
+	sqlcommon.Base
+	migrations []driver.Migration
+	memory     bool
+}
+
+var _ driver.Driver = (*Driver)(nil)
+
+// Options tune Open.
+type Options struct {
+	Prefix string // table prefix, default "sluice_"
+}
+
+// Open opens the database at path (":memory:" for a private in-memory one).
+// Extra modernc DSN parameters may follow a '?', such as _pragma=synchronous(FULL).
+func Open(path string, opts Options) (*Driver, error) {
+	prefix := opts.Prefix
+	if prefix == "" {
+		prefix = driver.DefaultPrefix
+	}
+	if err := driver.ValidatePrefix(prefix); err != nil {
+		return nil, err
+	}
+	file, rawQuery, _ := strings.Cut(path, "?")
+	if file == "" {
+		return nil, errors.New("sqlite: empty path; use sqlite:PATH or sqlite::memory:")
+	}
+	memory := file == ":memory:"
+	if !memory {
+		if dir := filepath.Dir(file); dir != "." {
+			if _, err := os.Stat(dir); err != nil {
+				return nil, fmt.Errorf("sqlite: directory of %s: %w", file, err)
+			}
+		}
+	}
+	extra, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: parameters of %q: %w", path, err)
+	}
+	q, err := driver.LoadQueries(files, "queries", prefix, append(sqlcommon.Required, "insert", "key_holder", "claim", "claim_type", "lease_acquire", "schema_set")...)
+	if err != nil {
+		return nil, err
+	}
+	migs, err := driver.LoadMigrations(files, "migrations", prefix)
+	if err != nil {
+		return nil, err
+	}
+
+	// NORMAL is durable against process crashes in WAL mode; a power cut
+	// may lose the last transactions but never corrupts the file. Pass
+	// _pragma=synchronous(FULL) to trade speed for the last commits.
+	params := url.Values{}
+	params.Add("_pragma", "busy_timeout(10000)")
+	params.Add("_pragma", "foreign_keys(1)")
+	if !memory {
+		params.Add("_pragma", "journal_mode(WAL)")
+		params.Add("_pragma", "synchronous(NORMAL)")
+	}
+	for k, vs := range extra {
+		for _, v := range vs {
+			params.Add(k, v)
+		}
+	}
+	writeParams := url.Values{}
+	for k, vs := range params {
+		writeParams[k] = vs
+	}
+	writeParams.Set("_txlock", "immediate")
+
+	name := "file:" + file
+	if memory {
+		// A private in-memory database lives in one connection, so the
+		// reader and the writer must be the same pool.
+		name = "file::memory:"
+	}
+	w, err := sql.Open("sqlite", name+"?"+writeParams.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", file, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	r := w
+	if !memory {
+		if r, err = sql.Open("sqlite", name+"?"+params.Encode()); err != nil {
+			w.Close()
+			return nil, fmt.Errorf("sqlite: open %s: %w", file, err)
+		}
+		r.SetMaxOpenConns(4)
+		r.SetMaxIdleConns(4)
+	}
+	d := &Driver{
+		Base: sqlcommon.Base{
+			Dialect: sqlcommon.Dialect{
+				Placeholder:     func(int) string { return "?" },
+				Duration:        modifier,
+				Time:            func(t time.Time) any { return t.UTC().Format(driver.TextTimeLayout) },
+				Transient:       isBusy,
+				UniqueViolation: isUnique,
+			},
+			Read: r, Write: w, Q: q,
+		},
+		migrations: migs,
+		memory:     memory,
+	}
+	if err := w.PingContext(context.Background()); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", file, err)
+	}
+	return d, nil
+}
+
+// modifier renders a duration as a strftime modifier such as "+1.500 seconds".
+func modifier(d time.Duration) any {
+	return fmt.Sprintf("%+.3f seconds", d.Seconds())
+}
+
+func sqliteCode(err error) int {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return se.Code()
+	}
+	return 0
+}
+
+func isBusy(err error) bool {
+	c := sqliteCode(err) & 0xff
+	return c == sqlite3.SQLITE_BUSY || c == sqlite3.SQLITE_LOCKED
+}
+
+func isUnique(err error) bool {
+	c := sqliteCode(err)
+	return c == sqlite3.SQLITE_CONSTRAINT_UNIQUE || c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+}
+
+// Name is "sqlite".
+func (d *Driver) Name() string { return "sqlite" }
+
+// Close closes both pools.
+func (d *Driver) Close() error {
+	err := d.Write.Close()
+	if d.Read != d.Write {
+		err = errors.Join(err, d.Read.Close())
+	}
+	return err
+}
+
+// SchemaVersion reports the current and the newest known schema version.
+func (d *Driver) SchemaVersion(ctx context.Context) (int, int, error) {
+	return d.Base.SchemaVersion(ctx, len(d.migrations), func(err error) bool {
+		return strings.Contains(err.Error(), "no such table")
+	})
+}
+
+// Migrate applies pending migrations in one IMMEDIATE transaction, which
+// also keeps two migrating processes apart.
+func (d *Driver) Migrate(ctx context.Context) (int, error) {
+	tx, err := d.Write.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("migrate: %w", err)
+	}
+	defer tx.Rollback()
+	cur := 0
+	err = tx.QueryRowContext(ctx, d.Q["schema_version"]).Scan(&cur)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) && !strings.Contains(err.Error(), "no such table") {
+		return 0, fmt.Errorf("migrate: read version: %w", err)
+	}
+	v, err := sqlcommon.ApplyMigrations(ctx, tx, d.migrations, cur, d.Q["schema_set"])
+	if err != nil {
+		return v, err
+	}
+	if err := tx.Commit(); err != nil {
+		return v, fmt.Errorf("migrate: commit: %w", err)
+	}
+	return v, nil
+}
+
+// AcquireLease takes or renews a named lease.
+func (d *Driver) AcquireLease(ctx context.Context, p driver.LeaseParams) (driver.Lease, error) {
+	return d.UpsertLease(ctx, p)
+}
+
+// Complete applies outcomes one prepared statement each in one transaction:
+// SQLite runs in-process, so a statement costs no round trip.
+func (d *Driver) Complete(ctx context.Context, cs []driver.Completion) ([]int64, error) {
+	return d.CompleteEach(ctx, cs)
+}

@@ -1,0 +1,129 @@
+// Package testdb gives tests a migrated driver on each real database, in
+// tables under a fresh prefix so that tests never see each other's rows.
+//
+// The servers come from SLUICE_TEST_MYSQL and SLUICE_TEST_POSTGRES (defaults:
+// the local MariaDB and PostgreSQL, database sluice_test). A server that
+// cannot be reached skips its tests with a loud message, unless
+// SLUICE_TEST_REQUIRE_ALL=1 (set by CI), which turns the skip into a failure.
+package testdb
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/dburl"
+	"github.com/sluicehq/sluice/driver"
+)
+
+// Names lists the drivers every suite runs against.
+var Names = []string{"sqlite", "mysql", "postgres"}
+
+// URL returns the database URL for a driver name. SQLite gets a file in dir.
+func URL(name, dir string) string {
+	switch name {
+	case "mysql":
+		return env("SLUICE_TEST_MYSQL", "mysql://root@127.0.0.1:3306/sluice_test")
+	case "postgres":
+		return env("SLUICE_TEST_POSTGRES", "postgres://postgres@127.0.0.1:5432/sluice_test")
+	default:
+		return "sqlite:" + dir + "/sluice.db"
+	}
+}
+
+func env(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// RequireAll reports whether an unreachable server must fail the test run.
+func RequireAll() bool { return os.Getenv("SLUICE_TEST_REQUIRE_ALL") == "1" }
+
+// Prefix returns a fresh table prefix.
+func Prefix() string {
+	b := make([]byte, 5)
+	rand.Read(b)
+	return "t" + hex.EncodeToString(b) + "_"
+}
+
+// Open returns a migrated driver for name under a fresh prefix, closed and
+// dropped when the test ends. It skips (or fails in CI) when the server is down.
+func Open(t testing.TB, name string) driver.Driver {
+	t.Helper()
+	d, _ := OpenURL(t, name)
+	return d
+}
+
+// OpenURL is Open that also returns the URL and prefix, for tests that start
+// sluice processes on the same tables: the prefix is passed as SLUICE_PREFIX.
+func OpenURL(t testing.TB, name string) (driver.Driver, Target) {
+	t.Helper()
+	tg := Target{URL: URL(name, t.TempDir()), Prefix: Prefix(), Name: name}
+	d, err := dburl.Open(tg.URL, dburl.Options{Prefix: tg.Prefix})
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, err = d.Migrate(ctx)
+		if err != nil {
+			d.Close()
+		}
+	}
+	if err != nil {
+		msg := fmt.Sprintf("%s server unreachable at %s: %v", name, dburl.Redact(tg.URL), err)
+		if RequireAll() || name == "sqlite" {
+			t.Fatalf("%s (SLUICE_TEST_REQUIRE_ALL=1: every driver is required)", msg)
+		}
+		fmt.Fprintf(os.Stderr, "\n!!! SKIPPING %s TESTS: %s\n", strings.ToUpper(name), msg)
+		t.Skip(msg)
+	}
+	t.Cleanup(func() {
+		Drop(d, tg.Prefix)
+		d.Close()
+	})
+	return d, tg
+}
+
+// Target says where a test's tables live.
+type Target struct {
+	Name   string // driver name
+	URL    string
+	Prefix string
+}
+
+// Drop removes every table under prefix. Tables are found in the catalogue,
+// so tables added by later migrations go too.
+func Drop(d driver.Driver, prefix string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var q string
+	switch d.Name() {
+	case "sqlite":
+		q = "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '" + prefix + "%'"
+	case "mysql":
+		q = "SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name LIKE '" + prefix + "%'"
+	default:
+		q = "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND tablename LIKE '" + prefix + "%'"
+	}
+	rows, err := d.DB().QueryContext(ctx, q)
+	if err != nil {
+		return
+	}
+	var names []string
+	for rows.Next() {
+		var n string
+		if rows.Scan(&n) == nil {
+			names = append(names, n)
+		}
+	}
+	rows.Close()
+	for _, n := range names {
+		d.DB().ExecContext(ctx, "DROP TABLE IF EXISTS "+n)
+	}
+}
