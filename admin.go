@@ -1,0 +1,180 @@
+package sluice
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/sluicehq/sluice/driver"
+)
+
+// JobInfo is a job as operators see it, in the CLI's and the API's JSON.
+type JobInfo struct {
+	ID          int64           `json:"id"`
+	Queue       string          `json:"queue"`
+	Type        string          `json:"type"`
+	Key         string          `json:"key,omitempty"`
+	Dedupe      string          `json:"dedupe"`
+	Payload     json.RawMessage `json:"payload"`
+	Status      string          `json:"status"`
+	Priority    int             `json:"priority"`
+	Attempts    int             `json:"attempts"`
+	MaxAttempts int             `json:"max_attempts"`
+	NextRunAt   time.Time       `json:"next_run_at"`
+	LockedBy    string          `json:"locked_by,omitempty"`
+	LockedUntil *time.Time      `json:"locked_until,omitempty"`
+	LastError   string          `json:"last_error,omitempty"`
+	Result      string          `json:"result,omitempty"`
+	CreatedAt   time.Time       `json:"created_at"`
+	UpdatedAt   time.Time       `json:"updated_at"`
+	FinishedAt  *time.Time      `json:"finished_at,omitempty"`
+}
+
+func infoOf(r driver.JobRow) JobInfo {
+	payload := json.RawMessage(r.Payload)
+	if !json.Valid(payload) {
+		// A row written by hand may hold anything; keep the JSON valid.
+		b, _ := json.Marshal(string(r.Payload))
+		payload = b
+	}
+	return JobInfo{ID: r.ID, Queue: r.Queue, Type: r.Type, Key: r.Key, Dedupe: r.Dedupe, Payload: payload,
+		Status: r.Status, Priority: r.Priority, Attempts: r.Attempts, MaxAttempts: r.MaxAttempts,
+		NextRunAt: r.NextRunAt, LockedBy: r.LockedBy, LockedUntil: r.LockedUntil, LastError: r.LastError,
+		Result: r.Result, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt}
+}
+
+// Job reads one job; a missing one is driver.ErrNotFound.
+func (c *Client) Job(ctx context.Context, id int64) (*JobInfo, error) {
+	r, err := c.drv.GetJob(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	info := infoOf(*r)
+	return &info, nil
+}
+
+// ListParams filters a job listing; see driver.ListParams.
+type ListParams = driver.ListParams
+
+// Jobs lists jobs newest first. Pass the last id of a page as AfterID to
+// read the next one.
+func (c *Client) Jobs(ctx context.Context, p ListParams) ([]JobInfo, error) {
+	if p.Status != "" && !validStatus(p.Status) {
+		return nil, inputErr("status", "%q: want pending, processing, success, failed or cancelled", p.Status)
+	}
+	rows, err := c.drv.ListJobs(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]JobInfo, len(rows))
+	for i, r := range rows {
+		out[i] = infoOf(r)
+	}
+	return out, nil
+}
+
+func validStatus(s string) bool {
+	switch s {
+	case driver.StatusPending, driver.StatusProcessing, driver.StatusSuccess, driver.StatusFailed, driver.StatusCancelled:
+		return true
+	}
+	return false
+}
+
+// Retry moves a failed or cancelled job back to pending with more attempts.
+func (c *Client) Retry(ctx context.Context, id int64) error {
+	_, err := c.drv.Retry(ctx, driver.RetryParams{ID: id})
+	return err
+}
+
+// RetryFailed moves every failed job (of jobType, if given) back to
+// pending and returns how many moved.
+func (c *Client) RetryFailed(ctx context.Context, jobType string) (int64, error) {
+	return c.drv.Retry(ctx, driver.RetryParams{AllFailed: true, Type: jobType})
+}
+
+// Cancel moves a pending or failed job to cancelled.
+func (c *Client) Cancel(ctx context.Context, id int64) error {
+	return c.drv.Cancel(ctx, id)
+}
+
+// Purge deletes finished jobs in status older than olderThan, in chunks,
+// and returns how many it deleted.
+func (c *Client) Purge(ctx context.Context, status string, olderThan time.Duration) (int64, error) {
+	if !driver.IsFinal(status) {
+		return 0, inputErr("status", "%q: only success, failed or cancelled jobs can be purged", status)
+	}
+	var total int64
+	for {
+		n, err := c.drv.Purge(ctx, driver.PurgeParams{Status: status, OlderThan: olderThan, Limit: 1000})
+		total += n
+		if err != nil || n < 1000 {
+			return total, err
+		}
+	}
+}
+
+// QueueStats is the live picture of one queue.
+type QueueStats struct {
+	Queue            string  `json:"queue"`
+	Pending          int64   `json:"pending"`
+	Processing       int64   `json:"processing"`
+	Failed           int64   `json:"failed"`
+	OldestPendingAge float64 `json:"oldest_pending_age_s"` // seconds a runnable job has waited
+	Paused           bool    `json:"paused"`
+}
+
+// Stats reads per-queue counts from indexes that hold live jobs only.
+func (c *Client) Stats(ctx context.Context) ([]QueueStats, error) {
+	rows, err := c.drv.Stats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	paused, err := c.drv.PausedQueues(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now, err := c.drv.Now(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]QueueStats, 0, len(rows))
+	seen := map[string]bool{}
+	for _, r := range rows {
+		s := QueueStats{Queue: r.Queue, Pending: r.Pending, Processing: r.Processing, Failed: r.Failed, Paused: paused[r.Queue]}
+		if r.OldestPending != nil && r.OldestPending.Before(now) {
+			s.OldestPendingAge = now.Sub(*r.OldestPending).Seconds()
+		}
+		out = append(out, s)
+		seen[r.Queue] = true
+	}
+	for q := range paused {
+		if !seen[q] {
+			out = append(out, QueueStats{Queue: q, Paused: true})
+		}
+	}
+	return out, nil
+}
+
+// PauseQueue stops every worker of queue from claiming, within about a
+// second, until ResumeQueue. Running jobs finish.
+func (c *Client) PauseQueue(ctx context.Context, queue string) error {
+	if err := checkName("queue", queue, driver.MaxQueueLen); err != nil {
+		return err
+	}
+	return c.drv.SetQueuePaused(ctx, queue, true)
+}
+
+// ResumeQueue lets a paused queue's workers claim again.
+func (c *Client) ResumeQueue(ctx context.Context, queue string) error {
+	if err := checkName("queue", queue, driver.MaxQueueLen); err != nil {
+		return err
+	}
+	return c.drv.SetQueuePaused(ctx, queue, false)
+}
+
+// Check validates one job as Enqueue would, without writing anything.
+func (c *Client) Check(p EnqueueParams) error {
+	_, err := c.prepare(p)
+	return err
+}

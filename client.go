@@ -1,0 +1,163 @@
+// Package sluice runs background jobs durably on the SQL database a team
+// already has: SQLite, MySQL / MariaDB or PostgreSQL.
+//
+// A Client enqueues jobs and, when configured with queues, runs them:
+// claims are batched under leases, every update after a claim is fenced by
+// the lease token, failed attempts retry with exponential backoff, and a
+// maintenance leader rescues jobs whose worker died. See DESIGN.md.
+package sluice
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/maintenance"
+	"github.com/sluicehq/sluice/internal/worker"
+)
+
+// Client enqueues jobs and runs workers for its configured queues.
+type Client struct {
+	cfg   Config
+	drv   driver.Driver
+	log   *slog.Logger
+	pool  *worker.Pool
+	maint *maintenance.Service
+
+	mu      sync.Mutex
+	started bool
+}
+
+// NewClient checks cfg and builds a client. It does not touch the database.
+func NewClient(cfg Config) (*Client, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	c := &Client{cfg: cfg, drv: cfg.Driver, log: cfg.Logger}
+	if len(cfg.Queues) > 0 {
+		c.pool = worker.New(worker.Config{
+			Driver:   cfg.Driver,
+			Queues:   c.queueList(),
+			Run:      c.run,
+			LeaseFor: c.leaseFor,
+			Logger:   cfg.Logger,
+			PollMax:  cfg.PollMax,
+		})
+	}
+	if len(cfg.Queues) > 0 && !cfg.DisableMaintenance {
+		c.maint = maintenance.New(maintenance.Config{
+			Driver:      cfg.Driver,
+			NodeID:      cfg.NodeID,
+			Logger:      cfg.Logger,
+			Retention:   cfg.Retention,
+			RescueEvery: cfg.RescueEvery,
+			LeaderTTL:   cfg.LeaderTTL,
+		})
+	}
+	return c, nil
+}
+
+// queueList orders queues by name and gives each the longest lease of the
+// types it runs, so no job's first lease is shorter than its type's.
+func (c *Client) queueList() []worker.Queue {
+	names := make([]string, 0, len(c.cfg.Queues))
+	for n := range c.cfg.Queues {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := make([]worker.Queue, 0, len(names))
+	for _, n := range names {
+		lease := time.Duration(0)
+		for _, t := range c.cfg.Types {
+			if t.Queue == n {
+				lease = max(lease, t.Lease)
+			}
+		}
+		if lease == 0 {
+			lease = DefaultLease
+		}
+		out = append(out, worker.Queue{Name: n, Concurrency: c.cfg.Queues[n].Concurrency, Lease: lease})
+	}
+	return out
+}
+
+func (c *Client) leaseFor(jobType string) time.Duration {
+	if t, ok := c.cfg.Types[jobType]; ok {
+		return t.Lease
+	}
+	return DefaultLease
+}
+
+// Driver returns the client's storage driver.
+func (c *Client) Driver() driver.Driver { return c.drv }
+
+// Start checks the schema and starts the workers and maintenance. It
+// returns at once; Stop shuts them down.
+func (c *Client) Start(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.started {
+		return errors.New("sluice: client already started")
+	}
+	cur, latest, err := c.drv.SchemaVersion(ctx)
+	if err != nil {
+		return err
+	}
+	switch {
+	case cur < latest:
+		return fmt.Errorf("schema version %d, want %d: %w", cur, latest, driver.ErrSchemaMissing)
+	case cur > latest:
+		return fmt.Errorf("schema version %d, this binary knows up to %d: %w", cur, latest, driver.ErrSchemaTooNew)
+	}
+	c.started = true
+	if c.maint != nil {
+		c.maint.Start(ctx)
+	}
+	if c.pool != nil {
+		c.pool.Start(ctx)
+		c.log.Info("workers started", "queues", len(c.cfg.Queues), "node", c.cfg.NodeID)
+	}
+	return nil
+}
+
+// Stop stops claiming, waits for running jobs until ctx ends, then cancels
+// those still running and returns them to pending without charging the
+// attempt. It returns when every outcome has been written.
+func (c *Client) Stop(ctx context.Context) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.started {
+		return
+	}
+	if c.pool != nil {
+		c.pool.Stop(ctx)
+	}
+	if c.maint != nil {
+		c.maint.Stop()
+	}
+	c.started = false
+	c.log.Info("workers stopped", "node", c.cfg.NodeID)
+}
+
+// Rescue returns jobs whose lease expired to pending now, whoever leads
+// maintenance. The cron-triggered runner calls it before claiming.
+func (c *Client) Rescue(ctx context.Context) (driver.RescueResult, error) {
+	var total driver.RescueResult
+	for {
+		r, err := c.drv.Rescue(ctx, driver.RescueParams{Limit: 1000})
+		if err != nil {
+			return total, err
+		}
+		total.Pending += r.Pending
+		total.Failed += r.Failed
+		if r.Pending+r.Failed < 1000 {
+			return total, nil
+		}
+	}
+}

@@ -1,0 +1,218 @@
+package sluice_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/testdb"
+)
+
+// forEachDriver runs fn as a subtest on every database.
+func forEachDriver(t *testing.T, fn func(t *testing.T, d driver.Driver)) {
+	for _, name := range testdb.Names {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			fn(t, testdb.Open(t, name))
+		})
+	}
+}
+
+// startClient runs a client with one queue and the given types until the test ends.
+func startClient(t *testing.T, d driver.Driver, conc int, types map[string]sluice.Type) *sluice.Client {
+	t.Helper()
+	c, err := sluice.NewClient(sluice.Config{Driver: d, Types: types,
+		Queues: map[string]sluice.QueueConfig{"default": {Concurrency: conc}}, RescueEvery: 200 * time.Millisecond, PollMax: 50 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, c.Start(context.Background()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		c.Stop(ctx)
+	})
+	return c
+}
+
+// waitStatus polls until the job reaches status or the deadline passes.
+func waitStatus(t *testing.T, d driver.Driver, id int64, status string) *driver.JobRow {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		j, err := d.GetJob(context.Background(), id)
+		require.NoError(t, err)
+		if j.Status == status {
+			return j
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %d: status %s (attempts %d, last_error %q), want %s", id, j.Status, j.Attempts, j.LastError, status)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestClientOutcomes(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, d driver.Driver) {
+		ctx := context.Background()
+		var flaky, snoozes atomic.Int32
+		fast := sluice.Backoff{Base: 10 * time.Millisecond, Max: 20 * time.Millisecond}
+		c := startClient(t, d, 4, map[string]sluice.Type{
+			"ok": {Handler: sluice.HandlerFunc(func(ctx context.Context, j *sluice.Job) error {
+				j.SetResult("done " + j.IdempotencyKey())
+				return nil
+			})},
+			"flaky": {Backoff: fast, Handler: sluice.HandlerFunc(func(ctx context.Context, j *sluice.Job) error {
+				if flaky.Add(1) < 3 {
+					return errors.New("temporary")
+				}
+				return nil
+			})},
+			"bad": {Handler: sluice.HandlerFunc(func(ctx context.Context, j *sluice.Job) error {
+				return sluice.Permanent(errors.New("invalid order"))
+			})},
+			"exhaust": {Backoff: fast, MaxAttempts: 2, Handler: sluice.HandlerFunc(func(ctx context.Context, j *sluice.Job) error {
+				return errors.New("always")
+			})},
+			"panics": {Backoff: fast, MaxAttempts: 1, Handler: sluice.HandlerFunc(func(ctx context.Context, j *sluice.Job) error {
+				panic("boom")
+			})},
+			"slow": {Timeout: 100 * time.Millisecond, MaxAttempts: 1, Handler: sluice.HandlerFunc(func(ctx context.Context, j *sluice.Job) error {
+				<-ctx.Done()
+				return ctx.Err()
+			})},
+			"snooze": {Handler: sluice.HandlerFunc(func(ctx context.Context, j *sluice.Job) error {
+				if snoozes.Add(1) == 1 {
+					return sluice.Snooze(10 * time.Millisecond)
+				}
+				return nil
+			})},
+		})
+		enq := func(typ, key string) int64 {
+			r, err := c.Enqueue(ctx, sluice.EnqueueParams{Type: typ, Key: key})
+			require.NoError(t, err)
+			return r.ID
+		}
+		j := waitStatus(t, d, enq("ok", "order-1"), driver.StatusSuccess)
+		require.Equal(t, "done order-1", j.Result)
+		require.NotNil(t, j.FinishedAt)
+
+		j = waitStatus(t, d, enq("flaky", ""), driver.StatusSuccess)
+		require.Equal(t, 3, j.Attempts)
+		require.Equal(t, "temporary", j.LastError)
+
+		j = waitStatus(t, d, enq("bad", ""), driver.StatusFailed)
+		require.Equal(t, 1, j.Attempts)
+		require.Equal(t, "invalid order", j.LastError)
+
+		j = waitStatus(t, d, enq("exhaust", ""), driver.StatusFailed)
+		require.Equal(t, 2, j.Attempts)
+
+		j = waitStatus(t, d, enq("panics", ""), driver.StatusFailed)
+		require.Contains(t, j.LastError, "panic: boom")
+		require.Contains(t, j.LastError, "goroutine")
+
+		j = waitStatus(t, d, enq("slow", ""), driver.StatusFailed)
+		require.Contains(t, j.LastError, "timed out after 100ms")
+
+		// A snooze gives the attempt back: two runs, one attempt counted.
+		j = waitStatus(t, d, enq("snooze", ""), driver.StatusSuccess)
+		require.Equal(t, 1, j.Attempts)
+	})
+}
+
+func TestEnqueueDedupe(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, d driver.Driver) {
+		ctx := context.Background()
+		c, err := sluice.NewClient(sluice.Config{Driver: d})
+		require.NoError(t, err)
+		a, err := c.Enqueue(ctx, sluice.EnqueueParams{Type: "sync", Key: "order-7", Payload: map[string]int{"n": 1}})
+		require.NoError(t, err)
+		require.False(t, a.Duplicate)
+		b, err := c.Enqueue(ctx, sluice.EnqueueParams{Type: "sync", Key: "order-7"})
+		require.NoError(t, err)
+		require.Equal(t, sluice.Result{ID: a.ID, Duplicate: true}, b)
+
+		_, err = c.Enqueue(ctx, sluice.EnqueueParams{Type: "sync", Payload: []byte("{not json")})
+		var ie *sluice.InputError
+		require.ErrorAs(t, err, &ie)
+		require.Equal(t, "payload", ie.Field)
+		_, err = c.Enqueue(ctx, sluice.EnqueueParams{Type: strings.Repeat("x", 65)})
+		require.ErrorAs(t, err, &ie)
+		require.Equal(t, "type", ie.Field)
+		_, err = c.EnqueueMany(ctx, []sluice.EnqueueParams{{Type: "ok"}, {Type: "ok", Key: strings.Repeat("k", 192)}})
+		require.ErrorAs(t, err, &ie)
+		require.Equal(t, "key", ie.Field)
+		jobs, err := d.ListJobs(ctx, driver.ListParams{})
+		require.NoError(t, err)
+		require.Len(t, jobs, 1, "bad input must write nothing")
+	})
+}
+
+func TestTransactionalCompletion(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, d driver.Driver) {
+		ctx := context.Background()
+		_, err := d.DB().ExecContext(ctx, "CREATE TABLE "+tableName(t)+" (id INT PRIMARY KEY)")
+		require.NoError(t, err)
+		t.Cleanup(func() { d.DB().ExecContext(context.Background(), "DROP TABLE "+tableName(t)) })
+		var runs atomic.Int32
+		c := startClient(t, d, 1, map[string]sluice.Type{
+			"write": {Backoff: sluice.Backoff{Base: 10 * time.Millisecond}, Handler: sluice.HandlerFunc(func(ctx context.Context, j *sluice.Job) error {
+				tx, err := j.Tx(ctx)
+				if err != nil {
+					return err
+				}
+				if _, err := tx.ExecContext(ctx, "INSERT INTO "+tableName(t)+" (id) VALUES (1)"); err != nil {
+					return err
+				}
+				if runs.Add(1) == 1 {
+					return errors.New("fail after writing: the write must roll back")
+				}
+				return nil
+			})},
+		})
+		r, err := c.Enqueue(ctx, sluice.EnqueueParams{Type: "write"})
+		require.NoError(t, err)
+		j := waitStatus(t, d, r.ID, driver.StatusSuccess)
+		require.Equal(t, 2, j.Attempts)
+		var n int
+		require.NoError(t, d.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM "+tableName(t)).Scan(&n))
+		require.Equal(t, 1, n, "the failed attempt's write was rolled back, the successful one committed")
+	})
+}
+
+func tableName(t *testing.T) string {
+	return "effects_" + strings.NewReplacer("/", "_", "-", "_").Replace(strings.ToLower(t.Name()))
+}
+
+func TestShutdownRequeuesWithoutCharge(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, d driver.Driver) {
+		ctx := context.Background()
+		started := make(chan struct{}, 1)
+		c, err := sluice.NewClient(sluice.Config{Driver: d, Queues: map[string]sluice.QueueConfig{"default": {Concurrency: 1}},
+			Types: map[string]sluice.Type{"long": {Handler: sluice.HandlerFunc(func(ctx context.Context, j *sluice.Job) error {
+				started <- struct{}{}
+				<-ctx.Done()
+				return ctx.Err()
+			})}}})
+		require.NoError(t, err)
+		require.NoError(t, c.Start(ctx))
+		r, err := c.Enqueue(ctx, sluice.EnqueueParams{Type: "long"})
+		require.NoError(t, err)
+		<-started
+		stopCtx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		defer cancel()
+		c.Stop(stopCtx)
+		j, err := d.GetJob(ctx, r.ID)
+		require.NoError(t, err)
+		require.Equal(t, driver.StatusPending, j.Status)
+		require.Equal(t, 0, j.Attempts, "an attempt interrupted by shutdown is not charged")
+		require.Empty(t, j.LockedBy)
+		require.Contains(t, j.LastError, "shutdown")
+	})
+}

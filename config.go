@@ -1,0 +1,133 @@
+package sluice
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/sluicehq/sluice/driver"
+)
+
+// Type configures one job type: its handler and the defaults of its jobs.
+type Type struct {
+	Handler     Handler
+	Queue       string        // default "default"
+	Timeout     time.Duration // cancels the handler's context; 0 means none
+	Lease       time.Duration // default DefaultLease; renewed every Lease/3
+	MaxAttempts int           // default DefaultMaxAttempts
+	Backoff     Backoff
+	Dedupe      string // driver.DedupePermanent (default) or driver.DedupeActive
+}
+
+// QueueConfig configures the workers of one queue.
+type QueueConfig struct {
+	Concurrency int // default 10
+}
+
+// Config configures a Client. Only Driver is required; a client without
+// Queues only enqueues.
+type Config struct {
+	Driver driver.Driver
+	Types  map[string]Type
+	Queues map[string]QueueConfig
+	Logger *slog.Logger
+	// NodeID names this process in leases; default "host:pid".
+	NodeID string
+	// Retention keeps finished jobs this long per status before the
+	// maintenance leader purges them. Defaults: success 7d, failed 30d,
+	// cancelled 7d. A negative value keeps them forever.
+	Retention map[string]time.Duration
+	// Maintenance turns off rescue and purge on this client when false.
+	// Default true for clients that run workers.
+	DisableMaintenance bool
+	// RescueEvery, LeaderTTL and PollMax tune background loops; zero
+	// picks defaults (5s, 30s, 1s). A dead maintenance leader is replaced
+	// after LeaderTTL.
+	RescueEvery time.Duration
+	LeaderTTL   time.Duration
+	PollMax     time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.NodeID == "" {
+		host, _ := os.Hostname()
+		c.NodeID = fmt.Sprintf("%s:%d", host, os.Getpid())
+	}
+	ret := map[string]time.Duration{
+		driver.StatusSuccess: 7 * 24 * time.Hour, driver.StatusFailed: 30 * 24 * time.Hour, driver.StatusCancelled: 7 * 24 * time.Hour,
+	}
+	for k, v := range c.Retention {
+		ret[k] = v
+	}
+	c.Retention = ret
+	types := make(map[string]Type, len(c.Types))
+	for name, t := range c.Types {
+		if t.Queue == "" {
+			t.Queue = "default"
+		}
+		if t.Lease <= 0 {
+			t.Lease = DefaultLease
+		}
+		if t.MaxAttempts <= 0 {
+			t.MaxAttempts = DefaultMaxAttempts
+		}
+		if t.Dedupe == "" {
+			t.Dedupe = driver.DedupePermanent
+		}
+		t.Backoff = t.Backoff.withDefaults()
+		types[name] = t
+	}
+	c.Types = types
+	queues := make(map[string]QueueConfig, len(c.Queues))
+	for name, q := range c.Queues {
+		if q.Concurrency <= 0 {
+			q.Concurrency = 10
+		}
+		queues[name] = q
+	}
+	c.Queues = queues
+	return c
+}
+
+func (c Config) validate() error {
+	if c.Driver == nil {
+		return errors.New("sluice config: Driver is required")
+	}
+	for name, t := range c.Types {
+		if err := checkName("type", name, driver.MaxTypeLen); err != nil {
+			return fmt.Errorf("sluice config: %w", err)
+		}
+		if err := checkName("queue", t.Queue, driver.MaxQueueLen); err != nil {
+			return fmt.Errorf("sluice config: type %s: %w", name, err)
+		}
+		if t.Dedupe != driver.DedupePermanent && t.Dedupe != driver.DedupeActive {
+			return fmt.Errorf("sluice config: type %s: dedupe %q: want permanent or active", name, t.Dedupe)
+		}
+		if t.Handler == nil && len(c.Queues) > 0 {
+			if _, runs := c.Queues[t.Queue]; runs {
+				return fmt.Errorf("sluice config: type %s: no handler, but its queue %s has workers here", name, t.Queue)
+			}
+		}
+	}
+	for name := range c.Queues {
+		if err := checkName("queue", name, driver.MaxQueueLen); err != nil {
+			return fmt.Errorf("sluice config: %w", err)
+		}
+	}
+	return nil
+}
+
+func checkName(field, v string, maxLen int) error {
+	switch {
+	case v == "":
+		return inputErr(field, "must not be empty")
+	case len(v) > maxLen:
+		return inputErr(field, "%d characters, at most %d allowed", len(v), maxLen)
+	}
+	return nil
+}

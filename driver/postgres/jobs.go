@@ -1,0 +1,310 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/sluicehq/sluice/driver"
+)
+
+const (
+	// insertChunk bounds the rows of one INSERT, so that a huge enqueue
+	// neither builds giant arrays nor holds one statement for long.
+	insertChunk = 5000
+	// insertRounds bounds the re-inserts of rows whose key holder finished
+	// between our insert and our look-up; each round needs a holder to finish
+	// in that window again, so running out means something is wrong.
+	insertRounds = 10
+)
+
+// Insert adds jobs with one INSERT ... SELECT FROM unnest(...) per chunk.
+func (d *Driver) Insert(ctx context.Context, tx *sql.Tx, jobs []driver.InsertParams) ([]driver.InsertResult, error) {
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	if tx != nil {
+		out, err := d.insert(ctx, tx, jobs)
+		if err != nil {
+			return nil, fmt.Errorf("enqueue %d jobs: %w", len(jobs), err)
+		}
+		return out, nil
+	}
+	// Keyless rows that fit one statement need no transaction: the
+	// statement is atomic, and BEGIN and COMMIT would cost two round trips.
+	single := len(jobs) <= insertChunk && !slices.ContainsFunc(jobs, func(j driver.InsertParams) bool { return j.Key != "" })
+	var out []driver.InsertResult
+	err := driver.RetryTransient(ctx, d.Transient, func() error {
+		if single {
+			var err error
+			out, err = d.insert(ctx, d.Write, jobs)
+			return err
+		}
+		own, err := d.Write.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer own.Rollback()
+		if out, err = d.insert(ctx, own, jobs); err != nil {
+			return err
+		}
+		return own.Commit()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("enqueue %d jobs: %w", len(jobs), err)
+	}
+	return out, nil
+}
+
+// insert sends each key's first occurrence and every keyless row; later
+// occurrences of a key in the batch are duplicates of the first.
+func (d *Driver) insert(ctx context.Context, q driver.Querier, jobs []driver.InsertParams) ([]driver.InsertResult, error) {
+	out := make([]driver.InsertResult, len(jobs))
+	first := map[string]int{}
+	dupOf := map[int]int{}
+	send := make([]int, 0, len(jobs))
+	for i, j := range jobs {
+		if j.Key != "" {
+			if f, ok := first[j.Key]; ok {
+				dupOf[i] = f
+				continue
+			}
+			first[j.Key] = i
+		}
+		send = append(send, i)
+	}
+	for len(send) > 0 {
+		n := min(len(send), insertChunk)
+		if err := d.insertChunk(ctx, q, jobs, send[:n], out); err != nil {
+			return nil, err
+		}
+		send = send[n:]
+	}
+	for i, f := range dupOf {
+		out[i] = driver.InsertResult{ID: out[f].ID, Duplicate: true}
+	}
+	return out, nil
+}
+
+// insertChunk inserts jobs[idx...] and fills their results. Rows whose key
+// is taken get the holder's id; a row whose holder is gone by the time we
+// look (an active-mode job that finished) is inserted again.
+func (d *Driver) insertChunk(ctx context.Context, q driver.Querier, jobs []driver.InsertParams, idx []int, out []driver.InsertResult) error {
+	for round := 0; len(idx) > 0; round++ {
+		if round == insertRounds {
+			return fmt.Errorf("business key %q: its holder finished %d times while we enqueued", jobs[idx[0]].Key, insertRounds)
+		}
+		inserted, keyless, err := d.insertRows(ctx, q, jobs, idx)
+		if err != nil {
+			return err
+		}
+		// The INSERT assigns ids in input order, so the keyless rows, sent
+		// in input order, match their ids sorted.
+		slices.Sort(keyless)
+		var taken []int
+		for _, i := range idx {
+			j := jobs[i]
+			switch id, ok := inserted[j.Key]; {
+			case j.Key == "":
+				if len(keyless) == 0 {
+					return errors.New("insert returned fewer rows without a key than were sent")
+				}
+				out[i], keyless = driver.InsertResult{ID: keyless[0]}, keyless[1:]
+			case ok:
+				out[i] = driver.InsertResult{ID: id}
+			default:
+				taken = append(taken, i)
+			}
+		}
+		if len(taken) == 0 {
+			return nil
+		}
+		holders, err := d.keyHolders(ctx, q, jobs, taken)
+		if err != nil {
+			return err
+		}
+		var again []int
+		for _, i := range taken {
+			if id, ok := holders[jobs[i].Key]; ok {
+				out[i] = driver.InsertResult{ID: id, Duplicate: true}
+			} else {
+				again = append(again, i)
+			}
+		}
+		idx = again
+	}
+	return nil
+}
+
+// insertRows runs insert.sql for jobs[idx...] and returns the ids of the
+// inserted keyed rows by key, and those of the keyless rows.
+func (d *Driver) insertRows(ctx context.Context, q driver.Querier, jobs []driver.InsertParams, idx []int) (map[string]int64, []int64, error) {
+	n := len(idx)
+	var (
+		queues, types, dedupes, payloads = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		keys                             = make([]*string, n)
+		priorities, maxAttempts, delays  = make([]int64, n), make([]int64, n), make([]int64, n)
+		runAts                           = make([]*time.Time, n)
+	)
+	for k, i := range idx {
+		j := &jobs[i]
+		queues[k], types[k], dedupes[k] = j.Queue, j.Type, j.Dedupe
+		// An empty payload gets the column default rather than a JSON
+		// syntax error.
+		payloads[k] = "{}"
+		if len(j.Payload) > 0 {
+			payloads[k] = string(j.Payload)
+		}
+		if j.Key != "" {
+			keys[k] = &j.Key
+		}
+		priorities[k], maxAttempts[k], delays[k] = int64(j.Priority), int64(j.MaxAttempts), driver.Micros(j.Delay)
+		if !j.RunAt.IsZero() {
+			runAts[k] = &j.RunAt
+		}
+	}
+	rows, err := q.QueryContext(ctx, d.Q["insert"], queues, types, keys, dedupes, payloads, priorities, maxAttempts, runAts, delays)
+	if err != nil {
+		return nil, nil, fmt.Errorf("insert: %w", err)
+	}
+	defer rows.Close()
+	inserted := map[string]int64{}
+	keyless := make([]int64, 0, n)
+	for rows.Next() {
+		var id int64
+		var key sql.NullString
+		if err := rows.Scan(&id, &key); err != nil {
+			return nil, nil, fmt.Errorf("insert: %w", err)
+		}
+		if key.Valid {
+			inserted[key.String] = id
+		} else {
+			keyless = append(keyless, id)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("insert: %w", err)
+	}
+	return inserted, keyless, nil
+}
+
+// keyHolders returns the ids of the jobs that hold the keys of jobs[idx...].
+func (d *Driver) keyHolders(ctx context.Context, q driver.Querier, jobs []driver.InsertParams, idx []int) (map[string]int64, error) {
+	keys := make([]string, len(idx))
+	for k, i := range idx {
+		keys[k] = jobs[i].Key
+	}
+	rows, err := q.QueryContext(ctx, d.Q["key_holder"], keys)
+	if err != nil {
+		return nil, fmt.Errorf("find holders of %d keys: %w", len(keys), err)
+	}
+	defer rows.Close()
+	holders := make(map[string]int64, len(keys))
+	for rows.Next() {
+		var id int64
+		var key string
+		if err := rows.Scan(&id, &key); err != nil {
+			return nil, fmt.Errorf("find holders of %d keys: %w", len(keys), err)
+		}
+		holders[key] = id
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("find holders of %d keys: %w", len(keys), err)
+	}
+	return holders, nil
+}
+
+// Claim runs one UPDATE over a SKIP LOCKED subquery. Outside an explicit
+// transaction the statement commits by itself, which saves BEGIN and COMMIT.
+func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) ([]driver.JobRow, error) {
+	if p.Limit <= 0 {
+		return nil, nil
+	}
+	q, args := d.Q["claim"], []any{p.Token, driver.Micros(p.Lease), p.Queue, p.Limit}
+	if p.Type != "" {
+		q, args = d.Q["claim_type"], []any{p.Token, driver.Micros(p.Lease), p.Queue, p.Type, p.Limit}
+	}
+	var jobs []driver.JobRow
+	err := driver.RetryTransient(ctx, d.Transient, func() error {
+		rows, err := d.Write.QueryContext(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		jobs, err = driver.ScanJobs(rows)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim %s: %w", p.Queue, err)
+	}
+	// RETURNING follows no order; callers expect the pick order.
+	slices.SortFunc(jobs, func(a, b driver.JobRow) int {
+		return cmp.Or(cmp.Compare(a.Priority, b.Priority), a.NextRunAt.Compare(b.NextRunAt), cmp.Compare(a.ID, b.ID))
+	})
+	return jobs, nil
+}
+
+// Complete applies a batch of fenced outcomes in one statement and returns
+// the ids whose lease was lost.
+func (d *Driver) Complete(ctx context.Context, cs []driver.Completion) ([]int64, error) {
+	if len(cs) == 0 {
+		return nil, nil
+	}
+	// Rows are locked in id order, as far as the plan follows the input,
+	// which keeps concurrent multi-row writers from deadlocking.
+	sorted := slices.Clone(cs)
+	slices.SortFunc(sorted, func(a, b driver.Completion) int { return cmp.Compare(a.ID, b.ID) })
+	n := len(sorted)
+	var (
+		ids, delays             = make([]int64, n), make([]int64, n)
+		tokens, statuses        = make([]string, n), make([]string, n)
+		refunds                 = make([]int32, n)
+		finals                  = make([]bool, n)
+		errorTexts, resultTexts = make([]*string, n), make([]*string, n)
+	)
+	for k, c := range sorted {
+		ids[k], tokens[k], statuses[k], delays[k] = c.ID, c.Token, c.Status, driver.Micros(c.Delay)
+		if c.Refund {
+			refunds[k] = 1
+		}
+		finals[k] = c.Status != driver.StatusPending
+		if c.Error != nil {
+			s := driver.Truncate(*c.Error, driver.MaxErrorLen, true)
+			errorTexts[k] = &s
+		}
+		if c.Result != nil {
+			s := driver.Truncate(*c.Result, driver.MaxResultLen, true)
+			resultTexts[k] = &s
+		}
+	}
+	done := make(map[int64]bool, n)
+	err := driver.RetryTransient(ctx, d.Transient, func() error {
+		clear(done)
+		rows, err := d.Write.QueryContext(ctx, d.Q["complete_batch"], ids, tokens, statuses, delays, refunds, finals, errorTexts, resultTexts)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			done[id] = true
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("complete %d jobs: %w", n, err)
+	}
+	var lost []int64
+	for _, c := range cs {
+		if !done[c.ID] {
+			lost = append(lost, c.ID)
+		}
+	}
+	return lost, nil
+}

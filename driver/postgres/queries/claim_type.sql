@@ -1,0 +1,10 @@
+UPDATE sluice_jobs
+SET status = 'processing', attempts = attempts + 1, locked_by = $1,
+    locked_until = now() + $2::bigint * interval '1 microsecond', updated_at = now()
+WHERE id IN (
+  SELECT id FROM sluice_jobs
+  WHERE status = 'pending' AND queue = $3 AND type = $4 AND next_run_at <= now()
+  ORDER BY priority, next_run_at, id
+  LIMIT $5
+  FOR UPDATE SKIP LOCKED)
+RETURNING id, queue, type, business_key, dedupe, payload, status, priority, attempts, max_attempts, next_run_at, locked_by, locked_until, last_error, result, created_at, updated_at, finished_at

@@ -1,0 +1,1 @@
+SELECT to_regclass('sluice_schema') IS NOT NULL

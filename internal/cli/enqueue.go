@@ -1,0 +1,214 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/dur"
+)
+
+func (a *app) enqueueCommand() *cobra.Command {
+	var (
+		key, payload, queue, delay, runAt, ndjson, dedupe string
+		priority, maxAttempts                             int
+	)
+	cmd := &cobra.Command{
+		Use:   "enqueue TYPE [flags] | enqueue --ndjson FILE|-",
+		Short: "Enqueue one job, or many from NDJSON",
+		Long: `Enqueue one job of TYPE and print {"id":N,"duplicate":false}. An existing
+business key prints the existing id with "duplicate":true and exits 0.
+
+With --ndjson, read one JSON object per line (type, key, payload, queue,
+priority, delay, run_at, max_attempts, dedupe) and enqueue them all or none.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if ndjson != "" {
+				if len(args) > 0 {
+					return usagef("enqueue --ndjson takes no TYPE argument")
+				}
+				return a.enqueueNDJSON(ctx, ndjson)
+			}
+			if len(args) != 1 {
+				return usagef("enqueue needs exactly one TYPE argument (or --ndjson FILE)")
+			}
+			line := ndjsonLine{Type: args[0], Key: key, Queue: queue, Priority: priority, Delay: delay,
+				RunAt: runAt, MaxAttempts: maxAttempts, Dedupe: dedupe}
+			if payload != "" {
+				b, err := a.readPayload(payload)
+				if err != nil {
+					return err
+				}
+				line.Payload = b
+			}
+			p, err := line.params()
+			if err != nil {
+				return err
+			}
+			c, err := a.client(ctx)
+			if err != nil {
+				return err
+			}
+			r, err := c.Enqueue(ctx, p)
+			if err != nil {
+				return err
+			}
+			return json.NewEncoder(a.stdout).Encode(r)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&key, "key", "", "business key: a second job with the same key is not enqueued")
+	f.StringVar(&payload, "payload", "", "payload: JSON, @FILE, or - for stdin")
+	f.StringVar(&queue, "queue", "", "queue (default: the type's queue, or \"default\")")
+	f.IntVar(&priority, "priority", 0, "priority; lower runs first")
+	f.StringVar(&delay, "delay", "", "run after this long, e.g. 30s or 2h")
+	f.StringVar(&runAt, "run-at", "", "run at this RFC 3339 time")
+	f.IntVar(&maxAttempts, "max-attempts", 0, "attempts before the job fails (default: the type's, or 5)")
+	f.StringVar(&dedupe, "dedupe", "", "key dedupe mode: permanent (default) or active")
+	f.StringVar(&ndjson, "ndjson", "", "enqueue one job per line of FILE (- for stdin)")
+	return cmd
+}
+
+func (a *app) readPayload(arg string) ([]byte, error) {
+	var b []byte
+	var err error
+	switch {
+	case arg == "-":
+		b, err = io.ReadAll(io.LimitReader(a.stdin, 16<<20))
+	case strings.HasPrefix(arg, "@"):
+		b, err = os.ReadFile(arg[1:])
+	default:
+		b = []byte(arg)
+	}
+	if err != nil {
+		return nil, usagef("--payload: %v", err)
+	}
+	if !json.Valid(bytes.TrimSpace(b)) {
+		return nil, usagef("--payload: not valid JSON")
+	}
+	return b, nil
+}
+
+// ndjsonLine is one job as the CLI and NDJSON files spell it.
+type ndjsonLine struct {
+	Type        string          `json:"type"`
+	Key         string          `json:"key"`
+	Payload     json.RawMessage `json:"payload"`
+	Queue       string          `json:"queue"`
+	Priority    int             `json:"priority"`
+	Delay       string          `json:"delay"`
+	RunAt       string          `json:"run_at"`
+	MaxAttempts int             `json:"max_attempts"`
+	Dedupe      string          `json:"dedupe"`
+}
+
+func (l ndjsonLine) params() (sluice.EnqueueParams, error) {
+	p := sluice.EnqueueParams{Type: l.Type, Key: l.Key, Queue: l.Queue, Priority: l.Priority,
+		MaxAttempts: l.MaxAttempts, Dedupe: l.Dedupe}
+	if len(l.Payload) > 0 {
+		p.Payload = l.Payload
+	}
+	if l.MaxAttempts < 0 {
+		return p, &sluice.InputError{Field: "max_attempts", Msg: "must be at least 1"}
+	}
+	if l.Delay != "" {
+		d, err := dur.Parse(l.Delay)
+		if err != nil {
+			return p, &sluice.InputError{Field: "delay", Msg: err.Error()}
+		}
+		p.Delay = d
+	}
+	if l.RunAt != "" {
+		t, err := time.Parse(time.RFC3339Nano, l.RunAt)
+		if err != nil {
+			return p, &sluice.InputError{Field: "run_at", Msg: fmt.Sprintf("%q is not an RFC 3339 time", l.RunAt)}
+		}
+		p.RunAt = t
+	}
+	return p, nil
+}
+
+// enqueueNDJSON checks every line before writing any, then inserts them all
+// in one transaction.
+func (a *app) enqueueNDJSON(ctx context.Context, path string) error {
+	var r io.Reader = a.stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return usagef("--ndjson: %v", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	c, err := a.client(ctx)
+	if err != nil {
+		return err
+	}
+	var ps []sluice.EnqueueParams
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for n := 1; sc.Scan(); n++ {
+		text := bytes.TrimSpace(sc.Bytes())
+		if len(text) == 0 {
+			continue
+		}
+		var l ndjsonLine
+		dec := json.NewDecoder(bytes.NewReader(text))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&l); err != nil {
+			return usagef("--ndjson line %d: %v (nothing was enqueued)", n, err)
+		}
+		if dec.More() {
+			return usagef("--ndjson line %d: more than one JSON value (nothing was enqueued)", n)
+		}
+		p, err := l.params()
+		if err == nil {
+			err = c.Check(p)
+		}
+		if err != nil {
+			return usagef("--ndjson line %d: %v (nothing was enqueued)", n, err)
+		}
+		ps = append(ps, p)
+	}
+	if err := sc.Err(); err != nil {
+		return usagef("--ndjson: %v (nothing was enqueued)", err)
+	}
+	tx, err := c.Driver().DB().BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("enqueue: %w", err)
+	}
+	defer tx.Rollback()
+	inserted, dups := 0, 0
+	const chunk = 5000
+	for i := 0; i < len(ps); i += chunk {
+		rs, err := c.EnqueueManyTx(ctx, tx, ps[i:min(i+chunk, len(ps))])
+		if err != nil {
+			var ie *sluice.InputError
+			if errors.As(err, &ie) {
+				return usagef("--ndjson: %v (nothing was enqueued)", err)
+			}
+			return fmt.Errorf("enqueue: %w (nothing was enqueued)", err)
+		}
+		for _, r := range rs {
+			if r.Duplicate {
+				dups++
+			} else {
+				inserted++
+			}
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("enqueue: commit: %w", err)
+	}
+	return json.NewEncoder(a.stdout).Encode(map[string]int{"inserted": inserted, "duplicates": dups})
+}

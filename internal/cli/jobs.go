@@ -1,0 +1,229 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/dur"
+)
+
+func (a *app) jobsCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "jobs", Short: "List, show, retry, cancel and purge jobs"}
+	cmd.AddCommand(a.jobsListCommand(), a.jobsShowCommand(), a.jobsRetryCommand(), a.jobsCancelCommand(), a.jobsPurgeCommand())
+	return cmd
+}
+
+func (a *app) jobsListCommand() *cobra.Command {
+	var p sluice.ListParams
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List jobs newest first; page with --after-id",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if p.Limit < 1 || p.Limit > 1000 {
+				return usagef("--limit %d: want 1 to 1000", p.Limit)
+			}
+			c, err := a.client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			jobs, err := c.Jobs(cmd.Context(), p)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(a.stdout)
+				for _, j := range jobs {
+					if err := enc.Encode(j); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			w := tabwriter.NewWriter(a.stdout, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "ID\tSTATUS\tQUEUE\tTYPE\tKEY\tATTEMPTS\tNEXT RUN / FINISHED\tLAST ERROR")
+			for _, j := range jobs {
+				when := j.NextRunAt
+				if j.FinishedAt != nil {
+					when = *j.FinishedAt
+				}
+				fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", j.ID, j.Status, j.Queue, j.Type, j.Key,
+					j.Attempts, j.MaxAttempts, when.Format(time.RFC3339), firstLine(j.LastError, 60))
+			}
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			if len(jobs) == p.Limit {
+				fmt.Fprintf(a.stderr, "more: --after-id %d\n", jobs[len(jobs)-1].ID)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&p.Status, "status", "", "pending, processing, success, failed or cancelled")
+	f.StringVar(&p.Type, "type", "", "job type")
+	f.StringVar(&p.Queue, "queue", "", "queue")
+	f.StringVar(&p.KeyPrefix, "key-prefix", "", "business keys starting with this")
+	f.IntVar(&p.Limit, "limit", 50, "rows per page (at most 1000)")
+	f.Int64Var(&p.AfterID, "after-id", 0, "list jobs older than this id (the last id of the previous page)")
+	f.BoolVar(&asJSON, "json", false, "one JSON object per line")
+	return cmd
+}
+
+func firstLine(s string, n int) string {
+	for i, r := range s {
+		if r == '\n' {
+			s = s[:i]
+			break
+		}
+	}
+	if len(s) > n {
+		s = driver.Truncate(s, n, false) + "…"
+	}
+	return s
+}
+
+func parseID(s string) (int64, error) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id < 1 {
+		return 0, usagef("job id %q: want a positive integer", s)
+	}
+	return id, nil
+}
+
+func (a *app) jobsShowCommand() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show one job with all its columns",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseID(args[0])
+			if err != nil {
+				return err
+			}
+			c, err := a.client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			j, err := c.Job(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return json.NewEncoder(a.stdout).Encode(j)
+			}
+			b, err := json.MarshalIndent(j, "", "  ")
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(a.stdout, string(b))
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "compact JSON")
+	return cmd
+}
+
+func (a *app) jobsRetryCommand() *cobra.Command {
+	var failed bool
+	var typ string
+	cmd := &cobra.Command{
+		Use:   "retry ID | retry --failed [--type T]",
+		Short: "Move failed or cancelled jobs back to pending",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if failed == (len(args) == 1) || len(args) > 1 {
+				return usagef("retry takes one job ID, or --failed (with an optional --type)")
+			}
+			c, err := a.client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if failed {
+				n, err := c.RetryFailed(cmd.Context(), typ)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(a.stdout, "retried %d jobs\n", n)
+				return nil
+			}
+			id, err := parseID(args[0])
+			if err != nil {
+				return err
+			}
+			if err := c.Retry(cmd.Context(), id); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "job %d is pending again\n", id)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&failed, "failed", false, "retry every failed job")
+	cmd.Flags().StringVar(&typ, "type", "", "with --failed: only jobs of this type")
+	return cmd
+}
+
+func (a *app) jobsCancelCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "cancel ID",
+		Short: "Cancel a pending or failed job",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseID(args[0])
+			if err != nil {
+				return err
+			}
+			c, err := a.client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if err := c.Cancel(cmd.Context(), id); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "job %d cancelled\n", id)
+			return nil
+		},
+	}
+}
+
+func (a *app) jobsPurgeCommand() *cobra.Command {
+	var status, older string
+	cmd := &cobra.Command{
+		Use:   "purge --status S --older-than 7d",
+		Short: "Delete finished jobs, in chunks",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if status == "" || older == "" {
+				return usagef("purge needs --status and --older-than")
+			}
+			if !driver.IsFinal(status) {
+				return usagef("--status %q: want success, failed or cancelled", status)
+			}
+			d, err := dur.Parse(older)
+			if err != nil {
+				return usagef("--older-than: %v", err)
+			}
+			c, err := a.client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			n, err := c.Purge(cmd.Context(), status, d)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "deleted %d jobs\n", n)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&status, "status", "", "success, failed or cancelled")
+	cmd.Flags().StringVar(&older, "older-than", "", "finished longer ago than this, e.g. 7d")
+	return cmd
+}

@@ -1,0 +1,41 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+func (a *app) statsCommand() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "stats",
+		Short: "Per-queue counts of pending, processing and failed jobs",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			st, err := c.Stats(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return json.NewEncoder(a.stdout).Encode(map[string]any{"queues": st})
+			}
+			w := tabwriter.NewWriter(a.stdout, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "QUEUE\tPENDING\tPROCESSING\tFAILED\tOLDEST PENDING\tPAUSED")
+			for _, s := range st {
+				fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\t%v\n", s.Queue, s.Pending, s.Processing, s.Failed,
+					(time.Duration(s.OldestPendingAge * float64(time.Second))).Round(time.Second), s.Paused)
+			}
+			return w.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "JSON output")
+	return cmd
+}

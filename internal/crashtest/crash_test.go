@@ -1,0 +1,212 @@
+// Package crashtest kills real worker processes in the middle of a run and
+// checks, from an execution log, that no job is lost and that only jobs in
+// flight in the killed process ran twice.
+package crashtest
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/dburl"
+	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/testdb"
+)
+
+// TestMain turns the test binary into a worker process when asked to, so
+// the crash test runs real processes without a separate program.
+func TestMain(m *testing.M) {
+	if os.Getenv("CRASHTEST_WORKER") == "1" {
+		os.Exit(workerMain())
+	}
+	os.Exit(m.Run())
+}
+
+func workerMain() int {
+	d, err := dburl.Open(os.Getenv("CRASHTEST_DB"), dburl.Options{Prefix: os.Getenv("CRASHTEST_PREFIX")})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	logf, err := os.OpenFile(os.Getenv("CRASHTEST_LOG"), os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	pid := os.Getpid()
+	c, err := sluice.NewClient(sluice.Config{
+		Driver:      d,
+		Queues:      map[string]sluice.QueueConfig{"default": {Concurrency: 8}},
+		RescueEvery: 300 * time.Millisecond,
+		LeaderTTL:   2 * time.Second,
+		Types: map[string]sluice.Type{"work": {Lease: 2 * time.Second, Handler: sluice.HandlerFunc(func(ctx context.Context, j *sluice.Job) error {
+			// One write per line: O_APPEND makes each line land whole.
+			fmt.Fprintf(logf, "start %d %d %d\n", j.ID, j.Attempt, pid)
+			time.Sleep(15 * time.Millisecond)
+			fmt.Fprintf(logf, "end %d %d %d\n", j.ID, j.Attempt, pid)
+			return nil
+		})}},
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx := context.Background()
+	if err := c.Start(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
+	<-sig
+	stop, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	c.Stop(stop)
+	return 0
+}
+
+func TestKillWorkerMidRun(t *testing.T) {
+	for _, name := range testdb.Names {
+		t.Run(name, func(t *testing.T) {
+			d, tg := testdb.OpenURL(t, name)
+			runCrash(t, d, tg)
+		})
+	}
+}
+
+func runCrash(t *testing.T, d driver.Driver, tg testdb.Target) {
+	const jobs = 1000
+	ctx := context.Background()
+	c, err := sluice.NewClient(sluice.Config{Driver: d})
+	require.NoError(t, err)
+	ps := make([]sluice.EnqueueParams, jobs)
+	for i := range ps {
+		ps[i] = sluice.EnqueueParams{Type: "work", Key: fmt.Sprintf("crash-%d", i)}
+	}
+	_, err = c.EnqueueMany(ctx, ps)
+	require.NoError(t, err)
+
+	logPath := t.TempDir() + "/exec.log"
+	var procs []*exec.Cmd
+	for i := 0; i < 3; i++ {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "CRASHTEST_WORKER=1", "CRASHTEST_DB="+tg.URL, "CRASHTEST_PREFIX="+tg.Prefix, "CRASHTEST_LOG="+logPath)
+		cmd.Stderr = os.Stderr
+		require.NoError(t, cmd.Start())
+		procs = append(procs, cmd)
+	}
+	t.Cleanup(func() {
+		for _, p := range procs {
+			p.Process.Kill()
+			p.Wait()
+		}
+	})
+
+	// Kill one worker once a fair share of the run is done, while it has
+	// jobs in flight.
+	victim := procs[0]
+	t0 := time.Now()
+	waitFor(t, 60*time.Second, func() bool { return countLines(logPath, "end ") >= jobs/4 })
+	t.Logf("quarter done after %s", time.Since(t0))
+	require.NoError(t, victim.Process.Signal(syscall.SIGKILL))
+	victim.Wait()
+	killedPID := victim.Process.Pid
+
+	waitFor(t, 90*time.Second, func() bool {
+		st, err := d.Stats(ctx)
+		require.NoError(t, err)
+		for _, s := range st {
+			if s.Pending+s.Processing > 0 {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("all done after %s", time.Since(t0))
+	for _, p := range procs[1:] {
+		p.Process.Signal(syscall.SIGTERM)
+		p.Wait()
+	}
+
+	// Every job succeeded.
+	rows, err := d.ListJobs(ctx, driver.ListParams{Status: driver.StatusSuccess, Limit: 1000})
+	require.NoError(t, err)
+	require.Len(t, rows, jobs)
+
+	// Only jobs that were in flight in the killed process ran twice: their
+	// first run was there, and it either never ended or ended without its
+	// outcome being written before the kill.
+	starts := map[int64][]string{} // id -> "pid attempt" per run, in log order
+	ended := map[string]bool{}     // "id pid attempt"
+	f, err := os.Open(logPath)
+	require.NoError(t, err)
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var kind string
+		var id int64
+		var attempt, pid int
+		_, err := fmt.Sscanf(sc.Text(), "%s %d %d %d", &kind, &id, &attempt, &pid)
+		require.NoError(t, err, "log line %q", sc.Text())
+		if kind == "start" {
+			starts[id] = append(starts[id], fmt.Sprintf("%d %d", pid, attempt))
+		} else {
+			ended[fmt.Sprintf("%d %d %d", id, pid, attempt)] = true
+		}
+	}
+	require.Len(t, starts, jobs, "every job ran")
+	killed := fmt.Sprintf("%d ", killedPID)
+	unfinished, twice := 0, 0
+	for id, runs := range starts {
+		for _, r := range runs {
+			if !ended[fmt.Sprintf("%d %s", id, r)] {
+				unfinished++
+				require.True(t, strings.HasPrefix(r, killed), "job %d: run %q never ended, but only the killed process may leave one", id, r)
+			}
+		}
+		if len(runs) > 1 {
+			twice++
+			require.Len(t, runs, 2, "job %d ran %d times: %v", id, len(runs), runs)
+			require.True(t, strings.HasPrefix(runs[0], killed), "job %d ran twice (%v) but its first run was not in the killed process %d", id, runs, killedPID)
+		}
+	}
+	// The killed process held at most its 8 running jobs plus the finished
+	// ones whose outcomes were still queued for the next batched write.
+	require.LessOrEqual(t, twice, 16, "jobs run twice")
+	t.Logf("%s: %d jobs, killed pid %d: %d runs unfinished, %d jobs ran twice", tg.Name, jobs, killedPID, unfinished, twice)
+}
+
+func waitFor(t *testing.T, limit time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %s", limit)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func countLines(path, prefix string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, prefix) {
+			n++
+		}
+	}
+	return n
+}

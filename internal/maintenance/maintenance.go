@@ -1,0 +1,180 @@
+// Package maintenance runs the chores that one node at a time does for the
+// whole cluster: rescuing jobs whose lease expired and purging finished
+// jobs past their retention. Leadership is a row in the leases table, so
+// any number of nodes can run this and no node is special.
+package maintenance
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/driver"
+)
+
+// LeaderLease names the leadership row.
+const LeaderLease = "maintenance"
+
+// Config configures the maintenance service.
+type Config struct {
+	Driver driver.Driver
+	NodeID string
+	Logger *slog.Logger
+	// Retention per finished status; zero keeps that status forever.
+	Retention map[string]time.Duration
+	// RescueEvery defaults to 5s, PurgeEvery to 1m, LeaderTTL to 30s.
+	RescueEvery, PurgeEvery, LeaderTTL time.Duration
+	// Rescued is called after a rescue pass that moved jobs.
+	Rescued func(r driver.RescueResult)
+}
+
+// Service elects a leader and runs the chores while it leads.
+type Service struct {
+	cfg    Config
+	log    *slog.Logger
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	leader bool
+}
+
+// New builds a Service.
+func New(cfg Config) *Service {
+	if cfg.RescueEvery <= 0 {
+		cfg.RescueEvery = 5 * time.Second
+	}
+	if cfg.PurgeEvery <= 0 {
+		cfg.PurgeEvery = time.Minute
+	}
+	if cfg.LeaderTTL <= 0 {
+		cfg.LeaderTTL = 30 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Service{cfg: cfg, log: cfg.Logger}
+}
+
+// Start runs the service until Stop.
+func (s *Service) Start(ctx context.Context) {
+	ctx, s.cancel = context.WithCancel(ctx)
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); s.loop(ctx) }()
+}
+
+// Stop ends the service and gives up leadership.
+func (s *Service) Stop() {
+	if s.cancel == nil {
+		return
+	}
+	s.cancel()
+	s.wg.Wait()
+	if s.IsLeader() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := s.cfg.Driver.ReleaseLease(ctx, LeaderLease, s.cfg.NodeID); err != nil {
+			s.log.Warn("releasing maintenance leadership", "err", err)
+		}
+	}
+}
+
+// IsLeader reports whether this node leads now.
+func (s *Service) IsLeader() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.leader
+}
+
+func (s *Service) setLeader(v bool) {
+	s.mu.Lock()
+	changed := s.leader != v
+	s.leader = v
+	s.mu.Unlock()
+	if changed {
+		s.log.Info("maintenance leadership changed", "leader", v, "node", s.cfg.NodeID)
+	}
+}
+
+func (s *Service) loop(ctx context.Context) {
+	var lastRescue, lastPurge time.Time
+	tick := min(s.cfg.RescueEvery, s.cfg.LeaderTTL/3)
+	for {
+		l, err := s.cfg.Driver.AcquireLease(ctx, driver.LeaseParams{Name: LeaderLease, Holder: s.cfg.NodeID, TTL: s.cfg.LeaderTTL})
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			s.log.Warn("maintenance leader election failed", "err", err)
+			s.setLeader(false)
+		} else {
+			s.setLeader(l.Held)
+		}
+		if s.IsLeader() {
+			now := time.Now()
+			if now.Sub(lastRescue) >= s.cfg.RescueEvery {
+				s.RescueAll(ctx)
+				lastRescue = now
+			}
+			if now.Sub(lastPurge) >= s.cfg.PurgeEvery {
+				s.PurgeAll(ctx)
+				lastPurge = now
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(tick):
+		}
+	}
+}
+
+// RescueAll returns every expired lease to pending (or failed), in chunks.
+func (s *Service) RescueAll(ctx context.Context) driver.RescueResult {
+	var total driver.RescueResult
+	for ctx.Err() == nil {
+		r, err := s.cfg.Driver.Rescue(ctx, driver.RescueParams{Limit: 1000})
+		if err != nil {
+			s.log.Warn("rescue failed", "err", err)
+			break
+		}
+		total.Pending += r.Pending
+		total.Failed += r.Failed
+		if r.Pending+r.Failed < 1000 {
+			break
+		}
+	}
+	if total.Pending+total.Failed > 0 {
+		s.log.Warn("rescued jobs with expired leases", "to_pending", total.Pending, "to_failed", total.Failed)
+		if s.cfg.Rescued != nil {
+			s.cfg.Rescued(total)
+		}
+	}
+	return total
+}
+
+// PurgeAll deletes finished jobs past retention, a chunk at a time so that
+// no statement holds locks for long.
+func (s *Service) PurgeAll(ctx context.Context) {
+	for status, keep := range s.cfg.Retention {
+		if keep <= 0 {
+			continue
+		}
+		var total int64
+		for ctx.Err() == nil {
+			n, err := s.cfg.Driver.Purge(ctx, driver.PurgeParams{Status: status, OlderThan: keep, Limit: 1000})
+			if err != nil {
+				s.log.Warn("purge failed", "status", status, "err", err)
+				break
+			}
+			total += n
+			if n < 1000 {
+				break
+			}
+		}
+		if total > 0 {
+			s.log.Info("purged finished jobs", "status", status, "rows", total, "older_than", keep)
+		}
+	}
+}

@@ -1,0 +1,145 @@
+package worker
+
+import (
+	"context"
+	"time"
+
+	"github.com/sluicehq/sluice/driver"
+)
+
+type pending struct {
+	x *running
+	o Outcome
+}
+
+// completer writes outcomes in batches: whatever has queued up while the
+// previous batch was written goes in the next one, so a busy pool needs
+// one round trip per batch and an idle one answers at once.
+type completer struct {
+	p      *Pool
+	in     chan pending
+	done   chan struct{}
+	closed chan struct{}
+}
+
+func newCompleter(p *Pool) *completer {
+	return &completer{p: p, in: make(chan pending, 4096), done: make(chan struct{}), closed: make(chan struct{})}
+}
+
+func (c *completer) add(x *running, o Outcome) { c.in <- pending{x, o} }
+
+// drain asks the loop to write everything queued, then stop.
+func (c *completer) drain() {
+	close(c.done)
+	<-c.closed
+}
+
+func (c *completer) loop(ctx context.Context) {
+	defer close(c.closed)
+	const maxBatch = 1000
+	batch := make([]pending, 0, maxBatch)
+	for {
+		select {
+		case it := <-c.in:
+			batch = append(batch, it)
+		case <-c.done:
+			for {
+				select {
+				case it := <-c.in:
+					batch = append(batch, it)
+					if len(batch) == maxBatch {
+						c.flush(context.Background(), batch)
+						batch = batch[:0]
+					}
+					continue
+				default:
+				}
+				break
+			}
+			c.flush(context.Background(), batch)
+			return
+		}
+	fill:
+		for len(batch) < maxBatch {
+			select {
+			case it := <-c.in:
+				batch = append(batch, it)
+			default:
+				break fill
+			}
+		}
+		c.flush(ctx, batch)
+		batch = batch[:0]
+	}
+}
+
+// flush writes a batch, retrying while the database is unreachable: the
+// jobs keep their leases (the heartbeat still runs) until it comes back.
+func (c *completer) flush(ctx context.Context, batch []pending) {
+	if len(batch) == 0 {
+		return
+	}
+	cs := make([]driver.Completion, len(batch))
+	for i, it := range batch {
+		cs[i] = driver.Completion{ID: it.x.job.ID, Token: it.x.job.LockedBy, Status: it.o.Status,
+			Delay: it.o.Delay, Refund: it.o.Refund, Error: it.o.Error, Result: it.o.Result}
+	}
+	wait := 50 * time.Millisecond
+	var lost []int64
+	for attempt := 0; ; attempt++ {
+		var err error
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		lost, err = c.p.cfg.Driver.Complete(wctx, cs)
+		cancel()
+		if err == nil {
+			break
+		}
+		c.p.log.Error("writing job outcomes failed; retrying", "jobs", len(cs), "err", err, "retry_in", wait)
+		if ctx.Err() != nil && attempt >= 3 {
+			// Shutting down and the database is gone: the leases will
+			// expire and the jobs will be rescued and run again.
+			c.p.log.Error("giving up on job outcomes at shutdown; they will be rescued", "jobs", len(cs))
+			for _, it := range batch {
+				c.p.running.remove(it.x.job.ID)
+			}
+			return
+		}
+		time.Sleep(wait)
+		wait = min(wait*2, 5*time.Second)
+	}
+	lostSet := make(map[int64]bool, len(lost))
+	for _, id := range lost {
+		lostSet[id] = true
+	}
+	for _, it := range batch {
+		if lostSet[it.x.job.ID] {
+			c.p.leaseLost(it.x, "completion")
+			continue
+		}
+		c.p.running.remove(it.x.job.ID)
+	}
+}
+
+// completeInTx writes the outcome in the handler's own transaction.
+func (p *Pool) completeInTx(x *running, o Outcome) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := driver.Completion{ID: x.job.ID, Token: x.job.LockedBy, Status: o.Status, Delay: o.Delay,
+		Refund: o.Refund, Error: o.Error, Result: o.Result}
+	ok, err := p.cfg.Driver.CompleteTx(ctx, o.Tx, c)
+	if err == nil && ok {
+		err = o.Tx.Commit()
+	} else {
+		o.Tx.Rollback()
+	}
+	switch {
+	case err != nil:
+		// Nothing committed: the lease will expire and the job run again.
+		p.log.Error("transactional completion failed; the job will be rescued", "job_id", x.job.ID, "err", err)
+		p.running.remove(x.job.ID)
+	case !ok:
+		p.leaseLost(x, "transactional completion")
+	default:
+		p.running.remove(x.job.ID)
+	}
+}

@@ -1,0 +1,50 @@
+package worker
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/driver"
+)
+
+// pausedCache mirrors the queues' paused flags, so that a pause made
+// through the API or CLI reaches running workers without a restart.
+type pausedCache struct {
+	d        driver.Driver
+	log      *slog.Logger
+	interval time.Duration
+	mu       sync.RWMutex
+	paused   map[string]bool
+}
+
+func (c *pausedCache) is(queue string) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.paused[queue]
+}
+
+func (c *pausedCache) refresh(ctx context.Context) {
+	m, err := c.d.PausedQueues(ctx)
+	if err != nil {
+		c.log.Warn("reading paused queues failed", "err", err)
+		return
+	}
+	c.mu.Lock()
+	c.paused = m
+	c.mu.Unlock()
+}
+
+func (c *pausedCache) loop(ctx context.Context) {
+	t := time.NewTicker(c.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			c.refresh(ctx)
+		}
+	}
+}

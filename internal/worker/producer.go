@@ -1,0 +1,169 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/sluicehq/sluice/driver"
+)
+
+// producer claims jobs for one queue, in batches sized to its free slots.
+type producer struct {
+	p     *Pool
+	q     Queue
+	slots chan struct{} // a token per free worker slot
+	wakeC chan struct{}
+}
+
+func newProducer(p *Pool, q Queue) *producer {
+	pr := &producer{p: p, q: q, slots: make(chan struct{}, q.Concurrency), wakeC: make(chan struct{}, 1)}
+	for i := 0; i < q.Concurrency; i++ {
+		pr.slots <- struct{}{}
+	}
+	return pr
+}
+
+func (pr *producer) wake() {
+	select {
+	case pr.wakeC <- struct{}{}:
+	default:
+	}
+}
+
+func (pr *producer) loop(ctx context.Context) {
+	poll := pr.p.cfg.PollMin
+	errWait := 100 * time.Millisecond
+	for {
+		// Wait for at least one free slot, then take every free one.
+		select {
+		case <-ctx.Done():
+			return
+		case <-pr.slots:
+		}
+		free := 1
+	take:
+		for free < pr.p.cfg.MaxClaim {
+			select {
+			case <-pr.slots:
+				free++
+			default:
+				break take
+			}
+		}
+		if pr.p.paused.is(pr.q.Name) {
+			pr.giveBack(free)
+			if !pr.sleep(ctx, pr.p.paused.interval) {
+				return
+			}
+			continue
+		}
+		start := time.Now()
+		jobs, err := pr.p.cfg.Driver.Claim(ctx, driver.ClaimParams{
+			Queue: pr.q.Name, Limit: free, Lease: pr.q.Lease, Token: newToken(),
+		})
+		if err != nil {
+			pr.giveBack(free)
+			if ctx.Err() != nil {
+				return
+			}
+			pr.p.log.Error("claim failed; retrying", "queue", pr.q.Name, "err", err, "retry_in", errWait)
+			if !pr.sleep(ctx, errWait) {
+				return
+			}
+			errWait = min(errWait*2, 5*time.Second)
+			continue
+		}
+		errWait = 100 * time.Millisecond
+		if h := pr.p.cfg.Hooks.Claimed; h != nil {
+			h(pr.q.Name, len(jobs), time.Since(start))
+		}
+		pr.giveBack(free - len(jobs))
+		for _, j := range jobs {
+			pr.start(j)
+		}
+		if len(jobs) == free {
+			// The queue may hold more: claim again once slots free up,
+			// after a short cooldown that lets them accumulate.
+			poll = pr.p.cfg.PollMin
+			if !pr.sleep(ctx, pr.p.cfg.FetchCooldown) {
+				return
+			}
+			continue
+		}
+		if len(jobs) > 0 {
+			poll = pr.p.cfg.PollMin
+		} else {
+			poll = min(poll*2, pr.p.cfg.PollMax)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-pr.wakeC:
+		case <-time.After(poll):
+		}
+	}
+}
+
+func (pr *producer) giveBack(n int) {
+	for i := 0; i < n; i++ {
+		pr.slots <- struct{}{}
+	}
+}
+
+func (pr *producer) sleep(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
+}
+
+// start runs one claimed job in its own goroutine.
+func (pr *producer) start(j driver.JobRow) {
+	p := pr.p
+	lease := p.cfg.LeaseFor(j.Type)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	x := &running{job: j, lease: lease, lastBeat: time.Now(), cancel: cancel}
+	p.running.add(x)
+	p.jobWG.Add(1)
+	go func() {
+		defer p.jobWG.Done()
+		defer func() { pr.slots <- struct{}{} }()
+		began := time.Now()
+		o := safeRun(ctx, p.cfg.Run, j)
+		cause := context.Cause(ctx)
+		cancel(nil)
+		switch {
+		case cause == ErrLeaseLost:
+			return // already counted and logged; any write would be fenced out
+		case cause == ErrShutdown && o.Status != driver.StatusSuccess:
+			if o.Tx != nil {
+				o.Tx.Rollback()
+			}
+			msg := "interrupted by shutdown"
+			o = Outcome{Status: driver.StatusPending, Refund: true, Error: &msg}
+		}
+		if h := p.cfg.Hooks.Completed; h != nil {
+			h(j, o, time.Since(began))
+		}
+		if o.Tx != nil {
+			p.completeInTx(x, o)
+			return
+		}
+		p.completer.add(x, o)
+	}()
+}
+
+// safeRun turns a panic that escaped the RunFunc into a transient failure.
+func safeRun(ctx context.Context, run RunFunc, j driver.JobRow) (o Outcome) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg := fmt.Sprintf("panic: %v\n%s", r, debug.Stack())
+			o = Outcome{Status: driver.StatusPending, Error: &msg}
+		}
+	}()
+	return run(ctx, j)
+}

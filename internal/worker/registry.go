@@ -1,0 +1,94 @@
+package worker
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/driver"
+)
+
+// running is one job between claim and its written outcome.
+type running struct {
+	job      driver.JobRow
+	lease    time.Duration
+	lastBeat time.Time
+	cancel   context.CancelCauseFunc
+}
+
+// registry tracks running jobs for the heartbeat and for shutdown.
+type registry struct {
+	mu   sync.Mutex
+	jobs map[int64]*running
+}
+
+func newRegistry() *registry { return &registry{jobs: map[int64]*running{}} }
+
+func (r *registry) add(x *running) {
+	r.mu.Lock()
+	r.jobs[x.job.ID] = x
+	r.mu.Unlock()
+}
+
+// remove reports whether the job was still registered.
+func (r *registry) remove(id int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.jobs[id]
+	delete(r.jobs, id)
+	return ok
+}
+
+func (r *registry) beaten(x *running, at time.Time) {
+	r.mu.Lock()
+	x.lastBeat = at
+	r.mu.Unlock()
+}
+
+func (r *registry) len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.jobs)
+}
+
+func (r *registry) snapshot() []*running {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*running, 0, len(r.jobs))
+	for _, x := range r.jobs {
+		out = append(out, x)
+	}
+	return out
+}
+
+func (r *registry) cancelAll(cause error) {
+	for _, x := range r.snapshot() {
+		x.cancel(cause)
+	}
+}
+
+// due groups, by lease token, the jobs whose last heartbeat is a third of
+// their lease old.
+func (r *registry) due(now time.Time) map[string][]*running {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string][]*running{}
+	for _, x := range r.jobs {
+		if now.Sub(x.lastBeat) >= x.lease/3 {
+			out[x.job.LockedBy] = append(out[x.job.LockedBy], x)
+		}
+	}
+	return out
+}
+
+func (r *registry) minLease() time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := time.Duration(0)
+	for _, x := range r.jobs {
+		if m == 0 || x.lease < m {
+			m = x.lease
+		}
+	}
+	return m
+}

@@ -1,0 +1,212 @@
+// Package worker runs claimed jobs: a producer per queue claims batches
+// sized to its free slots, each job runs in its own goroutine under a lease
+// that a heartbeat keeps extending, and a completer writes outcomes back in
+// batches, every one fenced by the job's lease token.
+package worker
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/driver"
+)
+
+// Outcome is what became of one attempt.
+type Outcome struct {
+	Status string // driver.StatusSuccess, StatusFailed or StatusPending
+	Delay  time.Duration
+	Refund bool
+	Error  *string
+	Result *string
+	// Tx, when set, is the handler's completing transaction: the fenced
+	// outcome is written in it and it is committed, or rolled back if the
+	// lease was lost.
+	Tx *sql.Tx
+}
+
+// RunFunc runs one claimed job. Its context ends when the job's lease is
+// lost or the pool shuts down past its deadline.
+type RunFunc func(ctx context.Context, job driver.JobRow) Outcome
+
+// Queue configures one queue's workers.
+type Queue struct {
+	Name        string
+	Concurrency int
+	Lease       time.Duration // lease written at claim time
+}
+
+// Hooks let the caller observe the pool; any may be nil.
+type Hooks struct {
+	Claimed   func(queue string, n int, took time.Duration)
+	Completed func(job driver.JobRow, o Outcome, ran time.Duration)
+	LeaseLost func(job driver.JobRow, where string)
+}
+
+// Config configures a Pool.
+type Config struct {
+	Driver driver.Driver
+	Queues []Queue
+	Run    RunFunc
+	// LeaseFor gives the lease of a job type; the heartbeat renews it.
+	LeaseFor func(jobType string) time.Duration
+	Logger   *slog.Logger
+	Hooks    Hooks
+	// PollMin and PollMax bound the adaptive poll: fast while claims find
+	// work, backing off to PollMax while idle. Defaults 5ms and 1s.
+	PollMin, PollMax time.Duration
+	// MaxClaim caps one claim batch. Default 1,000.
+	MaxClaim int
+	// FetchCooldown is the least time between two claims of one queue,
+	// so that a busy pool claims a few large batches rather than many
+	// single jobs. Default 1ms.
+	FetchCooldown time.Duration
+	// Grace is how long handlers get to return after a shutdown deadline
+	// cancels them before their jobs are requeued anyway. Default 1s.
+	Grace time.Duration
+}
+
+// ErrShutdown is the cause of a handler context cancelled by shutdown.
+var ErrShutdown = errors.New("worker shutting down")
+
+// ErrLeaseLost is the cause of a handler context cancelled because its
+// job's lease was lost (rescued after a stall, or cancelled).
+var ErrLeaseLost = errors.New("job lease lost")
+
+// Pool runs the workers of several queues.
+type Pool struct {
+	cfg       Config
+	log       *slog.Logger
+	producers map[string]*producer
+	running   *registry
+	completer *completer
+	paused    *pausedCache
+
+	stopClaims context.CancelFunc
+	stopBG     context.CancelFunc
+	claimWG    sync.WaitGroup // producers
+	jobWG      sync.WaitGroup // running handlers
+	bgWG       sync.WaitGroup // heartbeat, completer, pause refresher
+}
+
+// New builds a pool; Start runs it.
+func New(cfg Config) *Pool {
+	if cfg.PollMin <= 0 {
+		cfg.PollMin = 5 * time.Millisecond
+	}
+	if cfg.PollMax <= 0 {
+		cfg.PollMax = time.Second
+	}
+	if cfg.MaxClaim <= 0 {
+		cfg.MaxClaim = 1000
+	}
+	if cfg.FetchCooldown <= 0 {
+		cfg.FetchCooldown = time.Millisecond
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	p := &Pool{cfg: cfg, log: cfg.Logger, producers: map[string]*producer{}}
+	p.running = newRegistry()
+	p.completer = newCompleter(p)
+	p.paused = &pausedCache{d: cfg.Driver, log: cfg.Logger, interval: time.Second}
+	for _, q := range cfg.Queues {
+		p.producers[q.Name] = newProducer(p, q)
+	}
+	return p
+}
+
+// Start begins claiming and running jobs. It returns at once.
+func (p *Pool) Start(ctx context.Context) {
+	bgCtx, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	claimCtx, stopClaims := context.WithCancel(ctx)
+	p.stopBG, p.stopClaims = stopBG, stopClaims
+	p.paused.refresh(bgCtx)
+	p.bgWG.Add(3)
+	go func() { defer p.bgWG.Done(); p.completer.loop(bgCtx) }()
+	go func() { defer p.bgWG.Done(); p.heartbeatLoop(bgCtx) }()
+	go func() { defer p.bgWG.Done(); p.paused.loop(bgCtx) }()
+	for _, pr := range p.producers {
+		p.claimWG.Add(1)
+		go func() { defer p.claimWG.Done(); pr.loop(claimCtx) }()
+	}
+}
+
+// Notify wakes a queue's producer: a job was just enqueued there.
+func (p *Pool) Notify(queue string) {
+	if pr := p.producers[queue]; pr != nil {
+		pr.wake()
+	}
+}
+
+// Stop stops claiming, waits for running jobs until ctx ends, then cancels
+// the rest and returns their jobs to pending without charging the attempt.
+// It returns once every outcome is written (or could not be).
+func (p *Pool) Stop(ctx context.Context) {
+	if p.stopClaims == nil {
+		return
+	}
+	p.stopClaims()
+	p.claimWG.Wait()
+
+	done := make(chan struct{})
+	go func() { p.jobWG.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		p.log.Warn("shutdown deadline reached; cancelling running jobs", "running", p.running.len())
+		p.running.cancelAll(ErrShutdown)
+		select {
+		case <-done:
+		case <-time.After(p.cfg.Grace):
+			// Handlers that ignore their context keep their goroutines,
+			// but their jobs go back to pending now; a late outcome will
+			// be fenced out.
+			p.requeueStuck()
+		}
+	}
+	p.completer.drain()
+	p.stopBG()
+	p.bgWG.Wait()
+}
+
+// requeueStuck returns every job still registered as running to pending.
+func (p *Pool) requeueStuck() {
+	jobs := p.running.snapshot()
+	if len(jobs) == 0 {
+		return
+	}
+	msg := "interrupted by shutdown; handler did not return"
+	cs := make([]driver.Completion, 0, len(jobs))
+	for _, r := range jobs {
+		cs = append(cs, driver.Completion{ID: r.job.ID, Token: r.job.LockedBy, Status: driver.StatusPending, Refund: true, Error: &msg})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	lost, err := p.cfg.Driver.Complete(ctx, cs)
+	if err != nil {
+		p.log.Error("requeue stuck jobs at shutdown", "jobs", len(cs), "err", err)
+		return
+	}
+	for _, r := range jobs {
+		p.running.remove(r.job.ID)
+	}
+	p.log.Warn("requeued jobs whose handlers ignored cancellation", "jobs", len(cs), "lost", len(lost))
+}
+
+// Running returns how many jobs are in progress.
+func (p *Pool) Running() int { return p.running.len() }
+
+func newToken() string {
+	b := make([]byte, 12)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,82 @@
+package sluice
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Job is one attempt of a job, as a handler sees it.
+type Job struct {
+	ID          int64
+	Queue       string
+	Type        string
+	Key         string // business key, or ""
+	Payload     json.RawMessage
+	Priority    int
+	Attempt     int // 1 for the first run
+	MaxAttempts int
+	CreatedAt   time.Time
+
+	db     *sql.DB
+	tx     *sql.Tx
+	result *string
+}
+
+// IdempotencyKey is what a handler should use to make its effects
+// idempotent: the business key, or "job-<id>" when there is none.
+func (j *Job) IdempotencyKey() string {
+	if j.Key != "" {
+		return j.Key
+	}
+	return fmt.Sprintf("job-%d", j.ID)
+}
+
+// Decode unmarshals the payload into v.
+func (j *Job) Decode(v any) error {
+	if err := json.Unmarshal(j.Payload, v); err != nil {
+		return fmt.Errorf("decode payload of job %d: %w", j.ID, err)
+	}
+	return nil
+}
+
+// SetResult stores s as the job's result when it succeeds.
+func (j *Job) SetResult(s string) { j.result = &s }
+
+// Tx returns the completing transaction, opened on first use. A handler
+// that writes through it makes those writes and the job's success commit
+// together, or not at all: if the handler fails, or the job's lease was
+// lost, the transaction is rolled back. sluice commits it; the handler must
+// not. On SQLite it holds the single writer connection while the handler
+// runs, so keep such handlers short there.
+func (j *Job) Tx(ctx context.Context) (*sql.Tx, error) {
+	if j.tx != nil {
+		return j.tx, nil
+	}
+	if j.db == nil {
+		return nil, errors.New("job has no database: transactional completion is only for jobs run by a sluice Client")
+	}
+	// The transaction must outlive the handler's context, which ends when
+	// the handler returns: sluice commits it afterwards with the fenced
+	// success update. Statements inside still use the handler's context.
+	tx, err := j.db.BeginTx(context.WithoutCancel(ctx), nil)
+	if err != nil {
+		return nil, fmt.Errorf("begin completing transaction of job %d: %w", j.ID, err)
+	}
+	j.tx = tx
+	return tx, nil
+}
+
+// Handler runs jobs of one type.
+type Handler interface {
+	Work(ctx context.Context, job *Job) error
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, job *Job) error
+
+// Work calls f.
+func (f HandlerFunc) Work(ctx context.Context, job *Job) error { return f(ctx, job) }

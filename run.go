@@ -1,0 +1,79 @@
+package sluice
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/worker"
+)
+
+// run executes one claimed job with its type's handler and classifies the
+// result as DESIGN.md "Retries" describes.
+func (c *Client) run(ctx context.Context, row driver.JobRow) worker.Outcome {
+	t, ok := c.cfg.Types[row.Type]
+	if !ok || t.Handler == nil {
+		// Transient, so that deploying the handler lets the job run.
+		return c.failure(row, Type{}, fmt.Errorf("no handler registered for job type %q", row.Type))
+	}
+	if t.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t.Timeout)
+		defer cancel()
+	}
+	job := &Job{ID: row.ID, Queue: row.Queue, Type: row.Type, Key: row.Key, Payload: row.Payload,
+		Priority: row.Priority, Attempt: row.Attempts, MaxAttempts: row.MaxAttempts, CreatedAt: row.CreatedAt,
+		db: c.drv.DB()}
+	start := time.Now()
+	err := callHandler(ctx, t.Handler, job)
+	took := time.Since(start)
+	if err == nil && ctx.Err() == context.DeadlineExceeded && t.Timeout > 0 {
+		err = fmt.Errorf("timed out after %s", t.Timeout)
+	} else if err != nil && errors.Is(err, context.DeadlineExceeded) && t.Timeout > 0 {
+		err = fmt.Errorf("timed out after %s: %w", t.Timeout, err)
+	}
+	var o worker.Outcome
+	if err == nil {
+		o = worker.Outcome{Status: driver.StatusSuccess, Result: job.result, Tx: job.tx}
+	} else {
+		if job.tx != nil {
+			job.tx.Rollback()
+		}
+		o = c.failure(row, t, err)
+	}
+	c.log.Debug("job finished", "job_id", row.ID, "type", row.Type, "queue", row.Queue,
+		"attempt", row.Attempts, "status", o.Status, "duration", took)
+	return o
+}
+
+// callHandler runs the handler, turning a panic into an error with its stack.
+func callHandler(ctx context.Context, h Handler, job *Job) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return h.Work(ctx, job)
+}
+
+// failure classifies a handler error into the job's next state.
+func (c *Client) failure(row driver.JobRow, t Type, err error) worker.Outcome {
+	msg := err.Error()
+	var snooze *snoozeError
+	if errors.As(err, &snooze) {
+		return worker.Outcome{Status: driver.StatusPending, Delay: snooze.d, Refund: true}
+	}
+	if IsPermanent(err) || row.Attempts >= row.MaxAttempts {
+		return worker.Outcome{Status: driver.StatusFailed, Error: &msg}
+	}
+	b := t.Backoff.withDefaults()
+	delay := b.Delay(row.Attempts)
+	var ra *retryAfterError
+	if errors.As(err, &ra) {
+		delay = min(ra.d, b.Max)
+	}
+	return worker.Outcome{Status: driver.StatusPending, Delay: delay, Error: &msg}
+}
