@@ -11,6 +11,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"log/slog"
 	"time"
 )
 
@@ -108,6 +109,16 @@ type Driver interface {
 	AcquireLease(ctx context.Context, p LeaseParams) (Lease, error)
 	// ReleaseLease gives the lease up if Holder still holds it.
 	ReleaseLease(ctx context.Context, name, holder string) (bool, error)
+}
+
+// Listener is implemented by drivers that can push wake-ups (PostgreSQL
+// LISTEN/NOTIFY). Workers still poll, so a missed notification only costs
+// latency.
+type Listener interface {
+	// Listen calls wake with a queue name whenever runnable jobs were
+	// inserted into it, until ctx ends. It reconnects by itself and logs
+	// the connection's troubles to log.
+	Listen(ctx context.Context, wake func(queue string), log *slog.Logger)
 }
 
 // InsertParams is one job to enqueue.

@@ -104,12 +104,14 @@ func LoadMigrations(fsys fs.FS, dir, prefix string) ([]Migration, error) {
 	return ms, nil
 }
 
-// SplitStatements splits a migration file on semicolons that end a line.
-// Migrations are our own files, so this simple rule is enough: no statement
-// in them ends a line inside a string literal.
+// SplitStatements splits a migration file on semicolons that end a line,
+// except inside a $$-quoted body (a PostgreSQL function). Migrations are our
+// own files, so this simple rule is enough: no statement in them ends a
+// line inside a string literal.
 func SplitStatements(sql string) []string {
 	var out []string
 	var cur strings.Builder
+	inBody := false
 	for _, line := range strings.Split(sql, "\n") {
 		trimmed := strings.TrimSpace(line)
 		if strings.HasPrefix(trimmed, "--") && cur.Len() == 0 {
@@ -117,7 +119,10 @@ func SplitStatements(sql string) []string {
 		}
 		cur.WriteString(line)
 		cur.WriteByte('\n')
-		if strings.HasSuffix(trimmed, ";") {
+		if strings.Count(line, "$$")%2 == 1 {
+			inBody = !inBody
+		}
+		if !inBody && strings.HasSuffix(trimmed, ";") {
 			if s := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(cur.String()), ";")); s != "" {
 				out = append(out, s)
 			}

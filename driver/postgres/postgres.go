@@ -42,6 +42,9 @@ type Driver struct {
 	// migrateLock keys the advisory lock that keeps migrations of the same
 	// prefix apart while letting other prefixes migrate at once.
 	migrateLock int64
+	// connConfig and channel serve the LISTEN connection.
+	connConfig *pgx.ConnConfig
+	channel    string
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -100,6 +103,8 @@ func Open(url string, opts Options) (*Driver, error) {
 		},
 		migrations:  migs,
 		migrateLock: int64(h.Sum64()),
+		connConfig:  cfg,
+		channel:     prefix + "jobs",
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout+5*time.Second)
 	defer cancel()

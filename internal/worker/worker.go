@@ -134,6 +134,10 @@ func (p *Pool) Start(ctx context.Context) {
 	go func() { defer p.bgWG.Done(); p.completer.loop(bgCtx) }()
 	go func() { defer p.bgWG.Done(); p.heartbeatLoop(bgCtx) }()
 	go func() { defer p.bgWG.Done(); p.paused.loop(bgCtx) }()
+	if l, ok := p.cfg.Driver.(driver.Listener); ok {
+		p.bgWG.Add(1)
+		go func() { defer p.bgWG.Done(); l.Listen(bgCtx, p.Notify, p.log) }()
+	}
 	for _, pr := range p.producers {
 		p.claimWG.Add(1)
 		go func() { defer p.claimWG.Done(); pr.loop(claimCtx) }()
