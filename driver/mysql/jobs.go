@@ -1,0 +1,523 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/driver"
+)
+
+// Statements are cut into chunks of at most this many rows and roughly this
+// many bytes of arguments, well under max_allowed_packet (16 MiB on MariaDB).
+const (
+	insertChunkRows   = 1000
+	completeChunkRows = 500
+	chunkBytes        = 1 << 20
+)
+
+// chunks cuts n items into [start, end) runs of at most maxRows items and,
+// past the first item of a run, at most chunkBytes as measured by size.
+func chunks(n, maxRows int, size func(i int) int) [][2]int {
+	var out [][2]int
+	for start := 0; start < n; {
+		end, bytes := start, 0
+		for end < n && end-start < maxRows {
+			bytes += size(end)
+			if end > start && bytes > chunkBytes {
+				break
+			}
+			end++
+		}
+		out = append(out, [2]int{start, end})
+		start = end
+	}
+	return out
+}
+
+// Insert adds jobs in one transaction: the caller's, or its own retried on
+// deadlock. Keys already held are found with one query, the remaining rows
+// go in with multi-row INSERTs, and a key taken meanwhile by a concurrent
+// enqueue sends its chunk down a row-by-row path that tells which rows lost.
+func (d *Driver) Insert(ctx context.Context, tx *sql.Tx, jobs []driver.InsertParams) ([]driver.InsertResult, error) {
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	if tx != nil {
+		out, err := d.insert(ctx, tx, jobs)
+		if err != nil {
+			return nil, fmt.Errorf("enqueue: %w", err)
+		}
+		return out, nil
+	}
+	var out []driver.InsertResult
+	err := driver.RetryTransient(ctx, d.Transient, func() error {
+		own, err := d.Write.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer own.Rollback()
+		if out, err = d.insert(ctx, own, jobs); err != nil {
+			return err
+		}
+		return own.Commit()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("enqueue: %w", err)
+	}
+	return out, nil
+}
+
+func (d *Driver) insert(ctx context.Context, tx *sql.Tx, jobs []driver.InsertParams) ([]driver.InsertResult, error) {
+	out := make([]driver.InsertResult, len(jobs))
+	// Within the batch the first occurrence of a key wins.
+	first := map[string]int{}
+	var keys []string
+	for i, j := range jobs {
+		if j.Key == "" {
+			continue
+		}
+		if _, seen := first[j.Key]; !seen {
+			first[j.Key] = i
+			keys = append(keys, j.Key)
+		}
+	}
+	held, err := d.keyHolders(ctx, tx, keys)
+	if err != nil {
+		return nil, err
+	}
+	var keyed, keyless []int
+	for i, j := range jobs {
+		switch id, taken := held[j.Key]; {
+		case j.Key == "":
+			keyless = append(keyless, i)
+		case taken:
+			out[i] = driver.InsertResult{ID: id, Duplicate: true}
+		case first[j.Key] == i:
+			keyed = append(keyed, i)
+		}
+	}
+	if d.consecutiveIDs {
+		if err := d.insertChunks(ctx, tx, jobs, append(keyed, keyless...), out, false); err != nil {
+			return nil, err
+		}
+	} else {
+		// With interleaved auto-increment (lock mode 2) a multi-row INSERT
+		// gets no usable id range: keyed rows are found again by key, and
+		// keyless rows go in one statement each.
+		if err := d.insertChunks(ctx, tx, jobs, keyed, out, true); err != nil {
+			return nil, err
+		}
+		if err := d.insertEach(ctx, tx, jobs, keyless, out); err != nil {
+			return nil, err
+		}
+	}
+	for i, j := range jobs {
+		if f, ok := first[j.Key]; ok && f != i && !out[i].Duplicate {
+			out[i] = driver.InsertResult{ID: out[f].ID, Duplicate: true}
+		}
+	}
+	return out, nil
+}
+
+// keyHolders maps each of keys that is taken to the id of the row holding it.
+func (d *Driver) keyHolders(ctx context.Context, q driver.Querier, keys []string) (map[string]int64, error) {
+	held := map[string]int64{}
+	for _, c := range chunks(len(keys), insertChunkRows, func(i int) int { return len(keys[i]) }) {
+		part := keys[c[0]:c[1]]
+		args := make([]any, len(part))
+		for i, k := range part {
+			args[i] = k
+		}
+		rows, err := q.QueryContext(ctx, d.InList(d.Q["key_holders"], 1, len(part)), args...)
+		if err != nil {
+			return nil, fmt.Errorf("find key holders: %w", err)
+		}
+		for rows.Next() {
+			var key string
+			var id int64
+			if err := rows.Scan(&key, &id); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("find key holders: %w", err)
+			}
+			held[key] = id
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("find key holders: %w", err)
+		}
+	}
+	return held, nil
+}
+
+// insertArgs are the arguments of insert.sql for one job, in its order.
+func (d *Driver) insertArgs(j driver.InsertParams) []any {
+	var runAt any
+	if !j.RunAt.IsZero() {
+		runAt = d.Time(j.RunAt)
+	}
+	// A string, not []byte: MySQL refuses to build a JSON value from a
+	// binary string, which is what the driver makes of []byte.
+	return []any{j.Queue, j.Type, driver.NullString(j.Key), j.Dedupe, string(j.Payload),
+		j.Priority, j.MaxAttempts, runAt, d.Duration(j.Delay)}
+}
+
+func jobSize(j driver.InsertParams) int {
+	return len(j.Payload) + len(j.Key) + len(j.Queue) + len(j.Type) + 100
+}
+
+// insertChunks inserts jobs[idx] with multi-row INSERTs and records their
+// ids in out. byKey reads the ids back by key (every row in idx has one);
+// otherwise they are the consecutive range starting at LAST_INSERT_ID().
+func (d *Driver) insertChunks(ctx context.Context, tx *sql.Tx, jobs []driver.InsertParams, idx []int, out []driver.InsertResult, byKey bool) error {
+	head, tuple, _ := strings.Cut(d.Q["insert"], "VALUES")
+	for _, c := range chunks(len(idx), insertChunkRows, func(i int) int { return jobSize(jobs[idx[i]]) }) {
+		part := idx[c[0]:c[1]]
+		var sb strings.Builder
+		sb.WriteString(head)
+		sb.WriteString("VALUES")
+		args := make([]any, 0, len(part)*9)
+		for n, i := range part {
+			if n > 0 {
+				sb.WriteByte(',')
+			}
+			sb.WriteString(tuple)
+			args = append(args, d.insertArgs(jobs[i])...)
+		}
+		res, err := tx.ExecContext(ctx, sb.String(), args...)
+		if isUnique(err) {
+			// A concurrent enqueue took one of the keys after keyHolders
+			// looked; the failed statement changed nothing.
+			if err := d.insertEach(ctx, tx, jobs, part, out); err != nil {
+				return err
+			}
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("insert %d jobs: %w", len(part), err)
+		}
+		if byKey {
+			if err := d.idsByKey(ctx, tx, jobs, part, out); err != nil {
+				return err
+			}
+			continue
+		}
+		firstID, err := res.LastInsertId()
+		if err != nil {
+			return fmt.Errorf("insert %d jobs: %w", len(part), err)
+		}
+		for n, i := range part {
+			out[i].ID = firstID + int64(n)*d.idStep
+		}
+	}
+	return nil
+}
+
+// idsByKey records the ids of the just-inserted keyed jobs[part].
+func (d *Driver) idsByKey(ctx context.Context, tx *sql.Tx, jobs []driver.InsertParams, part []int, out []driver.InsertResult) error {
+	keys := make([]string, len(part))
+	for n, i := range part {
+		keys[n] = jobs[i].Key
+	}
+	ids, err := d.keyHolders(ctx, tx, keys)
+	if err != nil {
+		return err
+	}
+	for _, i := range part {
+		id, ok := ids[jobs[i].Key]
+		if !ok {
+			return fmt.Errorf("inserted job with key %q is not found by its key", jobs[i].Key)
+		}
+		out[i].ID = id
+	}
+	return nil
+}
+
+// insertEach inserts jobs[idx] one prepared statement each, so that every id
+// is exact and a taken key is resolved to its holder row by row.
+func (d *Driver) insertEach(ctx context.Context, tx *sql.Tx, jobs []driver.InsertParams, idx []int, out []driver.InsertResult) error {
+	if len(idx) == 0 {
+		return nil
+	}
+	ins, err := tx.PrepareContext(ctx, d.Q["insert"])
+	if err != nil {
+		return fmt.Errorf("prepare insert: %w", err)
+	}
+	defer ins.Close()
+	for _, i := range idx {
+		if out[i], err = d.insertOne(ctx, tx, ins, jobs[i]); err != nil {
+			return fmt.Errorf("job %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// insertOne inserts j or, if its key is taken, returns the holder. The
+// holder is read with a locking read, which sees the latest committed row
+// even from a REPEATABLE READ snapshot; should it vanish in between (rolled
+// back, or an active-mode job that finished), the insert is tried again.
+func (d *Driver) insertOne(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, j driver.InsertParams) (driver.InsertResult, error) {
+	const tries = 5
+	for range tries {
+		res, err := ins.ExecContext(ctx, d.insertArgs(j)...)
+		if err == nil {
+			id, err := res.LastInsertId()
+			return driver.InsertResult{ID: id}, err
+		}
+		if !isUnique(err) || j.Key == "" {
+			return driver.InsertResult{}, err
+		}
+		var id int64
+		err = tx.QueryRowContext(ctx, d.Q["key_holder_locked"], j.Key).Scan(&id)
+		if err == nil {
+			return driver.InsertResult{ID: id, Duplicate: true}, nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return driver.InsertResult{}, fmt.Errorf("find holder of key %q: %w", j.Key, err)
+		}
+	}
+	return driver.InsertResult{}, fmt.Errorf("key %q: its holder kept changing over %d tries", j.Key, tries)
+}
+
+// claimTx is the isolation of claim transactions. READ COMMITTED takes no
+// gap locks, so a claim's index range scan does not block enqueues into
+// that range nor deadlock with them.
+var claimTx = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
+
+// Claim moves up to p.Limit runnable jobs to processing in one short
+// transaction, retried on deadlock. With SKIP LOCKED it locks the rows with
+// a SELECT and updates them by id, so concurrent claimers pass over each
+// other's rows instead of waiting; without, it runs the atomic UPDATE ...
+// ORDER BY ... LIMIT and reads the rows back by their lease.
+func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) ([]driver.JobRow, error) {
+	if p.Limit <= 0 {
+		return nil, nil
+	}
+	claim := d.claimSkipLocked
+	if !d.skipLocked {
+		claim = d.claimUpdate
+	}
+	var jobs []driver.JobRow
+	err := driver.RetryTransient(ctx, d.Transient, func() error {
+		tx, err := d.Write.BeginTx(ctx, claimTx)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if jobs, err = claim(ctx, tx, p); err != nil {
+			return err
+		}
+		return tx.Commit()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim %s: %w", p.Queue, err)
+	}
+	return jobs, nil
+}
+
+func (d *Driver) claimSkipLocked(ctx context.Context, tx *sql.Tx, p driver.ClaimParams) ([]driver.JobRow, error) {
+	q, args := d.Q["claim"], []any{p.Queue, p.Limit}
+	if p.Type != "" {
+		q, args = d.Q["claim_type"], []any{p.Queue, p.Type, p.Limit}
+	}
+	rows, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	var jobs []driver.JobRow
+	var now driver.Time
+	var s driver.JobScanner
+	dest := append([]any{&now}, s.Dest()...)
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		jobs = append(jobs, s.Row())
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || len(jobs) == 0 {
+		return nil, err
+	}
+	// The rows are locked, so the update is known to apply to all of them:
+	// they are patched here with the times written instead of read again.
+	until := now.Time.Add(p.Lease).Truncate(time.Microsecond)
+	args = append(make([]any, 0, len(jobs)+3), p.Token, until, now.Time)
+	for _, j := range jobs {
+		args = append(args, j.ID)
+	}
+	if _, err := tx.ExecContext(ctx, d.InList(d.Q["claim_update"], 4, len(jobs)), args...); err != nil {
+		return nil, err
+	}
+	for i := range jobs {
+		j := &jobs[i]
+		j.Status, j.Attempts, j.LockedBy, j.UpdatedAt = driver.StatusProcessing, j.Attempts+1, p.Token, now.Time
+		lockedUntil := until
+		j.LockedUntil = &lockedUntil
+	}
+	return jobs, nil
+}
+
+// claimUpdate writes explicit times read from the database clock so that the
+// claimed rows can be found again exactly through the rescue index
+// (status, locked_until) rather than by scanning every processing row.
+func (d *Driver) claimUpdate(ctx context.Context, tx *sql.Tx, p driver.ClaimParams) ([]driver.JobRow, error) {
+	now, err := d.txNow(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	until := now.Time.Add(p.Lease).Truncate(time.Microsecond)
+	q, args := d.Q["claim_fallback"], []any{p.Token, until, now.Time, p.Queue, now.Time, p.Limit}
+	if p.Type != "" {
+		q, args = d.Q["claim_fallback_type"], []any{p.Token, until, now.Time, p.Queue, p.Type, now.Time, p.Limit}
+	}
+	res, err := tx.ExecContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return nil, err
+	}
+	rows, err := tx.QueryContext(ctx, d.Q["claimed"], until, p.Token)
+	if err != nil {
+		return nil, err
+	}
+	return driver.ScanJobs(rows)
+}
+
+// Complete applies a batch of fenced outcomes with one multi-table UPDATE
+// per chunk. When it matches fewer rows than the chunk, some leases were
+// lost: the statement is rolled back and the chunk replayed one fenced
+// statement per row, which tells which ones.
+func (d *Driver) Complete(ctx context.Context, cs []driver.Completion) ([]int64, error) {
+	var lost []int64
+	size := func(i int) int { return completionSize(cs[i]) }
+	for _, c := range chunks(len(cs), completeChunkRows, size) {
+		l, err := d.completeChunk(ctx, cs[c[0]:c[1]])
+		if err != nil {
+			return lost, err
+		}
+		lost = append(lost, l...)
+	}
+	return lost, nil
+}
+
+func completionSize(c driver.Completion) int {
+	n := len(c.Token) + 64
+	if c.Error != nil {
+		n += min(len(*c.Error), driver.MaxErrorLen)
+	}
+	if c.Result != nil {
+		n += min(len(*c.Result), driver.MaxResultLen)
+	}
+	return n
+}
+
+func (d *Driver) completeChunk(ctx context.Context, cs []driver.Completion) ([]int64, error) {
+	if len(cs) == 1 {
+		return d.completeOne(ctx, cs[0])
+	}
+	firstRow := d.Q["complete_batch_first"]
+	nextRow := " UNION ALL SELECT ?" + strings.Repeat(", ?", strings.Count(firstRow, "?")-1)
+	var sb strings.Builder
+	var args []any
+	for i, c := range cs {
+		if i == 0 {
+			sb.WriteString(firstRow)
+		} else {
+			sb.WriteString(nextRow)
+		}
+		args = append(args, d.CompletionArgs(c)...)
+	}
+	q := strings.Replace(d.Q["complete_batch"], "/*ROWS*/", sb.String(), 1)
+	applied := false
+	err := driver.RetryTransient(ctx, d.Transient, func() error {
+		tx, err := d.Write.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		res, err := tx.ExecContext(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if applied = n == int64(len(cs)); !applied {
+			return nil
+		}
+		return tx.Commit()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("complete %d jobs: %w", len(cs), err)
+	}
+	if applied {
+		return nil, nil
+	}
+	return d.CompleteEach(ctx, cs)
+}
+
+// completeOne needs no transaction: one fenced statement says by itself
+// whether the lease was still held.
+func (d *Driver) completeOne(ctx context.Context, c driver.Completion) ([]int64, error) {
+	var n int64
+	err := driver.RetryTransient(ctx, d.Transient, func() error {
+		res, err := d.Write.ExecContext(ctx, d.Q["complete"], d.CompletionArgs(c)...)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("complete job %d: %w", c.ID, err)
+	}
+	if n == 0 {
+		return []int64{c.ID}, nil
+	}
+	return nil, nil
+}
+
+// Rescue returns expired leases to pending, or fails jobs out of attempts.
+// MySQL has no UPDATE ... RETURNING, so the two outcomes are two statements
+// whose row counts are the result. They need no common transaction: each
+// moves whole rows atomically, and a row is moved by one or the other.
+func (d *Driver) Rescue(ctx context.Context, p driver.RescueParams) (driver.RescueResult, error) {
+	var r driver.RescueResult
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 1000
+	}
+	failed, err := d.execCount(ctx, d.Q["rescue_failed"], limit)
+	if err != nil {
+		return r, fmt.Errorf("rescue expired leases: %w", err)
+	}
+	r.Failed = int(failed)
+	if remaining := limit - r.Failed; remaining > 0 {
+		pending, err := d.execCount(ctx, d.Q["rescue"], remaining)
+		if err != nil {
+			return r, fmt.Errorf("rescue expired leases: %w", err)
+		}
+		r.Pending = int(pending)
+	}
+	return r, nil
+}
+
+// execCount runs a statement, retried on deadlock, and returns its row count.
+func (d *Driver) execCount(ctx context.Context, q string, args ...any) (int64, error) {
+	var n int64
+	err := driver.RetryTransient(ctx, d.Transient, func() error {
+		res, err := d.Write.ExecContext(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return n, err
+}

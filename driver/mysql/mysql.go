@@ -1,0 +1,401 @@
+// Package mysql is the sluice driver for MySQL 8 and MariaDB 10.6 and later,
+// with a fallback claim for older servers that lack SKIP LOCKED.
+//
+// Connections interpolate bind parameters on the client (interpolateParams):
+// without it, go-sql-driver prepares, executes and closes a server-side
+// statement for every query with arguments, which is three round trips
+// instead of one. Every value sluice binds is a number, a string, a time or
+// NULL, which the driver escapes for the connection's character set.
+package mysql
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	sqldriver "database/sql/driver"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/driver/sqlcommon"
+)
+
+//go:embed migrations/*.sql queries/*.sql
+var files embed.FS
+
+// MySQL error numbers sluice reacts to.
+const (
+	errDupEntry        = 1062
+	errNoSuchTable     = 1146
+	errLockWaitTimeout = 1205
+	errDeadlock        = 1213
+)
+
+// Driver is the MySQL / MariaDB driver.
+type Driver struct {
+	sqlcommon.Base
+	migrations []driver.Migration
+	// migrateLock names the server-wide GET_LOCK that serialises migrations
+	// of this database and prefix.
+	migrateLock string
+	// skipLocked selects the SELECT ... FOR UPDATE SKIP LOCKED claim;
+	// otherwise claims use the atomic UPDATE ... ORDER BY ... LIMIT.
+	skipLocked bool
+	// consecutiveIDs is true when a multi-row INSERT gets consecutive ids
+	// (innodb_autoinc_lock_mode 0 or 1); idStep is auto_increment_increment.
+	consecutiveIDs bool
+	idStep         int64
+	server         string
+}
+
+var _ driver.Driver = (*Driver)(nil)
+
+// Options tune Open.
+type Options struct {
+	Prefix string // table prefix, default "sluice_"
+	// ForceUpdateClaim uses the UPDATE ... LIMIT claim even on a server
+	// with SKIP LOCKED; the URL parameter sluice_claim=update sets it too.
+	ForceUpdateClaim bool
+}
+
+// ParseURL turns mysql://USER:PASS@HOST:PORT/DB?params into a connection
+// config with the session settings sluice relies on: UTC times, found-rows
+// counts and client-side interpolation. Parameters that go-sql-driver does
+// not know are sent to the server as session variables (SET name = value).
+func ParseURL(rawURL string) (*mysql.Config, error) {
+	cfg, _, err := parseURL(rawURL)
+	return cfg, err
+}
+
+func parseURL(rawURL string) (*mysql.Config, bool, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		// url.Parse quotes the whole URL, password included.
+		return nil, false, errors.New("mysql: malformed URL; want mysql://USER:PASS@HOST:PORT/DB")
+	}
+	if u.Scheme != "mysql" {
+		return nil, false, fmt.Errorf("mysql: URL scheme %q, want mysql://USER:PASS@HOST:PORT/DB", u.Scheme)
+	}
+	if u.Hostname() == "" {
+		return nil, false, errors.New("mysql: URL has no host; want mysql://USER:PASS@HOST:PORT/DB")
+	}
+	dbName := strings.TrimPrefix(u.Path, "/")
+	if dbName == "" || strings.Contains(dbName, "/") {
+		return nil, false, fmt.Errorf("mysql: URL for %s names no database; want mysql://USER:PASS@HOST:PORT/DB", u.Host)
+	}
+	port := u.Port()
+	if port == "" {
+		port = "3306"
+	}
+	params, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return nil, false, fmt.Errorf("mysql: URL parameters: %w", err)
+	}
+	forceUpdate := false
+	if v, ok := params["sluice_claim"]; ok {
+		if len(v) != 1 || v[0] != "update" {
+			return nil, false, fmt.Errorf("mysql: sluice_claim=%s: the only value is update", strings.Join(v, ","))
+		}
+		forceUpdate = true
+		params.Del("sluice_claim")
+	}
+	// ParseDSN knows go-sql-driver's own parameters (tls, timeout, charset...);
+	// the credentials are set afterwards so that no character in them can
+	// confuse its parser.
+	dsn := "tcp(" + net.JoinHostPort(u.Hostname(), port) + ")/" + dbName
+	if len(params) > 0 {
+		dsn += "?" + params.Encode()
+	}
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, false, fmt.Errorf("mysql: URL parameters: %w", err)
+	}
+	cfg.User = u.User.Username()
+	cfg.Passwd, _ = u.User.Password()
+	cfg.ParseTime = true
+	cfg.Loc = time.UTC
+	cfg.InterpolateParams = true
+	// Fenced updates report lost leases by counting rows; a row matched
+	// but left unchanged must still count.
+	cfg.ClientFoundRows = true
+	if !params.Has("maxAllowedPacket") {
+		// 0 reads the server's limit, so that an oversized statement falls
+		// back to a prepared one instead of being cut off by the server.
+		cfg.MaxAllowedPacket = 0
+	}
+	if !params.Has("timeout") {
+		cfg.Timeout = 10 * time.Second
+	}
+	// DATETIME(6) stores what it is given, so bound times are truncated to
+	// the microsecond like Go's Truncate rather than rounded by the server.
+	if err := cfg.Apply(mysql.TimeTruncate(time.Microsecond)); err != nil {
+		return nil, false, fmt.Errorf("mysql: %w", err)
+	}
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	// CURRENT_TIMESTAMP, NOW() and the column defaults an application's own
+	// INSERTs use then agree with UTC_TIMESTAMP.
+	cfg.Params["time_zone"] = "'+00:00'"
+	if _, ok := cfg.Params["sql_mode"]; !ok {
+		// Strict mode makes an over-long queue or type fail as it does on
+		// the other databases instead of being silently cut.
+		cfg.Params["sql_mode"] = "CONCAT_WS(',', NULLIF(@@sql_mode, ''), 'STRICT_ALL_TABLES')"
+	}
+	return cfg, forceUpdate, nil
+}
+
+// Open connects to the database at url, checks the server and loads the
+// queries. It does not migrate.
+func Open(rawURL string, opts Options) (*Driver, error) {
+	prefix := opts.Prefix
+	if prefix == "" {
+		prefix = driver.DefaultPrefix
+	}
+	if err := driver.ValidatePrefix(prefix); err != nil {
+		return nil, err
+	}
+	cfg, forceUpdate, err := parseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	q, err := driver.LoadQueries(files, "queries", prefix, append(sqlcommon.Required,
+		"insert", "key_holders", "key_holder_locked", "claim", "claim_type", "claim_update",
+		"claim_fallback", "claim_fallback_type", "claimed", "complete_batch", "complete_batch_first",
+		"rescue_failed", "lease_lock", "lease_insert", "lease_update", "migrate_lock", "migrate_unlock",
+		"schema_set")...)
+	if err != nil {
+		return nil, err
+	}
+	migs, err := driver.LoadMigrations(files, "migrations", prefix)
+	if err != nil {
+		return nil, err
+	}
+	connector, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("mysql: %w", err)
+	}
+	db := sql.OpenDB(connector)
+	// Claimers, completers, heartbeats and callers' transactions share the
+	// pool; 32 keeps them from queueing in Go without crowding a server
+	// whose default max_connections is 151.
+	db.SetMaxOpenConns(32)
+	db.SetMaxIdleConns(32)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	// Proxies and failovers drop old connections; recycling them keeps a
+	// dead one from failing a claim.
+	db.SetConnMaxLifetime(30 * time.Minute)
+
+	d := &Driver{
+		Base: sqlcommon.Base{
+			Dialect: sqlcommon.Dialect{
+				Placeholder:     func(int) string { return "?" },
+				Duration:        func(d time.Duration) any { return driver.Micros(d) },
+				Time:            func(t time.Time) any { return t.UTC() },
+				Transient:       isTransient,
+				UniqueViolation: isUnique,
+			},
+			Read: db, Write: db, Q: q,
+		},
+		migrations:  migs,
+		migrateLock: migrateLockName(cfg.DBName, prefix),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Timeout+5*time.Second)
+	defer cancel()
+	if err := d.probe(ctx, forceUpdate || opts.ForceUpdateClaim); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("mysql: connect to %s/%s: %w", cfg.Addr, cfg.DBName, err)
+	}
+	return d, nil
+}
+
+// probe checks the connection and reads what the claim and insert paths
+// depend on.
+func (d *Driver) probe(ctx context.Context, forceUpdate bool) error {
+	if err := d.Write.PingContext(ctx); err != nil {
+		return err
+	}
+	var lockMode, step int64
+	err := d.Write.QueryRowContext(ctx, "SELECT VERSION(), @@innodb_autoinc_lock_mode, @@auto_increment_increment").
+		Scan(&d.server, &lockMode, &step)
+	if err != nil {
+		return fmt.Errorf("read server version: %w", err)
+	}
+	d.skipLocked = !forceUpdate && supportsSkipLocked(d.server)
+	d.consecutiveIDs = lockMode < 2
+	d.idStep = max(step, 1)
+	return nil
+}
+
+// supportsSkipLocked reports whether a VERSION() string names a server with
+// FOR UPDATE SKIP LOCKED: MariaDB 10.6 or MySQL 8.0.1 and later. TiDB
+// reports a MySQL version but does not skip locked rows.
+func supportsSkipLocked(version string) bool {
+	if strings.Contains(version, "TiDB") {
+		return false
+	}
+	num, _, _ := strings.Cut(version, "-")
+	parts := strings.SplitN(num, ".", 3)
+	v := [3]int{}
+	for i := 0; i < len(parts) && i < 3; i++ {
+		n, err := strconv.Atoi(parts[i])
+		if err != nil {
+			return false
+		}
+		v[i] = n
+	}
+	if strings.Contains(version, "MariaDB") {
+		return v[0] > 10 || v[0] == 10 && v[1] >= 6
+	}
+	return v[0] > 8 || v[0] == 8 && (v[1] > 0 || v[2] >= 1)
+}
+
+// migrateLockName keeps the lock name within GET_LOCK's 64 characters.
+func migrateLockName(dbName, prefix string) string {
+	name := dbName + "." + prefix + "migrate"
+	if len(name) <= 64 {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return "sluice-migrate-" + hex.EncodeToString(sum[:20])
+}
+
+func errNumber(err error) uint16 {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number
+	}
+	return 0
+}
+
+func isTransient(err error) bool {
+	n := errNumber(err)
+	return n == errDeadlock || n == errLockWaitTimeout
+}
+
+func isUnique(err error) bool { return errNumber(err) == errDupEntry }
+
+// Name is "mysql".
+func (d *Driver) Name() string { return "mysql" }
+
+// Close closes the pool.
+func (d *Driver) Close() error { return d.Write.Close() }
+
+// SkipLocked reports whether claims use FOR UPDATE SKIP LOCKED (true) or
+// the UPDATE ... LIMIT fallback.
+func (d *Driver) SkipLocked() bool { return d.skipLocked }
+
+// ServerVersion is the server's VERSION().
+func (d *Driver) ServerVersion() string { return d.server }
+
+// SchemaVersion reports the current and the newest known schema version.
+func (d *Driver) SchemaVersion(ctx context.Context) (int, int, error) {
+	return d.Base.SchemaVersion(ctx, len(d.migrations), func(err error) bool {
+		return errNumber(err) == errNoSuchTable
+	})
+}
+
+// Migrate applies pending migrations while holding a named lock. MySQL DDL
+// commits implicitly, so a transaction cannot keep two migrating processes
+// apart; GET_LOCK belongs to a session, hence the dedicated connection.
+func (d *Driver) Migrate(ctx context.Context) (int, error) {
+	conn, err := d.Write.Conn(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("migrate: %w", err)
+	}
+	defer conn.Close()
+	var got sql.NullInt64
+	if err := conn.QueryRowContext(ctx, d.Q["migrate_lock"], d.migrateLock).Scan(&got); err != nil {
+		return 0, fmt.Errorf("migrate: take lock %s: %w", d.migrateLock, err)
+	}
+	if got.Int64 != 1 {
+		return 0, fmt.Errorf("migrate: lock %s still held by another process after 60s", d.migrateLock)
+	}
+	defer func() {
+		var released sql.NullInt64
+		err := conn.QueryRowContext(context.WithoutCancel(ctx), d.Q["migrate_unlock"], d.migrateLock).Scan(&released)
+		if err != nil || released.Int64 != 1 {
+			// Ending the session is the other way to free a named lock.
+			conn.Raw(func(any) error { return sqldriver.ErrBadConn })
+		}
+	}()
+	cur := 0
+	err = conn.QueryRowContext(ctx, d.Q["schema_version"]).Scan(&cur)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) && errNumber(err) != errNoSuchTable {
+		return 0, fmt.Errorf("migrate: read version: %w", err)
+	}
+	return sqlcommon.ApplyMigrations(ctx, conn, d.migrations, cur, d.Q["schema_set"])
+}
+
+// AcquireLease takes or renews a named lease. The row is locked while the
+// decision is made; times come from the database clock read under that lock.
+func (d *Driver) AcquireLease(ctx context.Context, p driver.LeaseParams) (driver.Lease, error) {
+	var l driver.Lease
+	// Two first acquisitions of a name race to insert its row; the loser's
+	// duplicate key (or deadlock on the gap lock) is retried and then sees
+	// the winner's row.
+	retryable := func(err error) bool { return isTransient(err) || isUnique(err) }
+	err := driver.RetryTransient(ctx, retryable, func() error {
+		var err error
+		l, err = d.acquireLease(ctx, p)
+		return err
+	})
+	if err != nil {
+		return l, fmt.Errorf("acquire lease %s: %w", p.Name, err)
+	}
+	return l, nil
+}
+
+func (d *Driver) acquireLease(ctx context.Context, p driver.LeaseParams) (driver.Lease, error) {
+	var l driver.Lease
+	tx, err := d.Write.BeginTx(ctx, nil)
+	if err != nil {
+		return l, err
+	}
+	defer tx.Rollback()
+	var since, until, now driver.Time
+	err = tx.QueryRowContext(ctx, d.Q["lease_lock"], p.Name).Scan(&l.Holder, &l.Fence, &since, &until, &now)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		if now, err = d.txNow(ctx, tx); err != nil {
+			return l, err
+		}
+		l = driver.Lease{Held: true, Holder: p.Holder, Fence: 1, Since: now.Time, Until: leaseEnd(now.Time, p.TTL)}
+		if _, err := tx.ExecContext(ctx, d.Q["lease_insert"], p.Name, p.Holder, l.Since, l.Until); err != nil {
+			return l, err
+		}
+		return l, tx.Commit()
+	case err != nil:
+		return l, err
+	case l.Holder == p.Holder:
+		l.Held, l.Since, l.Until = true, since.Time, leaseEnd(now.Time, p.TTL)
+	case until.Time.Before(now.Time):
+		l = driver.Lease{Held: true, Holder: p.Holder, Fence: l.Fence + 1, Since: now.Time, Until: leaseEnd(now.Time, p.TTL)}
+	default:
+		l.Since, l.Until = since.Time, until.Time
+		return l, tx.Commit()
+	}
+	if _, err := tx.ExecContext(ctx, d.Q["lease_update"], l.Holder, l.Fence, l.Since, l.Until, p.Name); err != nil {
+		return l, err
+	}
+	return l, tx.Commit()
+}
+
+func leaseEnd(now time.Time, ttl time.Duration) time.Time {
+	return now.Add(ttl).Truncate(time.Microsecond)
+}
+
+func (d *Driver) txNow(ctx context.Context, tx *sql.Tx) (driver.Time, error) {
+	var now driver.Time
+	err := tx.QueryRowContext(ctx, d.Q["now"]).Scan(&now)
+	return now, err
+}

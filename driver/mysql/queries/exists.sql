@@ -1,0 +1,1 @@
+SELECT status FROM sluice_jobs WHERE id = ?

@@ -1,0 +1,1 @@
+SELECT id FROM sluice_jobs WHERE key_active = ? LOCK IN SHARE MODE

@@ -1,0 +1,1 @@
+SELECT name FROM sluice_queues WHERE paused = 1

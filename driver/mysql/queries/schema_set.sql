@@ -1,0 +1,1 @@
+REPLACE INTO sluice_schema (id, version) VALUES (1, ?)

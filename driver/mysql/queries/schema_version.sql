@@ -1,0 +1,1 @@
+SELECT version FROM sluice_schema WHERE id = 1

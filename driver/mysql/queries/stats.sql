@@ -1,0 +1,6 @@
+SELECT queue, 'pending', COUNT(*), MIN(next_run_at) FROM sluice_jobs WHERE status = 'pending' GROUP BY queue
+UNION ALL
+SELECT queue, 'processing', COUNT(*), NULL FROM sluice_jobs WHERE status = 'processing' GROUP BY queue
+UNION ALL
+SELECT queue, 'failed', COUNT(*), NULL FROM sluice_jobs WHERE status = 'failed' GROUP BY queue
+ORDER BY 1
