@@ -35,7 +35,11 @@ func (pr *producer) wake() {
 func (pr *producer) loop(ctx context.Context) {
 	poll := pr.p.cfg.PollMin
 	errWait := 100 * time.Millisecond
+	claimed := 0
 	for {
+		if pr.q.MaxJobs > 0 && claimed >= pr.q.MaxJobs {
+			return
+		}
 		// Wait for at least one free slot, then take every free one.
 		select {
 		case <-ctx.Done():
@@ -52,8 +56,17 @@ func (pr *producer) loop(ctx context.Context) {
 				break take
 			}
 		}
+		if pr.q.MaxJobs > 0 {
+			if left := pr.q.MaxJobs - claimed; free > left {
+				pr.giveBack(free - left)
+				free = left
+			}
+		}
 		if pr.p.paused.is(pr.q.Name) {
 			pr.giveBack(free)
+			if pr.q.MaxJobs > 0 {
+				return // a bounded pass skips a paused queue
+			}
 			if !pr.sleep(ctx, pr.p.paused.interval) {
 				return
 			}
@@ -61,7 +74,7 @@ func (pr *producer) loop(ctx context.Context) {
 		}
 		start := time.Now()
 		jobs, err := pr.p.cfg.Driver.Claim(ctx, driver.ClaimParams{
-			Queue: pr.q.Name, Limit: free, Lease: pr.q.Lease, Token: newToken(),
+			Queue: pr.q.Name, Type: pr.q.Type, Limit: free, Lease: pr.q.Lease, Token: newToken(),
 		})
 		if err != nil {
 			pr.giveBack(free)
@@ -82,6 +95,10 @@ func (pr *producer) loop(ctx context.Context) {
 		pr.giveBack(free - len(jobs))
 		for _, j := range jobs {
 			pr.start(j)
+		}
+		claimed += len(jobs)
+		if pr.q.MaxJobs > 0 && len(jobs) < free {
+			return // a bounded pass ends when nothing more is runnable
 		}
 		if len(jobs) == free {
 			// The queue may hold more: claim again once slots free up,

@@ -39,6 +39,11 @@ type Queue struct {
 	Name        string
 	Concurrency int
 	Lease       time.Duration // lease written at claim time
+	// Type, if set, claims only jobs of that type.
+	Type string
+	// MaxJobs, if set, makes the producer bounded: it stops claiming after
+	// MaxJobs jobs, or as soon as the queue has nothing runnable.
+	MaxJobs int
 }
 
 // Hooks let the caller observe the pool; any may be nil.
@@ -204,6 +209,18 @@ func (p *Pool) requeueStuck() {
 		p.running.remove(r.job.ID)
 	}
 	p.log.Warn("requeued jobs whose handlers ignored cancellation", "jobs", len(cs), "lost", len(lost))
+}
+
+// Drained is closed when every bounded producer has stopped claiming and
+// every job it started has finished.
+func (p *Pool) Drained() <-chan struct{} {
+	ch := make(chan struct{})
+	go func() {
+		p.claimWG.Wait()
+		p.jobWG.Wait()
+		close(ch)
+	}()
+	return ch
 }
 
 // Running returns how many jobs are in progress.

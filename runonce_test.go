@@ -1,0 +1,84 @@
+package sluice_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/driver"
+)
+
+func TestRunOnce(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, d driver.Driver) {
+		ctx := context.Background()
+		var runs sync.Map
+		var twice atomic.Int32
+		release := make(chan struct{})
+		c, err := sluice.NewClient(sluice.Config{Driver: d, Types: map[string]sluice.Type{
+			"ok": {Handler: sluice.HandlerFunc(func(ctx context.Context, j *sluice.Job) error {
+				if _, dup := runs.LoadOrStore(j.ID, true); dup {
+					twice.Add(1)
+				}
+				if j.Key == "hold" {
+					<-release
+				}
+				return nil
+			})},
+			"bad": {Handler: sluice.HandlerFunc(func(ctx context.Context, j *sluice.Job) error { return errors.New("nope") })},
+			"slow": {Handler: sluice.HandlerFunc(func(ctx context.Context, j *sluice.Job) error {
+				<-ctx.Done()
+				return ctx.Err()
+			})},
+		}})
+		require.NoError(t, err)
+		ps := []sluice.EnqueueParams{{Type: "ok", Key: "hold"}}
+		for i := 0; i < 30; i++ {
+			ps = append(ps, sluice.EnqueueParams{Type: "ok"})
+		}
+		ps = append(ps, sluice.EnqueueParams{Type: "bad"})
+		_, err = c.EnqueueMany(ctx, ps)
+		require.NoError(t, err)
+
+		// A pass holding the run lock makes a concurrent pass skip.
+		first := make(chan sluice.RunResult)
+		go func() {
+			r, err := c.RunOnce(ctx, sluice.RunParams{Type: "ok", MaxJobs: 10, MaxDuration: 10 * time.Second})
+			require.NoError(t, err)
+			first <- r
+		}()
+		require.Eventually(t, func() bool { _, ok := runs.Load(int64(1)); return ok }, 5*time.Second, 10*time.Millisecond)
+		r, err := c.RunOnce(ctx, sluice.RunParams{Type: "ok", MaxJobs: 10})
+		require.NoError(t, err)
+		require.Equal(t, sluice.RunResult{OK: true, Skipped: "another run is active"}, r)
+		close(release)
+		require.Equal(t, sluice.RunResult{OK: true, Done: 10}, <-first)
+
+		// Passes respect max_jobs and drain the queue.
+		r, err = c.RunOnce(ctx, sluice.RunParams{Type: "ok", MaxJobs: 15, Concurrency: 4})
+		require.NoError(t, err)
+		require.Equal(t, sluice.RunResult{OK: true, Done: 15}, r)
+		r, err = c.RunOnce(ctx, sluice.RunParams{MaxJobs: 50, Concurrency: 3})
+		require.NoError(t, err)
+		require.Equal(t, sluice.RunResult{OK: true, Done: 6, Failed: 1}, r)
+		require.Zero(t, twice.Load())
+
+		// The deadline cancels a job that runs over and requeues it uncharged.
+		res, err := c.Enqueue(ctx, sluice.EnqueueParams{Type: "slow"})
+		require.NoError(t, err)
+		start := time.Now()
+		r, err = c.RunOnce(ctx, sluice.RunParams{Type: "slow", MaxDuration: 300 * time.Millisecond})
+		require.NoError(t, err)
+		require.Less(t, time.Since(start), 3*time.Second)
+		require.Equal(t, sluice.RunResult{OK: true}, r)
+		j, err := d.GetJob(ctx, res.ID)
+		require.NoError(t, err)
+		require.Equal(t, driver.StatusPending, j.Status)
+		require.Equal(t, 0, j.Attempts)
+	})
+}
