@@ -1,0 +1,36 @@
+package server
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/testdb"
+)
+
+func TestPanicIs500WithoutDetail(t *testing.T) {
+	c, err := sluice.NewClient(sluice.Config{Driver: testdb.Open(t, "sqlite")})
+	require.NoError(t, err)
+	s, err := New(Config{Client: c})
+	require.NoError(t, err)
+	s.mux.HandleFunc("GET /boom", func(http.ResponseWriter, *http.Request) { panic("secret internal detail") })
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, httptest.NewRequest("GET", "/boom", nil))
+	require.Equal(t, http.StatusInternalServerError, w.Code)
+	require.JSONEq(t, `{"error":"internal error"}`, w.Body.String())
+}
+
+func TestPathAt(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"type":"t","payload":{x}}`:           "payload",
+		`{"type":"t","payload":{"a":[1,}}`:     "payload.a[1]",
+		`[{"type":"a"},{"type":"b","key":+}]`:  "[1].key",
+		`{"type":"t" "key":"k"}`:               "",
+		`{"type":"t","payload":[{"a":1},{x}]}`: "payload[1]",
+	} {
+		require.Equal(t, want, pathAt([]byte(in)), in)
+	}
+}
