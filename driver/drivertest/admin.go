@@ -1,0 +1,176 @@
+package drivertest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/driver"
+)
+
+const unknownID = 987654321
+
+func exerciseAdmin(t *testing.T, open Opener) {
+	t.Run("RetryFailedGrantsAttempts", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		p := newJob("dead")
+		p.MaxAttempts = 1
+		failed := b.makeJob(driver.StatusFailed, p)
+		require.Equal(t, failed.MaxAttempts, failed.Attempts, "set-up: attempts spent")
+
+		before := b.now()
+		n, err := b.d.Retry(b.ctx, driver.RetryParams{ID: failed.ID})
+		after := b.now()
+		require.NoError(t, err)
+		require.EqualValues(t, 1, n)
+
+		j := b.get(failed.ID)
+		require.Equal(t, driver.StatusPending, j.Status)
+		require.Equal(t, 1, j.Attempts, "retry keeps the attempt history")
+		require.Greater(t, j.MaxAttempts, j.Attempts, "retry of a job out of attempts must grant more")
+		require.Nil(t, j.FinishedAt)
+		require.Empty(t, j.LockedBy)
+		requireBetween(t, j.NextRunAt, before.Add(-time.Hour), after, "next_run_at")
+
+		// It runs again at once.
+		claimed, _ := b.claimOne(p, failed.ID, time.Minute)
+		require.Equal(t, 2, claimed.Attempts)
+	})
+
+	t.Run("RetryCancelled", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		p := newJob("revived")
+		cancelled := b.makeJob(driver.StatusCancelled, p)
+		n, err := b.d.Retry(b.ctx, driver.RetryParams{ID: cancelled.ID})
+		require.NoError(t, err)
+		require.EqualValues(t, 1, n)
+		j := b.get(cancelled.ID)
+		require.Equal(t, driver.StatusPending, j.Status)
+		require.Greater(t, j.MaxAttempts, j.Attempts)
+		require.Nil(t, j.FinishedAt)
+		b.claimOne(p, cancelled.ID, time.Minute)
+
+		// A job cancelled after it failed with its attempts spent gets more too.
+		p = newJob("revived-dead")
+		p.MaxAttempts = 1
+		dead := b.makeJob(driver.StatusFailed, p)
+		require.NoError(t, b.d.Cancel(b.ctx, dead.ID))
+		_, err = b.d.Retry(b.ctx, driver.RetryParams{ID: dead.ID})
+		require.NoError(t, err)
+		j = b.get(dead.ID)
+		require.Equal(t, driver.StatusPending, j.Status)
+		require.Greater(t, j.MaxAttempts, j.Attempts)
+	})
+
+	t.Run("RetryWrongState", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		for _, status := range []string{driver.StatusPending, driver.StatusProcessing, driver.StatusSuccess} {
+			j := b.makeJob(status, newJob("not-retryable-"+status))
+			n, err := b.d.Retry(b.ctx, driver.RetryParams{ID: j.ID})
+			requireWrongState(t, err)
+			require.Zero(t, n)
+			require.Equal(t, j, b.get(j.ID), "a refused retry changed the %s job", status)
+		}
+		_, err := b.d.Retry(b.ctx, driver.RetryParams{ID: unknownID})
+		requireNotFound(t, err)
+	})
+
+	t.Run("RetryAllFailedByType", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		var a, c []int64
+		for range 3 {
+			a = append(a, b.makeJob(driver.StatusFailed, newJob("a")).ID)
+		}
+		for range 2 {
+			c = append(c, b.makeJob(driver.StatusFailed, newJob("c")).ID)
+		}
+		cancelled := b.makeJob(driver.StatusCancelled, newJob("a"))
+		pending := b.makeJob(driver.StatusPending, newJob("a"))
+
+		n, err := b.d.Retry(b.ctx, driver.RetryParams{AllFailed: true, Type: "a"})
+		require.NoError(t, err)
+		require.EqualValues(t, 3, n)
+		for _, id := range a {
+			require.Equal(t, driver.StatusPending, b.get(id).Status)
+		}
+		for _, id := range c {
+			require.Equal(t, driver.StatusFailed, b.get(id).Status)
+		}
+		// "All failed" means failed: cancelled jobs stay cancelled.
+		require.Equal(t, cancelled, b.get(cancelled.ID))
+		require.Equal(t, pending, b.get(pending.ID))
+
+		n, err = b.d.Retry(b.ctx, driver.RetryParams{AllFailed: true})
+		require.NoError(t, err)
+		require.EqualValues(t, 2, n)
+		require.Empty(t, b.listAll(driver.ListParams{Status: driver.StatusFailed}))
+
+		n, err = b.d.Retry(b.ctx, driver.RetryParams{AllFailed: true})
+		require.NoError(t, err)
+		require.Zero(t, n)
+	})
+
+	t.Run("CancelPendingAndFailed", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		for _, status := range []string{driver.StatusPending, driver.StatusFailed} {
+			j := b.makeJob(status, newJob("cancel-"+status))
+			before := b.now()
+			require.NoError(t, b.d.Cancel(b.ctx, j.ID))
+			after := b.now()
+			got := b.get(j.ID)
+			require.Equal(t, driver.StatusCancelled, got.Status)
+			require.NotNil(t, got.FinishedAt)
+			requireBetween(t, *got.FinishedAt, before, after, "finished_at")
+			require.Equal(t, j.Attempts, got.Attempts)
+			require.Equal(t, j.LastError, got.LastError)
+		}
+		// A cancelled job is not claimable.
+		require.Empty(t, b.claim(driver.ClaimParams{Queue: "default", Limit: 10, Lease: time.Minute, Token: newToken()}))
+	})
+
+	t.Run("CancelWrongState", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		for _, status := range []string{driver.StatusProcessing, driver.StatusSuccess, driver.StatusCancelled} {
+			j := b.makeJob(status, newJob("not-cancellable-"+status))
+			requireWrongState(t, b.d.Cancel(b.ctx, j.ID))
+			require.Equal(t, j, b.get(j.ID), "a refused cancel changed the %s job", status)
+		}
+		requireNotFound(t, b.d.Cancel(b.ctx, unknownID))
+	})
+
+	t.Run("GetJobNotFound", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		j, err := b.d.GetJob(b.ctx, unknownID)
+		requireNotFound(t, err)
+		require.Nil(t, j)
+	})
+
+	t.Run("PausedQueuesRoundTrip", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		paused := func() map[string]bool {
+			m, err := b.d.PausedQueues(b.ctx)
+			require.NoError(t, err)
+			return m
+		}
+		require.Empty(t, paused())
+		require.NoError(t, b.d.SetQueuePaused(b.ctx, "mail", true))
+		require.NoError(t, b.d.SetQueuePaused(b.ctx, "sms", true))
+		require.NoError(t, b.d.SetQueuePaused(b.ctx, "sms", true)) // idempotent
+		require.Equal(t, map[string]bool{"mail": true, "sms": true}, paused())
+		require.NoError(t, b.d.SetQueuePaused(b.ctx, "mail", false))
+		require.Equal(t, map[string]bool{"sms": true}, paused())
+		require.NoError(t, b.d.SetQueuePaused(b.ctx, "never-paused", false))
+		require.Equal(t, map[string]bool{"sms": true}, paused())
+		require.NoError(t, b.d.SetQueuePaused(b.ctx, "sms", false))
+		require.Empty(t, paused())
+	})
+}

@@ -1,0 +1,179 @@
+package drivertest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/driver"
+)
+
+func exerciseClaim(t *testing.T, open Opener) {
+	t.Run("PendingToProcessing", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		p := keyed("resize", "img-4", driver.DedupePermanent)
+		p.Payload, p.Priority, p.MaxAttempts = []byte(`{"w": 640}`), 2, 3
+		id := b.insertOne(p)
+		queued := b.get(id)
+
+		tok := newToken()
+		before := b.now()
+		jobs := b.claim(driver.ClaimParams{Queue: "default", Limit: 10, Lease: 45 * time.Second, Token: tok})
+		after := b.now()
+		require.Len(t, jobs, 1)
+		j := jobs[0]
+		require.Equal(t, id, j.ID)
+		require.Equal(t, driver.StatusProcessing, j.Status)
+		require.Equal(t, 1, j.Attempts)
+		require.Equal(t, 3, j.MaxAttempts)
+		require.Equal(t, tok, j.LockedBy)
+		require.NotNil(t, j.LockedUntil)
+		requireBetween(t, *j.LockedUntil, before.Add(45*time.Second), after.Add(45*time.Second), "locked_until")
+		require.Nil(t, j.FinishedAt)
+		require.Equal(t, "img-4", j.Key)
+		require.Equal(t, 2, j.Priority)
+		require.JSONEq(t, `{"w": 640}`, string(j.Payload))
+		require.True(t, queued.NextRunAt.Equal(j.NextRunAt), "claim changed next_run_at")
+		require.True(t, queued.CreatedAt.Equal(j.CreatedAt), "claim changed created_at")
+
+		// What Claim returns is what is stored.
+		require.Equal(t, j, *b.get(id))
+
+		// A claimed job is not claimable again.
+		require.Empty(t, b.claim(driver.ClaimParams{Queue: "default", Limit: 10, Lease: time.Minute, Token: newToken()}))
+	})
+
+	t.Run("OrderPriorityRunAtID", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		now := b.now()
+		at := func(typ string, prio int, age time.Duration) driver.InsertParams {
+			p := newJob(typ)
+			p.Priority, p.RunAt = prio, now.Add(-age)
+			return p
+		}
+		// Inserted out of order; ids grow down the list.
+		res := b.insert(
+			at("p2", 2, time.Hour),
+			at("p1-new-a", 1, time.Minute),
+			at("p0-new", 0, time.Minute),
+			at("p1-old", 1, 2*time.Minute),
+			at("p1-new-b", 1, time.Minute),
+			at("p0-old", 0, 3*time.Minute),
+		)
+		want := []string{"p0-old", "p0-new", "p1-old", "p1-new-a", "p1-new-b", "p2"}
+		var got []string
+		var gotIDs []int64
+		for range want {
+			jobs := b.claim(driver.ClaimParams{Queue: "default", Limit: 1, Lease: time.Minute, Token: newToken()})
+			require.Len(t, jobs, 1)
+			got = append(got, jobs[0].Type)
+			gotIDs = append(gotIDs, jobs[0].ID)
+		}
+		require.Equal(t, want, got)
+		require.Equal(t, []int64{res[5].ID, res[2].ID, res[3].ID, res[1].ID, res[4].ID, res[0].ID}, gotIDs)
+	})
+
+	t.Run("BatchTakesTheFirstInOrder", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		var low []int64
+		for i := range 6 {
+			p := newJob("batch")
+			p.Priority = 1 - i%2 // even i: priority 1, odd i: priority 0
+			id := b.insertOne(p)
+			if p.Priority == 0 {
+				low = append(low, id)
+			}
+		}
+		jobs := b.claim(driver.ClaimParams{Queue: "default", Limit: 3, Lease: time.Minute, Token: newToken()})
+		require.ElementsMatch(t, low, ids(jobs))
+	})
+
+	t.Run("LimitHonoured", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		for range 5 {
+			b.insertOne(newJob("l"))
+		}
+		seen := map[int64]bool{}
+		for _, want := range []int{2, 2, 1, 0} {
+			jobs := b.claim(driver.ClaimParams{Queue: "default", Limit: 2, Lease: time.Minute, Token: newToken()})
+			require.Len(t, jobs, want)
+			for _, j := range jobs {
+				require.False(t, seen[j.ID], "job %d claimed twice", j.ID)
+				seen[j.ID] = true
+			}
+		}
+	})
+
+	t.Run("TypeFilter", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		a1 := b.insertOne(newJob("a"))
+		b1 := b.insertOne(newJob("b"))
+		a2 := b.insertOne(newJob("a"))
+		b2 := b.insertOne(newJob("b"))
+
+		jobs := b.claim(driver.ClaimParams{Queue: "default", Type: "b", Limit: 10, Lease: time.Minute, Token: newToken()})
+		require.ElementsMatch(t, []int64{b1, b2}, ids(jobs))
+		require.Empty(t, b.claim(driver.ClaimParams{Queue: "default", Type: "b", Limit: 10, Lease: time.Minute, Token: newToken()}))
+		require.Empty(t, b.claim(driver.ClaimParams{Queue: "default", Type: "c", Limit: 10, Lease: time.Minute, Token: newToken()}))
+		jobs = b.claim(driver.ClaimParams{Queue: "default", Limit: 10, Lease: time.Minute, Token: newToken()})
+		require.ElementsMatch(t, []int64{a1, a2}, ids(jobs))
+	})
+
+	t.Run("QueuesAreSeparate", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		p := newJob("q")
+		p.Queue = "mail"
+		mail := b.insertOne(p)
+		p.Queue = "sms"
+		sms := b.insertOne(p)
+
+		require.Empty(t, b.claim(driver.ClaimParams{Queue: "default", Limit: 10, Lease: time.Minute, Token: newToken()}))
+		jobs := b.claim(driver.ClaimParams{Queue: "sms", Limit: 10, Lease: time.Minute, Token: newToken()})
+		require.Equal(t, []int64{sms}, ids(jobs))
+		jobs = b.claim(driver.ClaimParams{Queue: "mail", Limit: 10, Lease: time.Minute, Token: newToken()})
+		require.Equal(t, []int64{mail}, ids(jobs))
+		require.Equal(t, "mail", jobs[0].Queue)
+	})
+
+	t.Run("FutureRunAtNotClaimable", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		now := b.now()
+		future := newJob("future")
+		future.RunAt = now.Add(time.Hour)
+		b.insertOne(future)
+		past := newJob("past")
+		past.RunAt = now.Add(-time.Second)
+		pastID := b.insertOne(past)
+		// Due in a moment: not yet due when claimed at once.
+		soon := newJob("soon")
+		soon.RunAt = now.Add(2 * time.Second)
+		soonID := b.insertOne(soon)
+
+		jobs := b.claim(driver.ClaimParams{Queue: "default", Limit: 10, Lease: time.Minute, Token: newToken()})
+		require.Equal(t, []int64{pastID}, ids(jobs))
+
+		// Once the database clock passes RunAt it is due. Waiting on the
+		// clock (not on a sleep of our own) keeps this honest under load.
+		for b.now().Before(soon.RunAt) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		jobs = b.claim(driver.ClaimParams{Queue: "default", Limit: 10, Lease: time.Minute, Token: newToken()})
+		require.Equal(t, []int64{soonID}, ids(jobs))
+	})
+
+	t.Run("EmptyQueue", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		jobs, err := b.d.Claim(b.ctx, driver.ClaimParams{Queue: "default", Limit: 100, Lease: time.Minute, Token: newToken()})
+		require.NoError(t, err)
+		require.Empty(t, jobs)
+	})
+}

@@ -1,0 +1,182 @@
+package drivertest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/driver"
+)
+
+func exerciseDedupe(t *testing.T, open Opener) {
+	t.Run("PermanentBlocksForever", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		p := keyed("charge", "order-1", driver.DedupePermanent)
+		id := b.insertOne(p)
+		dup := driver.InsertResult{ID: id, Duplicate: true}
+		require.Equal(t, []driver.InsertResult{dup}, b.insert(p), "while pending")
+
+		_, tok := b.claimOne(p, id, time.Minute)
+		require.Equal(t, []driver.InsertResult{dup}, b.insert(p), "while processing")
+
+		require.Empty(t, b.complete(driver.Completion{ID: id, Token: tok, Status: driver.StatusSuccess}))
+		require.Equal(t, []driver.InsertResult{dup}, b.insert(p), "after success")
+
+		// Another job with another payload and type is still the same key.
+		other := keyed("refund", "order-1", driver.DedupePermanent)
+		other.Payload = []byte(`{"x": 1}`)
+		require.Equal(t, []driver.InsertResult{dup}, b.insert(other))
+
+		j := b.get(id)
+		require.Equal(t, driver.StatusSuccess, j.Status, "a duplicate insert touched the stored job")
+		require.Equal(t, "charge", j.Type)
+		require.Len(t, b.listAll(driver.ListParams{}), 1)
+	})
+
+	t.Run("PermanentAfterFailureAndCancel", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		failed := b.makeJob(driver.StatusFailed, keyed("a", "failed-key", driver.DedupePermanent))
+		cancelled := b.makeJob(driver.StatusCancelled, keyed("b", "cancelled-key", driver.DedupePermanent))
+		require.Equal(t, []driver.InsertResult{{ID: failed.ID, Duplicate: true}, {ID: cancelled.ID, Duplicate: true}},
+			b.insert(keyed("a", "failed-key", driver.DedupePermanent), keyed("b", "cancelled-key", driver.DedupePermanent)))
+	})
+
+	t.Run("ActiveBlocksOnlyWhileLive", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		p := keyed("sync", "user-9", driver.DedupeActive)
+		id := b.insertOne(p)
+		dup := driver.InsertResult{ID: id, Duplicate: true}
+		require.Equal(t, []driver.InsertResult{dup}, b.insert(p), "while pending")
+
+		_, tok := b.claimOne(p, id, time.Minute)
+		require.Equal(t, []driver.InsertResult{dup}, b.insert(p), "while processing")
+
+		// A retry outcome puts it back to pending: still live.
+		require.Empty(t, b.complete(driver.Completion{ID: id, Token: tok, Status: driver.StatusPending, Delay: time.Hour}))
+		require.Equal(t, []driver.InsertResult{dup}, b.insert(p), "while pending for a retry")
+
+		// Once finished, the key is free for a new job with a new id.
+		require.NoError(t, b.d.Cancel(b.ctx, id))
+		id2 := b.insertOne(p)
+		require.NotEqual(t, id, id2)
+		require.Equal(t, []driver.InsertResult{{ID: id2, Duplicate: true}}, b.insert(p), "the new job holds the key now")
+
+		_, tok = b.claimOne(p, id2, time.Minute)
+		require.Empty(t, b.complete(driver.Completion{ID: id2, Token: tok, Status: driver.StatusSuccess}))
+		id3 := b.insertOne(p)
+		require.NotEqual(t, id2, id3)
+
+		_, tok = b.claimOne(p, id3, time.Minute)
+		require.Empty(t, b.complete(driver.Completion{ID: id3, Token: tok, Status: driver.StatusFailed}))
+		id4 := b.insertOne(p)
+		require.NotContains(t, []int64{id, id2, id3}, id4)
+
+		// The old rows are kept as they were.
+		require.Equal(t, driver.StatusCancelled, b.get(id).Status)
+		require.Equal(t, driver.StatusSuccess, b.get(id2).Status)
+		require.Equal(t, driver.StatusFailed, b.get(id3).Status)
+		require.Equal(t, driver.StatusPending, b.get(id4).Status)
+	})
+
+	t.Run("FinishedPermanentBlocksActive", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		// A permanent key blocks every new job until purged, whatever the
+		// new job's own mode.
+		done := b.makeJob(driver.StatusSuccess, keyed("x", "shared", driver.DedupePermanent))
+		require.Equal(t, []driver.InsertResult{{ID: done.ID, Duplicate: true}}, b.insert(keyed("x", "shared", driver.DedupeActive)))
+
+		// A finished active job blocks nothing, not even a permanent one.
+		old := b.makeJob(driver.StatusSuccess, keyed("y", "other", driver.DedupeActive))
+		id := b.insertOne(keyed("y", "other", driver.DedupePermanent))
+		require.NotEqual(t, old.ID, id)
+	})
+
+	t.Run("WithinOneBatch", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		for _, mode := range []string{driver.DedupePermanent, driver.DedupeActive} {
+			ka, kb := "a-"+mode, "b-"+mode
+			res := b.insert(keyed("t", ka, mode), keyed("t", ka, mode), keyed("t", kb, mode), keyed("t", ka, mode), keyed("t", kb, mode))
+			require.False(t, res[0].Duplicate, mode)
+			require.False(t, res[2].Duplicate, mode)
+			require.NotEqual(t, res[0].ID, res[2].ID, mode)
+			require.Equal(t, driver.InsertResult{ID: res[0].ID, Duplicate: true}, res[1], mode)
+			require.Equal(t, driver.InsertResult{ID: res[0].ID, Duplicate: true}, res[3], mode)
+			require.Equal(t, driver.InsertResult{ID: res[2].ID, Duplicate: true}, res[4], mode)
+			require.Equal(t, ka, b.get(res[0].ID).Key)
+			require.Equal(t, kb, b.get(res[2].ID).Key)
+		}
+		require.Len(t, b.listAll(driver.ListParams{}), 4)
+	})
+
+	t.Run("KeylessNeverDedupes", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		p := newJob("plain")
+		res := b.insert(p, p, p)
+		res = append(res, b.insert(p)...)
+		seen := map[int64]bool{}
+		for i, r := range res {
+			require.False(t, r.Duplicate, "keyless job %d reported as duplicate", i)
+			require.False(t, seen[r.ID], "keyless job %d reused id %d", i, r.ID)
+			seen[r.ID] = true
+			require.Empty(t, b.get(r.ID).Key)
+		}
+		// Keyless jobs in active mode too.
+		p.Dedupe = driver.DedupeActive
+		for _, r := range b.insert(p, p) {
+			require.False(t, r.Duplicate)
+		}
+		require.Len(t, b.listAll(driver.ListParams{}), 6)
+	})
+
+	t.Run("KeysAreCaseSensitive", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		// Business keys are opaque identifiers from the caller's system:
+		// "Order-1" and "order-1" are different orders.
+		res := b.insert(keyed("t", "order-1", driver.DedupePermanent), keyed("t", "Order-1", driver.DedupePermanent),
+			keyed("t", "ORDER-1", driver.DedupeActive))
+		for i, r := range res {
+			require.False(t, r.Duplicate, "key %d collided with a key that differs only in case", i)
+		}
+		require.Equal(t, "Order-1", b.get(res[1].ID).Key)
+	})
+
+	t.Run("KeysKeepTrailingSpaces", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		// A PAD SPACE collation would compare "k" and "k " equal and dedupe
+		// two different keys into one job.
+		res := b.insert(keyed("t", "k", driver.DedupePermanent), keyed("t", "k ", driver.DedupePermanent))
+		require.False(t, res[0].Duplicate)
+		require.False(t, res[1].Duplicate, `key "k " collided with "k"`)
+		require.Equal(t, "k ", b.get(res[1].ID).Key)
+	})
+
+	t.Run("RetryRefusedWhileKeyTaken", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		p := keyed("sync", "user-3", driver.DedupeActive)
+		failed := b.makeJob(driver.StatusFailed, p)
+		live := b.insertOne(p)
+		// Retrying the failed job would make two live jobs with one key.
+		_, err := b.d.Retry(b.ctx, driver.RetryParams{ID: failed.ID})
+		require.Error(t, err)
+		require.Equal(t, driver.StatusFailed, b.get(failed.ID).Status)
+		require.Equal(t, driver.StatusPending, b.get(live).Status)
+
+		// Retrying all failed jobs skips it rather than failing the rest.
+		other := b.makeJob(driver.StatusFailed, keyed("other", "free-key", driver.DedupeActive))
+		n, err := b.d.Retry(b.ctx, driver.RetryParams{AllFailed: true})
+		require.NoError(t, err)
+		require.EqualValues(t, 1, n)
+		require.Equal(t, driver.StatusFailed, b.get(failed.ID).Status)
+		require.Equal(t, driver.StatusPending, b.get(other.ID).Status)
+	})
+}

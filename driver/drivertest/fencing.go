@@ -1,0 +1,205 @@
+package drivertest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/driver"
+)
+
+// reclaimed sets up the race that fencing exists for: a worker claims a
+// job, its lease expires, the job is rescued and claimed by a second
+// worker. It returns the job as the second worker holds it and both tokens.
+func (b *bundle) reclaimed(p driver.InsertParams) (row *driver.JobRow, oldTok, newTok string) {
+	b.t.Helper()
+	id := b.insertOne(p)
+	// A negative lease is already expired: no sleeping for a lease to run out.
+	_, oldTok = b.claimOne(p, id, -time.Second)
+	res, err := b.d.Rescue(b.ctx, driver.RescueParams{Limit: 100})
+	require.NoError(b.t, err)
+	require.Equal(b.t, driver.RescueResult{Pending: 1}, res)
+	_, newTok = b.claimOne(p, id, time.Minute)
+	row = b.get(id)
+	require.Equal(b.t, 2, row.Attempts)
+	require.Equal(b.t, newTok, row.LockedBy)
+	return row, oldTok, newTok
+}
+
+func exerciseFencing(t *testing.T, open Opener) {
+	t.Run("StaleTokenCannotComplete", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		held, oldTok, newTok := b.reclaimed(newJob("fenced"))
+		id := held.ID
+
+		// Every outcome the old worker might report is dropped.
+		for _, c := range []driver.Completion{
+			{Status: driver.StatusSuccess, Result: strPtr("old result")},
+			{Status: driver.StatusFailed, Error: strPtr("old failure")},
+			{Status: driver.StatusPending, Delay: time.Hour, Error: strPtr("old retry")},
+			{Status: driver.StatusPending, Delay: time.Hour, Refund: true},
+		} {
+			c.ID, c.Token = id, oldTok
+			require.Equal(t, []int64{id}, b.complete(c), "stale %s completion was applied", c.Status)
+			require.Equal(t, held, b.get(id), "stale %s completion changed the row", c.Status)
+		}
+
+		require.Empty(t, b.complete(driver.Completion{ID: id, Token: newTok, Status: driver.StatusSuccess, Result: strPtr("new result")}))
+		j := b.get(id)
+		require.Equal(t, driver.StatusSuccess, j.Status)
+		require.Equal(t, "new result", j.Result)
+		require.Equal(t, 2, j.Attempts)
+	})
+
+	t.Run("HeartbeatExtendsOnlyHeldLeases", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		for range 3 {
+			b.insertOne(newJob("hb"))
+		}
+		tokA, tokB := newToken(), newToken()
+		mine := b.claim(driver.ClaimParams{Queue: "default", Limit: 2, Lease: 30 * time.Second, Token: tokA})
+		require.Len(t, mine, 2)
+		theirs := b.claim(driver.ClaimParams{Queue: "default", Limit: 1, Lease: 30 * time.Second, Token: tokB})
+		require.Len(t, theirs, 1)
+
+		before := b.now()
+		lost, err := b.d.Heartbeat(b.ctx, driver.HeartbeatParams{Token: tokA, IDs: []int64{mine[0].ID, theirs[0].ID, mine[1].ID}, Lease: time.Hour})
+		after := b.now()
+		require.NoError(t, err)
+		require.Equal(t, []int64{theirs[0].ID}, lost)
+		for _, j := range mine {
+			got := b.get(j.ID)
+			require.Equal(t, tokA, got.LockedBy)
+			require.Equal(t, driver.StatusProcessing, got.Status)
+			requireBetween(t, *got.LockedUntil, before.Add(time.Hour), after.Add(time.Hour), "extended locked_until")
+		}
+		other := b.get(theirs[0].ID)
+		require.Equal(t, theirs[0].LockedUntil, other.LockedUntil, "a heartbeat with the wrong token moved the lease")
+		require.Equal(t, tokB, other.LockedBy)
+
+		// All held: nothing lost.
+		lost, err = b.d.Heartbeat(b.ctx, driver.HeartbeatParams{Token: tokB, IDs: []int64{theirs[0].ID}, Lease: time.Minute})
+		require.NoError(t, err)
+		require.Empty(t, lost)
+	})
+
+	t.Run("HeartbeatAfterRescueIsLost", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		held, oldTok, newTok := b.reclaimed(newJob("hb"))
+		lost, err := b.d.Heartbeat(b.ctx, driver.HeartbeatParams{Token: oldTok, IDs: []int64{held.ID}, Lease: time.Hour})
+		require.NoError(t, err)
+		require.Equal(t, []int64{held.ID}, lost)
+		require.Equal(t, held, b.get(held.ID), "a stale heartbeat changed the row")
+
+		// A finished job is lost to its own token as well.
+		require.Empty(t, b.complete(driver.Completion{ID: held.ID, Token: newTok, Status: driver.StatusSuccess}))
+		lost, err = b.d.Heartbeat(b.ctx, driver.HeartbeatParams{Token: newTok, IDs: []int64{held.ID}, Lease: time.Hour})
+		require.NoError(t, err)
+		require.Equal(t, []int64{held.ID}, lost)
+		require.Nil(t, b.get(held.ID).LockedUntil)
+	})
+
+	t.Run("CompleteTxCommitsWithCallerWrites", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		notes := b.notesTable()
+		p := newJob("tx")
+		id := b.insertOne(p)
+		_, tok := b.claimOne(p, id, time.Minute)
+
+		tx, err := b.d.DB().BeginTx(b.ctx, nil)
+		require.NoError(t, err)
+		defer tx.Rollback()
+		_, err = tx.ExecContext(b.ctx, "INSERT INTO "+notes+" (id, note) VALUES (1, 'charged')")
+		require.NoError(t, err)
+		held, err := b.d.CompleteTx(b.ctx, tx, driver.Completion{ID: id, Token: tok, Status: driver.StatusSuccess, Result: strPtr("tx result")})
+		require.NoError(t, err)
+		require.True(t, held)
+		require.NoError(t, tx.Commit())
+
+		j := b.get(id)
+		require.Equal(t, driver.StatusSuccess, j.Status)
+		require.Equal(t, "tx result", j.Result)
+		require.NotNil(t, j.FinishedAt)
+		require.Equal(t, []string{"charged"}, b.notes(notes))
+	})
+
+	t.Run("CompleteTxRollsBackWithCallerWrites", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		notes := b.notesTable()
+		p := newJob("tx")
+		id := b.insertOne(p)
+		_, tok := b.claimOne(p, id, time.Minute)
+		claimed := b.get(id)
+
+		tx, err := b.d.DB().BeginTx(b.ctx, nil)
+		require.NoError(t, err)
+		_, err = tx.ExecContext(b.ctx, "INSERT INTO "+notes+" (id, note) VALUES (1, 'charged')")
+		require.NoError(t, err)
+		held, err := b.d.CompleteTx(b.ctx, tx, driver.Completion{ID: id, Token: tok, Status: driver.StatusSuccess})
+		require.NoError(t, err)
+		require.True(t, held)
+		require.NoError(t, tx.Rollback())
+
+		require.Equal(t, claimed, b.get(id), "the outcome survived the rollback")
+		require.Empty(t, b.notes(notes))
+	})
+
+	t.Run("CompleteTxWithStaleToken", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		notes := b.notesTable()
+		held, oldTok, _ := b.reclaimed(newJob("tx"))
+
+		tx, err := b.d.DB().BeginTx(b.ctx, nil)
+		require.NoError(t, err)
+		defer tx.Rollback()
+		_, err = tx.ExecContext(b.ctx, "INSERT INTO "+notes+" (id, note) VALUES (1, 'charged twice')")
+		require.NoError(t, err)
+		ok, err := b.d.CompleteTx(b.ctx, tx, driver.Completion{ID: held.ID, Token: oldTok, Status: driver.StatusSuccess})
+		require.NoError(t, err)
+		require.False(t, ok, "CompleteTx reported a lost lease as held")
+		// The caller rolls back on false, as the library does.
+		require.NoError(t, tx.Rollback())
+		require.Equal(t, held, b.get(held.ID))
+		require.Empty(t, b.notes(notes))
+	})
+}
+
+// notesTable creates a table standing for the caller's own data, dropped
+// when the case ends. Its SQL is portable across the three databases.
+func (b *bundle) notesTable() string {
+	b.t.Helper()
+	name := randomName("drivertest_notes_")
+	_, err := b.d.DB().ExecContext(b.ctx, "CREATE TABLE "+name+" (id INTEGER NOT NULL PRIMARY KEY, note VARCHAR(64) NOT NULL)")
+	require.NoError(b.t, err)
+	b.t.Cleanup(func() {
+		// The case's context is gone by now; the driver is still open
+		// because its cleanup was registered first and so runs last.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		b.d.DB().ExecContext(ctx, "DROP TABLE "+name)
+	})
+	return name
+}
+
+func (b *bundle) notes(table string) []string {
+	b.t.Helper()
+	rows, err := b.d.DB().QueryContext(b.ctx, "SELECT note FROM "+table+" ORDER BY id")
+	require.NoError(b.t, err)
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		require.NoError(b.t, rows.Scan(&s))
+		out = append(out, s)
+	}
+	require.NoError(b.t, rows.Err())
+	return out
+}

@@ -1,0 +1,96 @@
+package drivertest
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/driver"
+)
+
+func exerciseRescue(t *testing.T, open Opener) {
+	t.Run("ExpiredLeaseToPending", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		p := newJob("killed")
+		id := b.insertOne(p)
+		b.claimOne(p, id, -time.Second)
+
+		before := b.now()
+		res, err := b.d.Rescue(b.ctx, driver.RescueParams{Limit: 10})
+		after := b.now()
+		require.NoError(t, err)
+		require.Equal(t, driver.RescueResult{Pending: 1}, res)
+
+		j := b.get(id)
+		require.Equal(t, driver.StatusPending, j.Status)
+		require.Equal(t, 1, j.Attempts, "the lost attempt still counts")
+		require.Contains(t, strings.ToLower(j.LastError), "lease")
+		require.Empty(t, j.LockedBy)
+		require.Nil(t, j.LockedUntil)
+		require.Nil(t, j.FinishedAt)
+		requireBetween(t, j.NextRunAt, before.Add(-time.Minute), after, "next_run_at")
+
+		// Rescued means runnable again.
+		b.claimOne(p, id, time.Minute)
+	})
+
+	t.Run("ExpiredLeaseWithAttemptsSpentFails", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		p := newJob("killed-last")
+		p.MaxAttempts = 1
+		id := b.insertOne(p)
+		b.claimOne(p, id, -time.Second)
+
+		before := b.now()
+		res, err := b.d.Rescue(b.ctx, driver.RescueParams{Limit: 10})
+		after := b.now()
+		require.NoError(t, err)
+		require.Equal(t, driver.RescueResult{Failed: 1}, res)
+
+		j := b.get(id)
+		require.Equal(t, driver.StatusFailed, j.Status)
+		require.Equal(t, 1, j.Attempts)
+		require.Contains(t, strings.ToLower(j.LastError), "lease")
+		require.NotNil(t, j.FinishedAt)
+		requireBetween(t, *j.FinishedAt, before, after, "finished_at")
+		require.Empty(t, j.LockedBy)
+		require.Nil(t, j.LockedUntil)
+	})
+
+	t.Run("LiveLeaseUntouched", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		p := newJob("alive")
+		id := b.insertOne(p)
+		b.claimOne(p, id, time.Minute)
+		held := b.get(id)
+		pendingID := b.insertOne(newJob("waiting"))
+		done := b.makeJob(driver.StatusSuccess, newJob("done"))
+
+		res, err := b.d.Rescue(b.ctx, driver.RescueParams{Limit: 10})
+		require.NoError(t, err)
+		require.Equal(t, driver.RescueResult{}, res)
+		require.Equal(t, held, b.get(id))
+		require.Equal(t, driver.StatusPending, b.get(pendingID).Status)
+		require.Equal(t, done, b.get(done.ID))
+	})
+
+	t.Run("LimitHonoured", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		for range 3 {
+			b.insertOne(newJob("many"))
+		}
+		require.Len(t, b.claim(driver.ClaimParams{Queue: "default", Limit: 3, Lease: -time.Second, Token: newToken()}), 3)
+		for _, want := range []int{2, 1, 0} {
+			res, err := b.d.Rescue(b.ctx, driver.RescueParams{Limit: 2})
+			require.NoError(t, err)
+			require.Equal(t, driver.RescueResult{Pending: want}, res)
+		}
+		require.Len(t, b.listAll(driver.ListParams{Status: driver.StatusPending}), 3)
+	})
+}
