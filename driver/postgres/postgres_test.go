@@ -93,11 +93,11 @@ func TestOpenUnreachable(t *testing.T) {
 
 func TestSchema(t *testing.T) {
 	d, ctx := setup(t)
-	if v, err := d.Migrate(ctx); err != nil || v != 1 {
+	if v, err := d.Migrate(ctx); err != nil || v != 2 {
 		t.Fatalf("second migrate: %d, %v", v, err)
 	}
 	cur, latest, err := d.SchemaVersion(ctx)
-	if err != nil || cur != 1 || latest != 1 {
+	if err != nil || cur != 2 || latest != 2 {
 		t.Fatalf("schema version %d/%d, %v", cur, latest, err)
 	}
 	now, err := d.Now(ctx)
