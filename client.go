@@ -82,7 +82,8 @@ func (c *Client) queueList() []worker.Queue {
 		if lease == 0 {
 			lease = DefaultLease
 		}
-		out = append(out, worker.Queue{Name: n, Concurrency: c.cfg.Queues[n].Concurrency, Lease: lease})
+		q := c.cfg.Queues[n]
+		out = append(out, worker.Queue{Name: n, Concurrency: q.Concurrency, Rate: q.Rate, Lease: lease})
 	}
 	return out
 }

@@ -216,3 +216,28 @@ func TestShutdownRequeuesWithoutCharge(t *testing.T) {
 		require.Contains(t, j.LastError, "shutdown")
 	})
 }
+
+func TestQueueRateLimit(t *testing.T) {
+	d := testdb.Open(t, "sqlite")
+	ctx := context.Background()
+	var done atomic.Int32
+	c, err := sluice.NewClient(sluice.Config{Driver: d, PollMax: 20 * time.Millisecond,
+		Queues: map[string]sluice.QueueConfig{"default": {Concurrency: 10, Rate: 20}},
+		Types: map[string]sluice.Type{"t": {Handler: sluice.HandlerFunc(func(context.Context, *sluice.Job) error {
+			done.Add(1)
+			return nil
+		})}}})
+	require.NoError(t, err)
+	ps := make([]sluice.EnqueueParams, 30)
+	for i := range ps {
+		ps[i] = sluice.EnqueueParams{Type: "t"}
+	}
+	_, err = c.EnqueueMany(ctx, ps)
+	require.NoError(t, err)
+	start := time.Now()
+	require.NoError(t, c.Start(ctx))
+	defer c.Stop(ctx)
+	require.Eventually(t, func() bool { return done.Load() == 30 }, 10*time.Second, 5*time.Millisecond)
+	// A burst of 20, then 10 more at 20/s: at least half a second.
+	require.GreaterOrEqual(t, time.Since(start), 450*time.Millisecond)
+}

@@ -24,6 +24,9 @@ type Type struct {
 // QueueConfig configures the workers of one queue.
 type QueueConfig struct {
 	Concurrency int // default 10
+	// Rate caps job starts per second in this process; 0 means no cap.
+	// Every process applies it on its own.
+	Rate float64
 }
 
 // Config configures a Client. Only Driver is required; a client without

@@ -6,6 +6,8 @@ import (
 	"runtime/debug"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/sluicehq/sluice/driver"
 )
 
@@ -13,12 +15,18 @@ import (
 type producer struct {
 	p     *Pool
 	q     Queue
+	limit *rate.Limiter // nil: no rate limit
 	slots chan struct{} // a token per free worker slot
 	wakeC chan struct{}
 }
 
 func newProducer(p *Pool, q Queue) *producer {
 	pr := &producer{p: p, q: q, slots: make(chan struct{}, q.Concurrency), wakeC: make(chan struct{}, 1)}
+	if q.Rate > 0 {
+		// A burst of one second's worth lets a rate-limited queue still
+		// claim in batches.
+		pr.limit = rate.NewLimiter(rate.Limit(q.Rate), max(1, int(q.Rate)))
+	}
 	for i := 0; i < q.Concurrency; i++ {
 		pr.slots <- struct{}{}
 	}
@@ -61,6 +69,15 @@ func (pr *producer) loop(ctx context.Context) {
 				pr.giveBack(free - left)
 				free = left
 			}
+		}
+		if pr.limit != nil {
+			n, ok := pr.allowed(ctx, free)
+			if !ok {
+				pr.giveBack(free)
+				return
+			}
+			pr.giveBack(free - n)
+			free = n
 		}
 		if pr.p.paused.is(pr.q.Name) {
 			pr.giveBack(free)
@@ -121,6 +138,19 @@ func (pr *producer) loop(ctx context.Context) {
 		case <-time.After(poll):
 		}
 	}
+}
+
+// allowed waits for the rate limiter to allow one job start, then takes as
+// many more as it allows at once, up to free.
+func (pr *producer) allowed(ctx context.Context, free int) (int, bool) {
+	if err := pr.limit.Wait(ctx); err != nil {
+		return 0, false
+	}
+	n := 1
+	for n < free && pr.limit.Allow() {
+		n++
+	}
+	return n, true
 }
 
 func (pr *producer) giveBack(n int) {

@@ -41,6 +41,8 @@ type Queue struct {
 	Lease       time.Duration // lease written at claim time
 	// Type, if set, claims only jobs of that type.
 	Type string
+	// Rate, if positive, caps job starts per second in this process.
+	Rate float64
 	// MaxJobs, if set, makes the producer bounded: it stops claiming after
 	// MaxJobs jobs, or as soon as the queue has nothing runnable.
 	MaxJobs int
