@@ -1,0 +1,92 @@
+package bench_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/bench"
+	"github.com/sluicehq/sluice/internal/testdb"
+)
+
+// TestSmoke runs a small bench, in both modes, on every database, so that
+// the bench cannot rot between the runs of bench/compare.sh.
+func TestSmoke(t *testing.T) {
+	for _, name := range testdb.Names {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			// Open skips (or fails in CI) when the server is down; the
+			// bench itself uses tables under another fresh prefix, so
+			// parallel test runs never drop each other's tables.
+			d, tg := testdb.OpenURL(t, name)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			prefix := testdb.Prefix()
+
+			bulk := run(t, ctx, bench.Config{URL: tg.URL, Prefix: prefix, Jobs: 1000, Concurrency: 50, FinishedRows: 2500})
+			if bulk["mode"] != "bulk" || bulk["finished_rows"] != 2500.0 {
+				t.Errorf("bulk run reported %v", bulk)
+			}
+			if p50, p99 := bulk["latency_p50_ms"].(float64), bulk["latency_p99_ms"].(float64); p50 <= 0 || p99 < p50 {
+				t.Errorf("bulk latency p50 %v ms, p99 %v ms", p50, p99)
+			}
+
+			lat := run(t, ctx, bench.Config{URL: tg.URL, Prefix: prefix, Jobs: 100, Concurrency: 10, Latency: true, Rate: 500})
+			if lat["mode"] != "latency" {
+				t.Errorf("latency run reported %v", lat)
+			}
+			if p50 := lat["latency_p50_ms"].(float64); p50 <= 0 || p50 > 1000 {
+				t.Errorf("latency mode p50 %v ms", p50)
+			}
+
+			// The bench drops its tables when done.
+			var n int
+			var q string
+			switch name {
+			case "sqlite":
+				q = "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND substr(name, 1, length(?)) = ?"
+			case "mysql":
+				q = "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND LEFT(table_name, CHAR_LENGTH(?)) = ?"
+			default:
+				q = "SELECT COUNT(*) FROM pg_tables WHERE schemaname = current_schema() AND left(tablename, length($1)) = $2"
+			}
+			if err := d.DB().QueryRowContext(ctx, q, prefix, prefix).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if n != 0 {
+				t.Errorf("%d bench tables left under %s", n, prefix)
+			}
+		})
+	}
+}
+
+// run runs the bench and returns its result as the JSON that `sluice bench
+// --json` prints, checking the keys shared with riverpeer.
+func run(t *testing.T, ctx context.Context, cfg bench.Config) map[string]any {
+	t.Helper()
+	res, err := bench.Run(ctx, cfg)
+	if err != nil {
+		t.Fatalf("bench %+v: %v", cfg, err)
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"insert_per_s", "work_per_s", "latency_p50_ms", "latency_p99_ms", "peak_rss_mb", "jobs", "concurrency", "db"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("JSON %s has no %q", b, k)
+		}
+	}
+	if m["insert_per_s"].(float64) <= 0 || m["work_per_s"].(float64) <= 0 {
+		t.Errorf("JSON %s: want positive insert_per_s and work_per_s", b)
+	}
+	if m["succeeded"] != float64(cfg.Jobs) || m["jobs"] != float64(cfg.Jobs) {
+		t.Errorf("JSON %s: want all %d jobs finished", b, cfg.Jobs)
+	}
+	return m
+}

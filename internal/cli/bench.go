@@ -1,0 +1,132 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime/pprof"
+	"text/tabwriter"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/sluicehq/sluice/internal/bench"
+)
+
+func (a *app) benchCommand() *cobra.Command {
+	cfg := bench.Config{}
+	var asJSON bool
+	var cpuProfile string
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure enqueue and work throughput on bench tables of a database",
+		Long: "bench creates its own tables under the prefix " + bench.DefaultPrefix + " (dropping any left over),\n" +
+			"optionally preloads finished rows, bulk-enqueues no-op jobs and works them down.\n" +
+			"With --latency it enqueues single jobs at --rate per second while the workers run,\n" +
+			"and reports the time from the enqueue call to the handler's start.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfg.Latency && !cmd.Flags().Changed("jobs") {
+				cfg.Jobs = 1000 // a few seconds at the default rate
+			}
+			if cfg.Jobs < 1 || cfg.Concurrency < 1 || cfg.PayloadBytes < 0 || cfg.FinishedRows < 0 || cfg.Rate <= 0 {
+				return usagef("--jobs, --concurrency and --rate must be positive; --payload-bytes and --finished-rows must not be negative")
+			}
+			cfg.URL = a.url()
+			cfg.Logger = a.log
+			cfg.Progress = a.benchProgress()
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return fmt.Errorf("cpu profile: %w", err)
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return fmt.Errorf("cpu profile: %w", err)
+				}
+				defer pprof.StopCPUProfile()
+			}
+			res, err := bench.Run(cmd.Context(), cfg)
+			if err != nil {
+				return fmt.Errorf("bench: %w", err)
+			}
+			res.System = "sluice " + Version
+			if asJSON {
+				return json.NewEncoder(a.stdout).Encode(res)
+			}
+			return printBench(a.stdout, res)
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&cfg.Jobs, "jobs", 100_000, "jobs to enqueue and work; with --latency, 1000 unless given")
+	f.IntVar(&cfg.Concurrency, "concurrency", 100, "workers")
+	f.IntVar(&cfg.PayloadBytes, "payload-bytes", 0, "payload padding per job")
+	f.IntVar(&cfg.FinishedRows, "finished-rows", 0, "finished rows to preload before the run")
+	f.BoolVar(&cfg.Latency, "latency", false, "latency mode: single enqueues at a steady --rate while the workers run")
+	f.Float64Var(&cfg.Rate, "rate", 200, "enqueues per second in --latency mode")
+	f.DurationVar(&cfg.Timeout, "timeout", 10*time.Minute, "give up when the work phase takes longer")
+	f.BoolVar(&cfg.Keep, "keep", false, "keep the bench tables after the run, for inspection")
+	f.BoolVar(&asJSON, "json", false, "print one JSON line")
+	// For profiling and for running benches side by side; not everyday use.
+	f.StringVar(&cfg.Prefix, "prefix", bench.DefaultPrefix, "table prefix of the bench tables")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
+	_ = f.MarkHidden("prefix")
+	_ = f.MarkHidden("cpuprofile")
+	return cmd
+}
+
+// benchProgress shows a progress bar per phase on a terminal, and a plain
+// line every few seconds otherwise (scripts and CI logs).
+func (a *app) benchProgress() func(bench.Progress) {
+	if f, ok := a.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		var bar *progressbar.ProgressBar
+		phase := ""
+		return func(p bench.Progress) {
+			if p.Phase != phase {
+				phase = p.Phase
+				bar = progressbar.NewOptions64(p.Total, progressbar.OptionSetWriter(a.stderr),
+					progressbar.OptionSetDescription(p.Phase), progressbar.OptionShowCount(), progressbar.OptionShowIts(),
+					progressbar.OptionSetItsString("rows"), progressbar.OptionThrottle(200*time.Millisecond),
+					progressbar.OptionClearOnFinish())
+			}
+			_ = bar.Set64(p.Done)
+			if p.Final {
+				_ = bar.Finish()
+				phase = ""
+			}
+		}
+	}
+	last := time.Now() // the first line after a few seconds, not at once
+	return func(p bench.Progress) {
+		if !p.Final && time.Since(last) < 3*time.Second {
+			return
+		}
+		last = time.Now()
+		rate := 0.0
+		if s := p.Elapsed.Seconds(); s > 0 {
+			rate = float64(p.Done) / s
+		}
+		state := "..."
+		if p.Final {
+			state = "done"
+		}
+		fmt.Fprintf(a.stderr, "sluice bench: %s %d/%d in %s (%.0f/s) %s\n", p.Phase, p.Done, p.Total,
+			p.Elapsed.Round(100*time.Millisecond), rate, state)
+	}
+}
+
+func printBench(out io.Writer, r *bench.Result) error {
+	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "database\t%s\n", r.DB)
+	fmt.Fprintf(w, "mode\t%s\n", r.Mode)
+	fmt.Fprintf(w, "jobs\t%d (concurrency %d, payload %d bytes, %d finished rows preloaded)\n",
+		r.Jobs, r.Concurrency, r.PayloadBytes, r.FinishedRows)
+	fmt.Fprintf(w, "insert\t%.0f jobs/s\n", r.InsertPerS)
+	fmt.Fprintf(w, "work\t%.0f jobs/s\n", r.WorkPerS)
+	fmt.Fprintf(w, "latency\tp50 %.1f ms, p99 %.1f ms\n", r.LatencyP50, r.LatencyP99)
+	fmt.Fprintf(w, "peak RSS\t%.1f MB\n", r.PeakRSSMB)
+	return w.Flush()
+}
