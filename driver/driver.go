@@ -104,6 +104,16 @@ type Driver interface {
 	SetQueuePaused(ctx context.Context, queue string, paused bool) error
 	PausedQueues(ctx context.Context) (map[string]bool, error)
 
+	// ScheduleState reads a schedule's progress; Found is false for a new one.
+	ScheduleState(ctx context.Context, name string) (ScheduleState, error)
+	// InitSchedule records a new schedule as handled up to last; it does
+	// nothing if the schedule exists.
+	InitSchedule(ctx context.Context, name string, last time.Time) error
+	// AdvanceSchedule moves a schedule on if its version is still
+	// p.Version, and reports whether it did.
+	AdvanceSchedule(ctx context.Context, p AdvanceScheduleParams) (bool, error)
+	ListSchedules(ctx context.Context) ([]ScheduleState, error)
+
 	// AcquireLease takes or renews the named lease for Holder. Busy leases
 	// are reported with Held false and the current holder.
 	AcquireLease(ctx context.Context, p LeaseParams) (Lease, error)
@@ -215,6 +225,28 @@ type QueueStats struct {
 	Processing    int64
 	Failed        int64
 	OldestPending *time.Time // next_run_at of the oldest runnable pending job
+}
+
+// ScheduleState is a schedule's progress.
+type ScheduleState struct {
+	Found     bool
+	Name      string
+	LastSlot  time.Time // the last slot handled (fired or skipped)
+	LastJobID int64     // the job of the last fired slot, 0 if none
+	Version   int64
+	Fires     int64
+	Skips     int64
+	UpdatedAt time.Time
+}
+
+// AdvanceScheduleParams records handled slots with a compare-and-set on Version.
+type AdvanceScheduleParams struct {
+	Name      string
+	Version   int64
+	LastSlot  time.Time
+	LastJobID int64 // 0 keeps the previous one
+	Fired     int
+	Skipped   int
 }
 
 // LeaseParams names a lease and its would-be holder.

@@ -1,4 +1,4 @@
-SELECT queue, 'pending', COUNT(*), MIN(next_run_at) FROM sluice_jobs WHERE status = 'pending' GROUP BY queue
+SELECT queue, 'pending', COUNT(*), MIN(CASE WHEN next_run_at <= UTC_TIMESTAMP(6) THEN next_run_at END) FROM sluice_jobs WHERE status = 'pending' GROUP BY queue
 UNION ALL
 SELECT queue, 'processing', COUNT(*), NULL FROM sluice_jobs WHERE status = 'processing' GROUP BY queue
 UNION ALL

@@ -1,0 +1,189 @@
+// Package scheduler turns cron slots into jobs. Every node runs it and no
+// node leads: each slot's job carries the key sched:<name>:<slot>, so the
+// first node to enqueue it wins and the others get a duplicate, and each
+// schedule's progress is advanced with a compare-and-set on its row.
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/schedule"
+)
+
+// Overlap policies.
+const (
+	OverlapAllow  = "allow"
+	OverlapForbid = "forbid"
+)
+
+// Entry is one schedule.
+type Entry struct {
+	Name     string
+	Schedule *schedule.Schedule
+	Overlap  string // OverlapAllow (default) or OverlapForbid
+	CatchUp  int    // missed slots to enqueue after downtime; default 1
+}
+
+// EnqueueFunc enqueues the job of one slot under key and returns its id.
+type EnqueueFunc func(ctx context.Context, e Entry, key string) (id int64, duplicate bool, err error)
+
+// Hooks observe the scheduler; any may be nil.
+type Hooks struct {
+	Fired   func(name string)
+	Skipped func(name string)
+}
+
+// Config configures a Scheduler.
+type Config struct {
+	Driver  driver.Driver
+	Entries []Entry
+	Enqueue EnqueueFunc
+	Logger  *slog.Logger
+	Hooks   Hooks
+	// MaxSleep caps the wait between passes; default 1s.
+	MaxSleep time.Duration
+}
+
+// Scheduler fires the slots of its entries.
+type Scheduler struct {
+	cfg    Config
+	log    *slog.Logger
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// New builds a Scheduler.
+func New(cfg Config) *Scheduler {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxSleep <= 0 {
+		cfg.MaxSleep = time.Second
+	}
+	return &Scheduler{cfg: cfg, log: cfg.Logger}
+}
+
+// Start runs the scheduler until Stop.
+func (s *Scheduler) Start(ctx context.Context) {
+	ctx, s.cancel = context.WithCancel(ctx)
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); s.loop(ctx) }()
+}
+
+// Stop ends the scheduler.
+func (s *Scheduler) Stop() {
+	if s.cancel != nil {
+		s.cancel()
+		s.wg.Wait()
+	}
+}
+
+func (s *Scheduler) loop(ctx context.Context) {
+	for {
+		wait := s.cfg.MaxSleep
+		if next, err := s.Pass(ctx); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			s.log.Warn("scheduler pass failed", "err", err)
+		} else if next > 0 && next < wait {
+			// Wake just after the next slot so that it fires on time.
+			wait = next + 5*time.Millisecond
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+// Pass fires every due slot once, using the database clock, and returns
+// how long until the earliest next slot.
+func (s *Scheduler) Pass(ctx context.Context) (time.Duration, error) {
+	now, err := s.cfg.Driver.Now(ctx)
+	if err != nil {
+		return 0, err
+	}
+	next := time.Duration(0)
+	var errs []error
+	for _, e := range s.cfg.Entries {
+		if err := s.fire(ctx, e, now); err != nil {
+			errs = append(errs, err)
+		}
+		d := e.Schedule.Next(now).At.Sub(now)
+		if next == 0 || d < next {
+			next = d
+		}
+	}
+	if len(errs) > 0 {
+		return next, fmt.Errorf("%d schedules failed, first: %w", len(errs), errs[0])
+	}
+	return next, nil
+}
+
+func (s *Scheduler) fire(ctx context.Context, e Entry, now time.Time) error {
+	st, err := s.cfg.Driver.ScheduleState(ctx, e.Name)
+	if err != nil {
+		return err
+	}
+	if !st.Found {
+		// A new schedule starts from now: there is nothing it missed.
+		return s.cfg.Driver.InitSchedule(ctx, e.Name, now)
+	}
+	due := e.Schedule.Due(st.LastSlot, now, e.CatchUp)
+	if len(due) == 0 {
+		return nil
+	}
+	lastJob, fired, skipped := st.LastJobID, 0, 0
+	for _, slot := range due {
+		if e.Overlap == OverlapForbid && lastJob > 0 {
+			active, err := s.active(ctx, lastJob)
+			if err != nil {
+				return err
+			}
+			if active {
+				skipped++
+				s.log.Info("schedule slot skipped: the previous run is still active", "schedule", e.Name, "slot", slot.Key, "job_id", lastJob)
+				if h := s.cfg.Hooks.Skipped; h != nil {
+					h(e.Name)
+				}
+				continue
+			}
+		}
+		id, dup, err := s.cfg.Enqueue(ctx, e, "sched:"+e.Name+":"+slot.Key)
+		if err != nil {
+			return fmt.Errorf("schedule %s slot %s: %w", e.Name, slot.Key, err)
+		}
+		lastJob = id
+		if !dup {
+			fired++
+			s.log.Info("schedule fired", "schedule", e.Name, "slot", slot.Key, "job_id", id)
+			if h := s.cfg.Hooks.Fired; h != nil {
+				h(e.Name)
+			}
+		}
+	}
+	// Losing the compare-and-set means another node handled these slots
+	// too; the keys made sure each fired once.
+	_, err = s.cfg.Driver.AdvanceSchedule(ctx, driver.AdvanceScheduleParams{Name: e.Name, Version: st.Version,
+		LastSlot: due[len(due)-1].At, LastJobID: lastJob, Fired: fired, Skipped: skipped})
+	return err
+}
+
+func (s *Scheduler) active(ctx context.Context, id int64) (bool, error) {
+	j, err := s.cfg.Driver.GetJob(ctx, id)
+	if err != nil {
+		if errors.Is(err, driver.ErrNotFound) {
+			return false, nil
+		}
+		return false, err
+	}
+	return j.Status == driver.StatusPending || j.Status == driver.StatusProcessing, nil
+}
