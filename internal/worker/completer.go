@@ -17,13 +17,23 @@ type pending struct {
 // one round trip per batch and an idle one answers at once.
 type completer struct {
 	p      *Pool
+	linger time.Duration
 	in     chan pending
 	done   chan struct{}
 	closed chan struct{}
 }
 
+// newCompleter sizes the queue of unwritten outcomes to the pool's total
+// concurrency: a worker slot is freed when its handler returns, so when
+// writes fall behind, handlers block here and claims stop, instead of
+// leases piling up in the database.
 func newCompleter(p *Pool) *completer {
-	return &completer{p: p, in: make(chan pending, 4096), done: make(chan struct{}), closed: make(chan struct{})}
+	total := 0
+	for _, q := range p.cfg.Queues {
+		total += 2 * q.Concurrency // running and prefetched
+	}
+	return &completer{p: p, in: make(chan pending, max(total, 64)), done: make(chan struct{}), closed: make(chan struct{}),
+		linger: time.Millisecond}
 }
 
 func (c *completer) add(x *running, o Outcome) { c.in <- pending{x, o} }
@@ -59,15 +69,20 @@ func (c *completer) loop(ctx context.Context) {
 			c.flush(context.Background(), batch)
 			return
 		}
+		// Linger briefly for outcomes still arriving from the same claim
+		// batch: every flush is a commit, and commits are what a busy
+		// database spends its time on. An idle pool waits at most linger.
+		linger := time.NewTimer(c.linger)
 	fill:
 		for len(batch) < maxBatch {
 			select {
 			case it := <-c.in:
 				batch = append(batch, it)
-			default:
+			case <-linger.C:
 				break fill
 			}
 		}
+		linger.Stop()
 		c.flush(ctx, batch)
 		batch = batch[:0]
 	}

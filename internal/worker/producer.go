@@ -16,19 +16,32 @@ type producer struct {
 	p     *Pool
 	q     Queue
 	limit *rate.Limiter // nil: no rate limit
-	slots chan struct{} // a token per free worker slot
+	// slots holds a token per job this producer may hold a lease on: its
+	// concurrency plus as many prefetched jobs, so that the next batch is
+	// claimed while the current one runs. run holds a token per handler
+	// that may run at once: the concurrency.
+	slots chan struct{}
+	run   chan struct{}
 	wakeC chan struct{}
 }
 
 func newProducer(p *Pool, q Queue) *producer {
-	pr := &producer{p: p, q: q, slots: make(chan struct{}, q.Concurrency), wakeC: make(chan struct{}, 1)}
+	prefetch := q.Concurrency
+	if q.MaxJobs > 0 {
+		prefetch = 0 // a bounded pass claims only what it can run now
+	}
+	pr := &producer{p: p, q: q, slots: make(chan struct{}, q.Concurrency+prefetch),
+		run: make(chan struct{}, q.Concurrency), wakeC: make(chan struct{}, 1)}
 	if q.Rate > 0 {
 		// A burst of one second's worth lets a rate-limited queue still
 		// claim in batches.
 		pr.limit = rate.NewLimiter(rate.Limit(q.Rate), max(1, int(q.Rate)))
 	}
-	for i := 0; i < q.Concurrency; i++ {
+	for i := 0; i < q.Concurrency+prefetch; i++ {
 		pr.slots <- struct{}{}
+	}
+	for i := 0; i < q.Concurrency; i++ {
+		pr.run <- struct{}{}
 	}
 	return pr
 }
@@ -179,8 +192,17 @@ func (pr *producer) start(j driver.JobRow) {
 	go func() {
 		defer p.jobWG.Done()
 		defer func() { pr.slots <- struct{}{} }()
+		select {
+		case <-pr.run:
+		case <-p.stopping:
+			// A prefetched job that never started goes straight back.
+			cancel(nil)
+			p.completer.add(x, Outcome{Status: driver.StatusPending, Refund: true})
+			return
+		}
 		began := time.Now()
 		o := safeRun(ctx, p.cfg.Run, j)
+		pr.run <- struct{}{}
 		cause := context.Cause(ctx)
 		cancel(nil)
 		switch {

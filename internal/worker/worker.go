@@ -93,6 +93,7 @@ type Pool struct {
 	running   *registry
 	completer *completer
 	paused    *pausedCache
+	stopping  chan struct{} // closed when Stop begins
 
 	stopClaims context.CancelFunc
 	stopBG     context.CancelFunc
@@ -121,7 +122,7 @@ func New(cfg Config) *Pool {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	p := &Pool{cfg: cfg, log: cfg.Logger, producers: map[string]*producer{}}
+	p := &Pool{cfg: cfg, log: cfg.Logger, producers: map[string]*producer{}, stopping: make(chan struct{})}
 	p.running = newRegistry()
 	p.completer = newCompleter(p)
 	p.paused = &pausedCache{d: cfg.Driver, log: cfg.Logger, interval: time.Second}
@@ -166,6 +167,7 @@ func (p *Pool) Stop(ctx context.Context) {
 		return
 	}
 	p.stopClaims()
+	close(p.stopping)
 	p.claimWG.Wait()
 
 	done := make(chan struct{})
