@@ -229,37 +229,50 @@ func (b *Base) CompleteTx(ctx context.Context, tx *sql.Tx, c driver.Completion) 
 	return n == 1, nil
 }
 
-// CompleteEach applies completions one statement each, in one transaction.
-// It suits SQLite, where a statement costs no round trip.
+// CompleteEach is CompleteEachTx in a transaction of its own, retried on
+// transient errors.
 func (b *Base) CompleteEach(ctx context.Context, cs []driver.Completion) ([]int64, error) {
 	var lost []int64
 	err := driver.RetryTransient(ctx, b.Transient, func() error {
-		lost = lost[:0]
 		tx, err := b.Write.BeginTx(ctx, nil)
 		if err != nil {
 			return err
 		}
 		defer tx.Rollback()
-		stmt, err := tx.PrepareContext(ctx, b.Q["complete"])
-		if err != nil {
+		if lost, err = b.CompleteEachTx(ctx, tx, cs); err != nil {
 			return err
-		}
-		defer stmt.Close()
-		for _, c := range cs {
-			res, err := stmt.ExecContext(ctx, b.CompletionArgs(c)...)
-			if err != nil {
-				return err
-			}
-			if n, err := res.RowsAffected(); err != nil {
-				return err
-			} else if n == 0 {
-				lost = append(lost, c.ID)
-			}
 		}
 		return tx.Commit()
 	})
 	if err != nil {
 		return nil, fmt.Errorf("complete %d jobs: %w", len(cs), err)
+	}
+	return lost, nil
+}
+
+// CompleteEachTx applies completions one prepared statement each in tx and
+// returns the ids whose lease was lost. It suits SQLite, where a statement
+// costs no round trip.
+func (b *Base) CompleteEachTx(ctx context.Context, tx *sql.Tx, cs []driver.Completion) ([]int64, error) {
+	if len(cs) == 0 {
+		return nil, nil
+	}
+	stmt, err := tx.PrepareContext(ctx, b.Q["complete"])
+	if err != nil {
+		return nil, err
+	}
+	defer stmt.Close()
+	var lost []int64
+	for _, c := range cs {
+		res, err := stmt.ExecContext(ctx, b.CompletionArgs(c)...)
+		if err != nil {
+			return nil, err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return nil, err
+		} else if n == 0 {
+			lost = append(lost, c.ID)
+		}
 	}
 	return lost, nil
 }

@@ -70,7 +70,7 @@ func Open(path string, opts Options) (*Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: parameters of %q: %w", path, err)
 	}
-	q, err := driver.LoadQueries(files, "queries", prefix, append(sqlcommon.Required, "insert", "key_holder", "claim", "claim_type", "lease_acquire", "schema_set")...)
+	q, err := driver.LoadQueries(files, "queries", prefix, append(sqlcommon.Required, "insert", "key_holder", "claim", "claim_type", "lease_acquire", "schema_set", "complete_success")...)
 	if err != nil {
 		return nil, err
 	}
@@ -214,8 +214,76 @@ func (d *Driver) AcquireLease(ctx context.Context, p driver.LeaseParams) (driver
 	return d.UpsertLease(ctx, p)
 }
 
-// Complete applies outcomes one prepared statement each in one transaction:
-// SQLite runs in-process, so a statement costs no round trip.
+// Complete applies outcomes in one transaction. Plain successes (no
+// result, no error) of one lease token share one statement; the rest take
+// one prepared statement each, which in-process SQLite runs cheaply.
 func (d *Driver) Complete(ctx context.Context, cs []driver.Completion) ([]int64, error) {
-	return d.CompleteEach(ctx, cs)
+	plain := map[string][]int64{}
+	var rest []driver.Completion
+	for _, c := range cs {
+		if c.Status == driver.StatusSuccess && !c.Refund && c.Error == nil && c.Result == nil {
+			plain[c.Token] = append(plain[c.Token], c.ID)
+		} else {
+			rest = append(rest, c)
+		}
+	}
+	var lost []int64
+	err := driver.RetryTransient(ctx, d.Transient, func() error {
+		lost = lost[:0]
+		tx, err := d.Write.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		for token, ids := range plain {
+			l, err := d.completePlain(ctx, tx, token, ids)
+			if err != nil {
+				return err
+			}
+			lost = append(lost, l...)
+		}
+		l, err := d.CompleteEachTx(ctx, tx, rest)
+		if err != nil {
+			return err
+		}
+		lost = append(lost, l...)
+		return tx.Commit()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("complete %d jobs: %w", len(cs), err)
+	}
+	return lost, nil
+}
+
+// completePlain marks ids held with token as succeeded and returns those
+// whose lease was lost.
+func (d *Driver) completePlain(ctx context.Context, tx *sql.Tx, token string, ids []int64) ([]int64, error) {
+	args := make([]any, 0, len(ids)+1)
+	args = append(args, token)
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	rows, err := tx.QueryContext(ctx, d.InList(d.Q["complete_success"], 2, len(ids)), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	done := make(map[int64]bool, len(ids))
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		done[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var lost []int64
+	for _, id := range ids {
+		if !done[id] {
+			lost = append(lost, id)
+		}
+	}
+	return lost, nil
 }

@@ -11,7 +11,7 @@ CREATE TABLE IF NOT EXISTS sluice_jobs (
   type         TEXT    NOT NULL CHECK (length(type) BETWEEN 1 AND 64),
   business_key TEXT    NULL CHECK (length(business_key) BETWEEN 1 AND 191),
   dedupe       TEXT    NOT NULL DEFAULT 'permanent' CHECK (dedupe IN ('permanent', 'active')),
-  payload      TEXT    NOT NULL DEFAULT '{}',
+  payload      TEXT    NOT NULL DEFAULT '{}' CHECK (json_valid(payload)),
   status       TEXT    NOT NULL DEFAULT 'pending'
                CHECK (status IN ('pending', 'processing', 'success', 'failed', 'cancelled')),
   priority     INTEGER NOT NULL DEFAULT 0,
