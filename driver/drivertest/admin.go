@@ -115,6 +115,35 @@ func exerciseAdmin(t *testing.T, open Opener) {
 		require.Zero(t, n)
 	})
 
+	t.Run("RetryAllFailedInChunks", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		// More failed jobs than one chunk of the retry loop.
+		const n = 1100
+		ps := make([]driver.InsertParams, n)
+		for i := range ps {
+			ps[i] = newJob("mass-fail")
+		}
+		b.insert(ps...)
+		for {
+			tok := newToken()
+			got := b.claim(driver.ClaimParams{Queue: "default", Limit: 500, Lease: time.Minute, Token: tok})
+			if len(got) == 0 {
+				break
+			}
+			cs := make([]driver.Completion, len(got))
+			for i, j := range got {
+				cs[i] = driver.Completion{ID: j.ID, Token: tok, Status: driver.StatusFailed, Error: strPtr("outage")}
+			}
+			require.Empty(t, b.complete(cs...))
+		}
+		n2, err := b.d.Retry(b.ctx, driver.RetryParams{AllFailed: true, Type: "mass-fail"})
+		require.NoError(t, err)
+		require.EqualValues(t, n, n2)
+		require.Empty(t, b.listAll(driver.ListParams{Status: driver.StatusFailed}))
+		require.Len(t, b.listAll(driver.ListParams{Status: driver.StatusPending}), n)
+	})
+
 	t.Run("CancelPendingAndFailed", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)

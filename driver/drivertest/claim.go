@@ -62,8 +62,9 @@ func exerciseClaim(t *testing.T, open Opener) {
 			at("p1-old", 1, 2*time.Minute),
 			at("p1-new-b", 1, time.Minute),
 			at("p0-old", 0, 3*time.Minute),
+			at("urgent", -1, 0), // priorities may be negative: lower still runs first
 		)
-		want := []string{"p0-old", "p0-new", "p1-old", "p1-new-a", "p1-new-b", "p2"}
+		want := []string{"urgent", "p0-old", "p0-new", "p1-old", "p1-new-a", "p1-new-b", "p2"}
 		var got []string
 		var gotIDs []int64
 		for range want {
@@ -73,7 +74,7 @@ func exerciseClaim(t *testing.T, open Opener) {
 			gotIDs = append(gotIDs, jobs[0].ID)
 		}
 		require.Equal(t, want, got)
-		require.Equal(t, []int64{res[5].ID, res[2].ID, res[3].ID, res[1].ID, res[4].ID, res[0].ID}, gotIDs)
+		require.Equal(t, []int64{res[6].ID, res[5].ID, res[2].ID, res[3].ID, res[1].ID, res[4].ID, res[0].ID}, gotIDs)
 	})
 
 	t.Run("BatchTakesTheFirstInOrder", func(t *testing.T) {

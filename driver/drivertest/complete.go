@@ -1,6 +1,7 @@
 package drivertest
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -203,6 +204,64 @@ func exerciseComplete(t *testing.T, open Opener) {
 		require.True(t, strings.HasSuffix(j.LastError, "TAIL"))
 		require.Len(t, j.Result, driver.MaxResultLen)
 		require.True(t, strings.HasSuffix(j.Result, "TAIL"))
+	})
+
+	t.Run("LargeBatchWithStale", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		// Big enough for drivers that cut completions into chunks; the stale
+		// ones sit in different chunks.
+		const n = 1200
+		ps := make([]driver.InsertParams, n)
+		for i := range ps {
+			ps[i] = newJob("bulk-done")
+		}
+		b.insert(ps...)
+		tok := newToken()
+		var held []driver.JobRow
+		for len(held) < n {
+			got := b.claim(driver.ClaimParams{Queue: "default", Limit: 500, Lease: time.Minute, Token: tok})
+			require.NotEmpty(t, got)
+			held = append(held, got...)
+		}
+		stale := map[int64]bool{held[7].ID: true, held[640].ID: true, held[1199].ID: true}
+		hb := driver.HeartbeatParams{Token: tok, Lease: time.Hour}
+		cs := make([]driver.Completion, n)
+		for i, j := range held {
+			c := driver.Completion{ID: j.ID, Token: tok, Status: driver.StatusSuccess, Result: strPtr(fmt.Sprintf("r%d", j.ID))}
+			if stale[j.ID] {
+				c.Token = "stale"
+			}
+			if i%2 == 1 {
+				c.Status, c.Delay, c.Error = driver.StatusPending, time.Hour, strPtr(fmt.Sprintf("e%d", j.ID))
+			}
+			cs[i] = c
+			hb.IDs = append(hb.IDs, j.ID)
+		}
+
+		// The heartbeat sees every lease held; one with a wrong token none.
+		lost, err := b.d.Heartbeat(b.ctx, hb)
+		require.NoError(t, err)
+		require.Empty(t, lost)
+		lost = b.complete(cs...)
+		require.ElementsMatch(t, []int64{held[7].ID, held[640].ID, held[1199].ID}, lost)
+
+		for i, j := range b.listAll(driver.ListParams{}) {
+			switch {
+			case stale[j.ID]:
+				require.Equal(t, driver.StatusProcessing, j.Status, "stale job %d", j.ID)
+			case j.Status == driver.StatusSuccess:
+				require.Equal(t, fmt.Sprintf("r%d", j.ID), j.Result, "job %d got another job's result", j.ID)
+			default:
+				require.Equal(t, driver.StatusPending, j.Status, "row %d", i)
+				require.Equal(t, fmt.Sprintf("e%d", j.ID), j.LastError, "job %d got another job's error", j.ID)
+			}
+		}
+		// The completed ones are lost to a heartbeat now, the stale ones not.
+		lost, err = b.d.Heartbeat(b.ctx, hb)
+		require.NoError(t, err)
+		require.Len(t, lost, n-3)
+		require.NotContains(t, lost, held[640].ID)
 	})
 
 	t.Run("EmptyBatch", func(t *testing.T) {

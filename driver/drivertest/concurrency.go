@@ -118,6 +118,10 @@ func exerciseConcurrency(t *testing.T, open Opener) {
 						errs[w] = fmt.Errorf("worker %d: claim: %w", w, err)
 						return
 					}
+					if len(got) > batch {
+						errs[w] = fmt.Errorf("worker %d: claim returned %d jobs, limit %d", w, len(got), batch)
+						return
+					}
 					if len(got) == 0 {
 						time.Sleep(time.Millisecond)
 						continue
@@ -158,6 +162,203 @@ func exerciseConcurrency(t *testing.T, open Opener) {
 		stats, err := b.d.Stats(b.ctx)
 		require.NoError(t, err)
 		require.Empty(t, stats, "jobs left pending or processing")
+	})
+
+	t.Run("ConcurrentRescueAndComplete", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		// Leases shorter than some handlers run, a rescuer sweeping all the
+		// time and workers re-claiming rescued jobs: the fence must let
+		// exactly one success through per job, whoever reports last.
+		const jobs, workers = 300, 4
+		ps := make([]driver.InsertParams, jobs)
+		for i := range ps {
+			ps[i] = newJob("racy")
+			ps[i].MaxAttempts = 10000 // rescues must not exhaust attempts
+		}
+		b.insert(ps...)
+
+		// winner records, per job, the attempt and token of each success
+		// that got through.
+		type winner struct {
+			attempt int
+			token   string
+		}
+		var (
+			mu        sync.Mutex
+			successes = map[int64]int{}
+			winners   = map[int64]winner{}
+			lostCount atomic.Int64
+			errs      = make([]error, workers+1)
+			wg        sync.WaitGroup
+			stop      atomic.Bool
+		)
+		deadline := time.Now().Add(2 * time.Minute)
+		doneCount := func() int {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(successes)
+		}
+		for w := range workers {
+			wg.Go(func() {
+				for doneCount() < jobs {
+					if time.Now().After(deadline) {
+						errs[w] = fmt.Errorf("worker %d: %d of %d jobs done at the deadline", w, doneCount(), jobs)
+						return
+					}
+					// Half the batches outlive a short lease and race the
+					// rescuer; the other half hold a long one, so the case
+					// makes progress however slow the machine is.
+					short := rand.IntN(2) == 0
+					lease, work := 5*time.Second, time.Duration(0)
+					if short {
+						lease, work = 20*time.Millisecond, time.Duration(10+rand.IntN(40))*time.Millisecond
+					}
+					tok := newToken()
+					got, err := b.d.Claim(b.ctx, driver.ClaimParams{Queue: "default", Limit: 10, Lease: lease, Token: tok})
+					if err != nil {
+						errs[w] = fmt.Errorf("worker %d: claim: %w", w, err)
+						return
+					}
+					if len(got) == 0 {
+						time.Sleep(2 * time.Millisecond)
+						continue
+					}
+					time.Sleep(work)
+					cs := make([]driver.Completion, len(got))
+					for i, j := range got {
+						cs[i] = driver.Completion{ID: j.ID, Token: tok, Status: driver.StatusSuccess, Result: strPtr(tok)}
+					}
+					lost, err := b.d.Complete(b.ctx, cs)
+					if err != nil {
+						errs[w] = fmt.Errorf("worker %d: complete: %w", w, err)
+						return
+					}
+					isLost := map[int64]bool{}
+					for _, id := range lost {
+						isLost[id] = true
+					}
+					lostCount.Add(int64(len(lost)))
+					mu.Lock()
+					for _, j := range got {
+						if !isLost[j.ID] {
+							successes[j.ID]++
+							winners[j.ID] = winner{j.Attempts, tok}
+						}
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		rescuerDone := make(chan struct{})
+		go func() {
+			defer close(rescuerDone)
+			for !stop.Load() {
+				if _, err := b.d.Rescue(b.ctx, driver.RescueParams{Limit: 100}); err != nil {
+					errs[workers] = fmt.Errorf("rescue: %w", err)
+					return
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}()
+		wg.Wait()
+		stop.Store(true)
+		<-rescuerDone
+		require.NoError(t, errors.Join(errs...))
+
+		require.Len(t, successes, jobs)
+		for id, n := range successes {
+			require.Equal(t, 1, n, "job %d: %d successful completions got through the fence", id, n)
+		}
+		rows := b.listAll(driver.ListParams{})
+		require.Len(t, rows, jobs)
+		for _, j := range rows {
+			require.Equal(t, driver.StatusSuccess, j.Status, "job %d", j.ID)
+			// Only the holder of the last attempt may finish a job; a stale
+			// worker whose success got through would show an older attempt.
+			w := winners[j.ID]
+			require.Equal(t, j.Attempts, w.attempt, "job %d was finished by the holder of attempt %d of %d", j.ID, w.attempt, j.Attempts)
+			require.Equal(t, w.token, j.Result, "job %d", j.ID)
+		}
+		t.Logf("%d completions were fenced off as lost", lostCount.Load())
+	})
+
+	t.Run("ConcurrentActiveKeyChurn", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		// Enqueuers race on one active-mode key while a worker keeps
+		// finishing its holder, so the key is freed and taken again under
+		// their feet: the paths where a holder vanishes mid-insert.
+		const inserters, perInserter = 4, 150
+		p := keyed("churn", "churn-key", driver.DedupeActive)
+		var (
+			mu      sync.Mutex
+			results []driver.InsertResult
+			errs    = make([]error, inserters+1)
+			wg      sync.WaitGroup
+			stop    atomic.Bool
+		)
+		for w := range inserters {
+			wg.Go(func() {
+				for range perInserter {
+					res, err := b.d.Insert(b.ctx, nil, []driver.InsertParams{p})
+					if err != nil {
+						errs[w] = err
+						return
+					}
+					mu.Lock()
+					results = append(results, res...)
+					mu.Unlock()
+				}
+			})
+		}
+		var finished atomic.Int64
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for !stop.Load() {
+				tok := newToken()
+				got, err := b.d.Claim(b.ctx, driver.ClaimParams{Queue: "default", Limit: 1, Lease: time.Minute, Token: tok})
+				if err == nil && len(got) == 1 {
+					var lost []int64
+					lost, err = b.d.Complete(b.ctx, []driver.Completion{{ID: got[0].ID, Token: tok, Status: driver.StatusSuccess}})
+					if err == nil && len(lost) > 0 {
+						err = fmt.Errorf("lease of job %d lost with no rescue running", got[0].ID)
+					}
+					finished.Add(1)
+				}
+				if err != nil {
+					errs[inserters] = err
+					return
+				}
+			}
+		}()
+		wg.Wait()
+		stop.Store(true)
+		<-done
+		require.NoError(t, errors.Join(errs...))
+
+		rows := b.listAll(driver.ListParams{})
+		byID := map[int64]driver.JobRow{}
+		live := 0
+		for _, j := range rows {
+			byID[j.ID] = j
+			require.Equal(t, "churn-key", j.Key)
+			if j.Status == driver.StatusPending || j.Status == driver.StatusProcessing {
+				live++
+			}
+		}
+		require.LessOrEqual(t, live, 1, "two live jobs share an active key")
+		fresh := 0
+		for _, r := range results {
+			_, ok := byID[r.ID]
+			require.True(t, ok, "insert returned id %d, which is no job", r.ID)
+			if !r.Duplicate {
+				fresh++
+			}
+		}
+		require.Equal(t, len(rows), fresh, "every row must be reported new exactly once")
+		t.Logf("%d inserts made %d jobs; the worker finished %d", len(results), len(rows), finished.Load())
 	})
 
 	t.Run("ConcurrentLeaseAcquire", func(t *testing.T) {

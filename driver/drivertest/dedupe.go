@@ -135,7 +135,7 @@ func exerciseDedupe(t *testing.T, open Opener) {
 		require.Len(t, b.listAll(driver.ListParams{}), 6)
 	})
 
-	t.Run("KeysAreCaseSensitive", func(t *testing.T) {
+	t.Run("KeysCompareExactly", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
 		// Business keys are opaque identifiers from the caller's system:
@@ -146,6 +146,15 @@ func exerciseDedupe(t *testing.T, open Opener) {
 			require.False(t, r.Duplicate, "key %d collided with a key that differs only in case", i)
 		}
 		require.Equal(t, "Order-1", b.get(res[1].ID).Key)
+
+		// Nor do accents or Unicode normalisation fold keys together:
+		// "café" composed (NFC) and decomposed (NFD) are different bytes.
+		res = b.insert(keyed("t", "cafe", driver.DedupePermanent), keyed("t", "caf\u00e9", driver.DedupePermanent),
+			keyed("t", "cafe\u0301", driver.DedupePermanent))
+		for i, r := range res {
+			require.False(t, r.Duplicate, "key %d collided with a key that differs in accents or normalisation", i)
+		}
+		require.Equal(t, "cafe\u0301", b.get(res[2].ID).Key)
 	})
 
 	t.Run("KeysKeepTrailingSpaces", func(t *testing.T) {

@@ -67,6 +67,12 @@ func exerciseInsert(t *testing.T, open Opener) {
 		got := b.get(id).NextRunAt
 		require.True(t, got.Equal(runAt), "next_run_at = %s, want %s", got, runAt.UTC())
 
+		// Sub-millisecond parts survive to at least the millisecond.
+		precise := b.now().Add(time.Hour + 123*time.Millisecond + 456*time.Microsecond + 789*time.Nanosecond)
+		p.RunAt = precise
+		id = b.insertOne(p)
+		require.WithinDuration(t, precise, b.get(id).NextRunAt, time.Millisecond)
+
 		// RunAt wins over Delay when both are set.
 		p.RunAt, p.Delay = runAt, 10*time.Hour
 		id = b.insertOne(p)
@@ -127,6 +133,43 @@ func exerciseInsert(t *testing.T, open Opener) {
 		require.Len(t, b.listAll(driver.ListParams{}), want+2)
 	})
 
+	t.Run("BulkAcrossChunks", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		// Drivers cut big batches into statements by rows and by bytes; ids
+		// must still line up with the input across the cuts. 5,100 rows pass
+		// every driver's row limit, and 100 KiB payloads the byte limits.
+		const n = 5100
+		big := `{"blob": "` + strings.Repeat("z", 100<<10) + `"}`
+		ps := make([]driver.InsertParams, n)
+		for i := range ps {
+			ps[i] = newJob("chunk")
+			ps[i].Payload = jsonPayload(i)
+			if i%7 == 3 {
+				ps[i].Key = fmt.Sprintf("chunk-%d", i)
+			}
+			if i >= n-30 {
+				ps[i].Payload = []byte(big)
+				ps[i].Priority = i
+			}
+		}
+		res := b.insert(ps...)
+		rows := map[int64]driver.JobRow{}
+		for _, j := range b.listAll(driver.ListParams{}) {
+			rows[j.ID] = j
+		}
+		require.Len(t, rows, n)
+		for i, r := range res {
+			require.False(t, r.Duplicate, "row %d", i)
+			j, ok := rows[r.ID]
+			require.True(t, ok, "row %d: id %d is no job", i, r.ID)
+			require.Equal(t, ps[i].Key, j.Key, "row %d", i)
+			require.Equal(t, ps[i].Priority, j.Priority, "row %d", i)
+			require.JSONEq(t, string(ps[i].Payload), string(j.Payload), "row %d", i)
+			delete(rows, r.ID)
+		}
+	})
+
 	t.Run("TxRollbackLeavesNoRows", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
@@ -160,6 +203,96 @@ func exerciseInsert(t *testing.T, open Opener) {
 
 		require.Equal(t, driver.StatusPending, b.get(res[0].ID).Status)
 		require.Equal(t, []driver.InsertResult{{ID: res[0].ID, Duplicate: true}}, b.insert(keyed("tx", "tx-key", driver.DedupePermanent)))
+	})
+
+	t.Run("TxSeesKeysCommittedSinceItsSnapshot", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		if b.d.Name() == "sqlite" {
+			// One writer connection: nothing can commit while the caller's
+			// transaction is open, so there is no race to test.
+			t.Skip("sqlite serialises writers")
+		}
+		tx, err := b.d.DB().BeginTx(b.ctx, nil)
+		require.NoError(t, err)
+		defer tx.Rollback()
+		// The caller's transaction has read (and so, under REPEATABLE
+		// READ, fixed its snapshot) before another session takes the key.
+		_, err = b.d.Insert(b.ctx, tx, []driver.InsertParams{newJob("first")})
+		require.NoError(t, err)
+		other := b.insertOne(keyed("t", "raced", driver.DedupePermanent))
+
+		res, err := b.d.Insert(b.ctx, tx, []driver.InsertParams{keyed("t", "raced", driver.DedupePermanent), keyed("t", "fresh", driver.DedupePermanent)})
+		require.NoError(t, err)
+		require.Equal(t, driver.InsertResult{ID: other, Duplicate: true}, res[0])
+		require.False(t, res[1].Duplicate)
+		require.NoError(t, tx.Commit())
+		require.Len(t, b.listAll(driver.ListParams{}), 3)
+	})
+
+	t.Run("WaitsForUncommittedHolder", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		// An enqueue that races a caller's open transaction holding the same
+		// key learns the outcome of that transaction: a duplicate if it
+		// commits, a new job if it rolls back.
+		for _, commit := range []bool{true, false} {
+			key := fmt.Sprintf("pending-tx-%v", commit)
+			tx, err := b.d.DB().BeginTx(b.ctx, nil)
+			require.NoError(t, err)
+			held, err := b.d.Insert(b.ctx, tx, []driver.InsertParams{keyed("t", key, driver.DedupeActive)})
+			require.NoError(t, err)
+
+			type result struct {
+				res []driver.InsertResult
+				err error
+			}
+			ch := make(chan result, 1)
+			go func() {
+				res, err := b.d.Insert(b.ctx, nil, []driver.InsertParams{keyed("t", key, driver.DedupeActive)})
+				ch <- result{res, err}
+			}()
+			// Give the racing insert time to block on the key (or, on a
+			// single-writer database, on the connection).
+			time.Sleep(100 * time.Millisecond)
+			if commit {
+				require.NoError(t, tx.Commit())
+			} else {
+				require.NoError(t, tx.Rollback())
+			}
+			r := <-ch
+			require.NoError(t, r.err)
+			require.Len(t, r.res, 1)
+			if commit {
+				require.Equal(t, driver.InsertResult{ID: held[0].ID, Duplicate: true}, r.res[0])
+			} else {
+				require.False(t, r.res[0].Duplicate, "duplicate of a job that was rolled back")
+				require.Equal(t, key, b.get(r.res[0].ID).Key)
+			}
+		}
+		require.Len(t, b.listAll(driver.ListParams{}), 2)
+	})
+
+	t.Run("UnicodeRoundTrip", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		// Limits count characters, and four-byte characters fit whole.
+		p := keyed("отчёт", "заказ-😀-1", driver.DedupePermanent)
+		p.Queue, p.Payload = "очередь", []byte(`{"name": "Zoë 😀", "esc": "a\"b\u00e9"}`)
+		j := b.get(b.insertOne(p))
+		require.Equal(t, p.Queue, j.Queue)
+		require.Equal(t, p.Type, j.Type)
+		require.Equal(t, p.Key, j.Key)
+		require.JSONEq(t, string(p.Payload), string(j.Payload))
+		require.Equal(t, []driver.InsertResult{{ID: j.ID, Duplicate: true}}, b.insert(p))
+
+		long := keyed("t", strings.Repeat("😀", driver.MaxKeyLen), driver.DedupePermanent)
+		id := b.insertOne(long)
+		require.Equal(t, long.Key, b.get(id).Key)
+		require.Equal(t, []driver.InsertResult{{ID: id, Duplicate: true}}, b.insert(long))
+		// Keys that differ in their last four-byte character are distinct.
+		other := keyed("t", strings.Repeat("😀", driver.MaxKeyLen-1)+"😁", driver.DedupePermanent)
+		require.NotEqual(t, id, b.insertOne(other))
 	})
 
 	t.Run("BatchIsAllOrNothing", func(t *testing.T) {
@@ -197,6 +330,54 @@ func exerciseInsert(t *testing.T, open Opener) {
 			require.Error(t, err, "over-long %s was accepted", name)
 		}
 		require.Len(t, b.listAll(driver.ListParams{}), 1)
+	})
+
+	t.Run("PlainSQLInsertUsesDefaults", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		// DESIGN.md documents the jobs table as a stable contract: an app may
+		// enqueue with a plain INSERT naming only the type, and the column
+		// defaults must make a runnable job of it.
+		table := b.jobsTable()
+		before := b.now()
+		_, err := b.d.DB().ExecContext(b.ctx, "INSERT INTO "+table+" (type) VALUES ('plain-sql')")
+		require.NoError(t, err)
+		after := b.now()
+		jobs, err := b.d.ListJobs(b.ctx, driver.ListParams{Type: "plain-sql"})
+		require.NoError(t, err)
+		require.Len(t, jobs, 1)
+		j := jobs[0]
+		require.Equal(t, "default", j.Queue)
+		require.Equal(t, driver.DedupePermanent, j.Dedupe)
+		require.JSONEq(t, `{}`, string(j.Payload))
+		require.Equal(t, driver.StatusPending, j.Status)
+		require.Equal(t, 0, j.Priority)
+		require.Equal(t, 0, j.Attempts)
+		require.Equal(t, 5, j.MaxAttempts)
+		require.Empty(t, j.Key)
+		requireBetween(t, j.NextRunAt, before, after, "next_run_at")
+		requireBetween(t, j.CreatedAt, before, after, "created_at")
+		claimed := b.claim(driver.ClaimParams{Queue: "default", Limit: 10, Lease: time.Minute, Token: newToken()})
+		require.Equal(t, []int64{j.ID}, ids(claimed))
+
+		// A plain INSERT of a taken key fails on the unique index instead of
+		// creating a second job.
+		b.insertOne(keyed("t", "sql-key", driver.DedupePermanent))
+		_, err = b.d.DB().ExecContext(b.ctx, "INSERT INTO "+table+" (type, business_key) VALUES ('plain-sql', 'sql-key')")
+		require.Error(t, err)
+	})
+
+	t.Run("RejectsInvalidJSONPayload", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		// Handlers are promised JSON. A payload column that stores anything
+		// would let one driver accept what the others refuse, and hand a
+		// worker a payload it cannot parse.
+		p := newJob("bad-json")
+		p.Payload = []byte(`{"unterminated": `)
+		_, err := b.d.Insert(b.ctx, nil, []driver.InsertParams{newJob("ok"), p})
+		require.Error(t, err, "an invalid JSON payload was stored")
+		require.Empty(t, b.listAll(driver.ListParams{}))
 	})
 
 	t.Run("EmptyInsert", func(t *testing.T) {

@@ -39,6 +39,7 @@ func exerciseLease(t *testing.T, open Opener) {
 		require.False(t, busy.Held)
 		require.Equal(t, "A", busy.Holder, "a busy lease must name its holder")
 		require.Equal(t, a.Fence, busy.Fence)
+		require.True(t, busy.Until.Equal(a.Until), "a refused acquire moved the holder's expiry")
 
 		// Renewal keeps the fence (same holder, same term) and moves Until.
 		before = b.now()

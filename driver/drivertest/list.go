@@ -74,6 +74,7 @@ func exerciseList(t *testing.T, open Opener) {
 			}
 			require.LessOrEqual(t, len(jobs), 2)
 			pages++
+			require.LessOrEqual(t, pages, 4, "more pages than rows allow: AfterID ignored?")
 			got = append(got, ids(jobs)...)
 			after = jobs[len(jobs)-1].ID
 		}

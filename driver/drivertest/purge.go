@@ -22,7 +22,7 @@ func exercisePurge(t *testing.T, open Opener) {
 		// The gap separates old from young in database time. The cutoff is
 		// put in its middle, computed from the stored finished_at values,
 		// so only one round trip (not the whole set-up) must fit in half of it.
-		const gap = 400 * time.Millisecond
+		const gap = 600 * time.Millisecond
 		for start := b.now(); b.now().Sub(start) < gap; {
 			time.Sleep(20 * time.Millisecond)
 		}

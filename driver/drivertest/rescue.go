@@ -93,4 +93,30 @@ func exerciseRescue(t *testing.T, open Opener) {
 		}
 		require.Len(t, b.listAll(driver.ListParams{Status: driver.StatusPending}), 3)
 	})
+
+	t.Run("LimitCoversBothOutcomes", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		// Two jobs on their last attempt and three with attempts left: the
+		// limit bounds the pass as a whole, whichever state each job goes to.
+		for i := range 5 {
+			p := newJob("mixed")
+			if i < 2 {
+				p.MaxAttempts = 1
+			}
+			b.insertOne(p)
+		}
+		require.Len(t, b.claim(driver.ClaimParams{Queue: "default", Limit: 5, Lease: -time.Second, Token: newToken()}), 5)
+		var total driver.RescueResult
+		for _, want := range []int{3, 2, 0} {
+			res, err := b.d.Rescue(b.ctx, driver.RescueParams{Limit: 3})
+			require.NoError(t, err)
+			require.Equal(t, want, res.Pending+res.Failed, "rescued %+v with limit 3", res)
+			total.Pending += res.Pending
+			total.Failed += res.Failed
+		}
+		require.Equal(t, driver.RescueResult{Pending: 3, Failed: 2}, total)
+		require.Len(t, b.listAll(driver.ListParams{Status: driver.StatusFailed}), 2)
+		require.Len(t, b.listAll(driver.ListParams{Status: driver.StatusPending}), 3)
+	})
 }

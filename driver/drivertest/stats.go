@@ -53,6 +53,36 @@ func exerciseStats(t *testing.T, open Opener) {
 		require.True(t, bq.OldestPending.Equal(onlyB.NextRunAt))
 	})
 
+	t.Run("OldestPendingIsRunnable", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		// driver.QueueStats: OldestPending is "next_run_at of the oldest
+		// runnable pending job". A job scheduled for later is counted as
+		// pending but is not waiting yet, so it must not show up as the
+		// oldest (a dashboard would show a negative wait).
+		future := newJob("later")
+		future.Queue, future.Delay = "scheduled", time.Hour
+		b.insertOne(future)
+		future.Queue = "mixed"
+		b.insertOne(future)
+		due := b.makeJob(driver.StatusPending, driver.InsertParams{Queue: "mixed", Type: "now", Dedupe: driver.DedupePermanent, Payload: []byte(`{}`), MaxAttempts: 5})
+
+		stats, err := b.d.Stats(b.ctx)
+		require.NoError(t, err)
+		byQueue := map[string]driver.QueueStats{}
+		for _, s := range stats {
+			byQueue[s.Queue] = s
+		}
+		mixed := byQueue["mixed"]
+		require.EqualValues(t, 2, mixed.Pending)
+		require.NotNil(t, mixed.OldestPending)
+		require.True(t, mixed.OldestPending.Equal(due.NextRunAt))
+
+		scheduled := byQueue["scheduled"]
+		require.EqualValues(t, 1, scheduled.Pending)
+		require.Nil(t, scheduled.OldestPending, "a job due in an hour reported as the oldest runnable one")
+	})
+
 	t.Run("NoQueueWithoutJobs", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)

@@ -32,8 +32,9 @@ CREATE TABLE IF NOT EXISTS sluice_jobs (
 CREATE INDEX IF NOT EXISTS sluice_jobs_pick ON sluice_jobs (queue, priority, next_run_at, id) WHERE status = 'pending';
 CREATE INDEX IF NOT EXISTS sluice_jobs_rescue ON sluice_jobs (locked_until) WHERE status = 'processing';
 -- A key is taken by every permanent-mode row and by live active-mode rows.
+-- Keyless jobs stay out of the index, so they cost it nothing.
 CREATE UNIQUE INDEX IF NOT EXISTS sluice_jobs_key ON sluice_jobs (business_key)
-  WHERE dedupe = 'permanent' OR status IN ('pending', 'processing');
+  WHERE business_key IS NOT NULL AND (dedupe = 'permanent' OR status IN ('pending', 'processing'));
 CREATE INDEX IF NOT EXISTS sluice_jobs_finished ON sluice_jobs (status, finished_at) WHERE finished_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS sluice_jobs_failed ON sluice_jobs (queue) WHERE status = 'failed';
 
