@@ -18,6 +18,7 @@ import (
 
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/maintenance"
+	"github.com/sluicehq/sluice/internal/scheduler"
 	"github.com/sluicehq/sluice/internal/worker"
 )
 
@@ -28,6 +29,7 @@ type Client struct {
 	log   *slog.Logger
 	pool  *worker.Pool
 	maint *maintenance.Service
+	sched *scheduler.Scheduler
 
 	mu      sync.Mutex
 	started bool
@@ -59,6 +61,24 @@ func NewClient(cfg Config) (*Client, error) {
 			RescueEvery: cfg.RescueEvery,
 			LeaderTTL:   cfg.LeaderTTL,
 		})
+	}
+	if len(cfg.Schedules) > 0 {
+		entries := make([]scheduler.Entry, len(cfg.Schedules))
+		byName := map[string]Schedule{}
+		for i, s := range cfg.Schedules {
+			entries[i] = scheduler.Entry{Name: s.Name, Schedule: s.Spec, Overlap: s.Overlap, CatchUp: s.CatchUp}
+			byName[s.Name] = s
+		}
+		c.sched = scheduler.New(scheduler.Config{Driver: cfg.Driver, Entries: entries, Logger: cfg.Logger,
+			Enqueue: func(ctx context.Context, e scheduler.Entry, key string) (int64, bool, error) {
+				s := byName[e.Name]
+				var payload any
+				if len(s.Payload) > 0 {
+					payload = s.Payload
+				}
+				r, err := c.Enqueue(ctx, EnqueueParams{Type: s.Type, Key: key, Payload: payload, Queue: s.Queue})
+				return r.ID, r.Duplicate, err
+			}})
 	}
 	return c, nil
 }
@@ -124,6 +144,9 @@ func (c *Client) Start(ctx context.Context) error {
 		c.pool.Start(ctx)
 		c.log.Info("workers started", "queues", len(c.cfg.Queues), "node", c.cfg.NodeID)
 	}
+	if c.sched != nil {
+		c.sched.Start(ctx)
+	}
 	return nil
 }
 
@@ -135,6 +158,9 @@ func (c *Client) Stop(ctx context.Context) {
 	defer c.mu.Unlock()
 	if !c.started {
 		return
+	}
+	if c.sched != nil {
+		c.sched.Stop()
 	}
 	if c.pool != nil {
 		c.pool.Stop(ctx)

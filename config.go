@@ -1,6 +1,7 @@
 package sluice
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/schedule"
 )
 
 // Type configures one job type: its handler and the defaults of its jobs.
@@ -29,13 +31,29 @@ type QueueConfig struct {
 	Rate float64
 }
 
+// Schedule enqueues a job of Type at every slot of Spec. Every node may
+// run the same schedules: each slot's job is keyed sched:<name>:<slot>.
+type Schedule struct {
+	Name    string
+	Spec    *schedule.Schedule
+	Type    string
+	Payload json.RawMessage // nil means {}
+	Queue   string          // default: the type's queue
+	// Overlap "forbid" skips a slot while the previous slot's job is
+	// pending or processing; "allow" (the default here) does not.
+	Overlap string
+	CatchUp int // missed slots to enqueue after downtime; default 1
+}
+
 // Config configures a Client. Only Driver is required; a client without
 // Queues only enqueues.
 type Config struct {
 	Driver driver.Driver
 	Types  map[string]Type
 	Queues map[string]QueueConfig
-	Logger *slog.Logger
+	// Schedules run on Start, on every client that has them.
+	Schedules []Schedule
+	Logger    *slog.Logger
 	// NodeID names this process in leases; default "host:pid".
 	NodeID string
 	// Retention keeps finished jobs this long per status before the
@@ -121,6 +139,21 @@ func (c Config) validate() error {
 		if err := checkName("queue", name, driver.MaxQueueLen); err != nil {
 			return fmt.Errorf("sluice config: %w", err)
 		}
+	}
+	seen := map[string]bool{}
+	for _, s := range c.Schedules {
+		switch {
+		case s.Name == "" || seen[s.Name]:
+			return fmt.Errorf("sluice config: schedule name %q is empty or used twice", s.Name)
+		case s.Spec == nil:
+			return fmt.Errorf("sluice config: schedule %s: no cron spec", s.Name)
+		case s.Overlap != "" && s.Overlap != "allow" && s.Overlap != "forbid":
+			return fmt.Errorf("sluice config: schedule %s: overlap %q: want allow or forbid", s.Name, s.Overlap)
+		}
+		if err := checkName("type", s.Type, driver.MaxTypeLen); err != nil {
+			return fmt.Errorf("sluice config: schedule %s: %w", s.Name, err)
+		}
+		seen[s.Name] = true
 	}
 	return nil
 }
