@@ -53,6 +53,15 @@ func RetryAfter(err error, d time.Duration) error {
 	return &retryAfterError{err, max(d, 0)}
 }
 
+// RetryAfterDelay returns the delay that RetryAfter attached to err.
+func RetryAfterDelay(err error) (time.Duration, bool) {
+	var ra *retryAfterError
+	if errors.As(err, &ra) {
+		return ra.d, true
+	}
+	return 0, false
+}
+
 // InputError is bad input from a caller: it names the field and nothing was
 // written. The CLI exits 2 and the HTTP API answers 400 on it.
 type InputError struct {

@@ -46,6 +46,14 @@ func (j *Job) Decode(v any) error {
 // SetResult stores s as the job's result when it succeeds.
 func (j *Job) SetResult(s string) { j.result = &s }
 
+// Result returns what SetResult stored, if anything.
+func (j *Job) Result() (string, bool) {
+	if j.result == nil {
+		return "", false
+	}
+	return *j.result, true
+}
+
 // Tx returns the completing transaction, opened on first use. A handler
 // that writes through it makes those writes and the job's success commit
 // together, or not at all: if the handler fails, or the job's lease was

@@ -12,6 +12,7 @@ import (
 	"database/sql"
 	"errors"
 	"log/slog"
+	"strings"
 	"time"
 )
 
@@ -290,6 +291,15 @@ type JobRow struct {
 // IsFinal reports whether a status is one a job does not leave by itself.
 func IsFinal(status string) bool {
 	return status == StatusSuccess || status == StatusFailed || status == StatusCancelled
+}
+
+// Text makes s storable in every database's text column and cuts it to n
+// bytes: invalid UTF-8 and NUL bytes (which PostgreSQL refuses) become
+// U+FFFD. Outputs of commands and webhooks pass through it.
+func Text(s string, n int, tail bool) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.ReplaceAll(s, "\x00", "\uFFFD")
+	return Truncate(s, n, tail)
 }
 
 // Truncate cuts s to at most n bytes on a UTF-8 boundary, keeping the tail

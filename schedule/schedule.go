@@ -31,11 +31,11 @@ func Parse(expr string, loc *time.Location) (*Schedule, error) {
 	}
 	expr = strings.TrimSpace(expr)
 	if strings.HasPrefix(expr, "TZ=") || strings.HasPrefix(expr, "CRON_TZ=") {
-		return nil, fmt.Errorf("cron %q: give the time zone in the timezone field, not in the expression", expr)
+		return nil, fmt.Errorf("invalid cron expression %q: set the time zone with timezone:, not in the expression", expr)
 	}
 	spec, err := parser.Parse(expr)
 	if err != nil {
-		return nil, fmt.Errorf("cron %q: %w", expr, err)
+		return nil, fmt.Errorf("invalid cron expression %q: %w", expr, err)
 	}
 	return &Schedule{expr: expr, spec: spec, loc: loc, every: strings.HasPrefix(expr, "@every")}, nil
 }

@@ -35,6 +35,12 @@ func TestParseForms(t *testing.T) {
 	}
 }
 
+func TestSecondsField(t *testing.T) {
+	s := mustParse(t, "15 * * * * *", "UTC")
+	start := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	require.Equal(t, start.Add(15*time.Second), s.Next(start).At, "six fields start with seconds")
+}
+
 func TestNextInZone(t *testing.T) {
 	s := mustParse(t, "*/5 * * * *", "Asia/Shanghai")
 	from := time.Date(2026, 11, 30, 1, 2, 3, 0, time.UTC) // 09:02:03 in Shanghai

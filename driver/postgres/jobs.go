@@ -272,11 +272,11 @@ func (d *Driver) Complete(ctx context.Context, cs []driver.Completion) ([]int64,
 		}
 		finals[k] = c.Status != driver.StatusPending
 		if c.Error != nil {
-			s := driver.Truncate(*c.Error, driver.MaxErrorLen, true)
+			s := driver.Text(*c.Error, driver.MaxErrorLen, true)
 			errorTexts[k] = &s
 		}
 		if c.Result != nil {
-			s := driver.Truncate(*c.Result, driver.MaxResultLen, true)
+			s := driver.Text(*c.Result, driver.MaxResultLen, true)
 			resultTexts[k] = &s
 		}
 	}

@@ -1,0 +1,221 @@
+// Package config reads sluice.yaml, the config file SPEC.md describes.
+//
+// Validation is strict: an unknown key, a bad value or a reference to
+// something undefined rejects the whole file, with an *Error that names the
+// file, the key path and the problem, such as
+//
+//	sluice.yaml: types.report.timeout: invalid duration "10 minutes" (line 14)
+//
+// Values are returned already parsed (durations as time.Duration, CIDRs as
+// netip.Prefix, payloads as JSON) with defaults filled in.
+//
+// # Environment variables
+//
+// ${VAR} and ${VAR:-default} are replaced with the environment's values.
+// ${VAR:-default} uses the default when VAR is unset or empty, as a shell
+// does; an unset VAR without a default is an error that names it. $${ gives
+// a literal ${.
+//
+// Expansion happens inside scalar values, after the YAML is parsed, not on
+// the file's text. A value therefore cannot change the document's
+// structure: a secret holding a quote, a newline, "#" or ": " stays one
+// string, where text expansion would let it end the string and add keys.
+// A ${VAR} in a comment is left alone, and one in a key is rejected:
+// names of queues, types and schedules are not expanded.
+//
+// Inside {...} or [...] YAML needs the reference quoted: "${VAR}". A key
+// that takes a number or a boolean reads the expanded text as one, quoted
+// or not, so concurrency: "${WORKERS}" works. In a payload, where nothing
+// says what type a value has, an unquoted ${N} is typed after expansion
+// (a number here) and a quoted "${N}" stays a string.
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"os"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/driver"
+)
+
+// File is a parsed and validated config file. Defaults are filled in.
+type File struct {
+	DB        string              `yaml:"db"`     // database URL; empty means the CLI's default
+	Listen    string              `yaml:"listen"` // host:port of the HTTP server; empty means the CLI's default
+	Auth      Auth                `yaml:"auth"`
+	Queues    map[string]Queue    `yaml:"queues"`
+	Types     map[string]Type     `yaml:"types"`
+	Schedules map[string]Schedule `yaml:"schedules"`
+	Retention Retention           `yaml:"retention"`
+}
+
+// Auth guards the HTTP API and the dashboard.
+type Auth struct {
+	Tokens     []string       `yaml:"tokens"`      // accepted bearer tokens; none means no auth
+	AllowCIDRs []netip.Prefix `yaml:"allow_cidrs"` // client allowlist; empty allows every address
+	QueryToken bool           `yaml:"query_token"` // also accept ?token=
+}
+
+// Queue configures the workers of one queue.
+type Queue struct {
+	Concurrency int  `yaml:"concurrency"` // default 10
+	Rate        Rate `yaml:"rate"`        // zero means no limit
+	Paused      bool `yaml:"paused"`
+}
+
+// Rate is a limit of N jobs per period, written "5/s", "100/m", "1000/h"
+// or with any duration as the period, such as "10/30s".
+type Rate struct {
+	N   int
+	Per time.Duration
+}
+
+// IsZero reports whether r sets no limit.
+func (r Rate) IsZero() bool { return r.N == 0 }
+
+// Type configures one job type. Exactly one of HTTP and Command is set.
+type Type struct {
+	Queue   string `yaml:"queue"` // default "default"
+	HTTP    *HTTP  `yaml:"http"`
+	Command Argv   `yaml:"command"`
+	// Timeout bounds each run; zero means no bound beyond the webhook's
+	// own timeout.
+	Timeout     time.Duration `yaml:"timeout"`
+	Lease       time.Duration `yaml:"lease"`        // default sluice.DefaultLease
+	MaxAttempts int           `yaml:"max_attempts"` // default sluice.DefaultMaxAttempts
+	Backoff     Backoff       `yaml:"backoff"`
+	Dedupe      string        `yaml:"dedupe"` // "permanent" (default) or "active"
+	// PermanentExitCodes fail a command's job at once. Command types
+	// default to [65]; an explicit [] makes every failing exit transient.
+	PermanentExitCodes []int `yaml:"permanent_exit_codes"`
+}
+
+// HTTP is a webhook handler.
+type HTTP struct {
+	URL string `yaml:"url"` // absolute http or https URL
+	// Timeout bounds one request; zero falls back to the type's timeout,
+	// then to webhook.DefaultTimeout.
+	Timeout time.Duration     `yaml:"timeout"`
+	Secret  string            `yaml:"secret"` // signs requests when set
+	Headers map[string]string `yaml:"headers"`
+}
+
+// Argv is a command and its arguments, run without a shell.
+type Argv []string
+
+// Backoff is a type's retry delay policy, as sluice.Backoff.
+type Backoff struct {
+	Base time.Duration `yaml:"base"` // default sluice.DefaultBackoffBase
+	Max  time.Duration `yaml:"max"`  // default sluice.DefaultBackoffMax
+}
+
+// Schedule enqueues a job on a cron schedule.
+type Schedule struct {
+	// Cron is five fields, or six with seconds first, or a descriptor
+	// such as @hourly or @every 30s; schedule.Parse reads it.
+	Cron string `yaml:"cron"`
+	// Timezone is an IANA name; default "UTC", so that every node
+	// computes the same slots whatever its local time zone.
+	Timezone string          `yaml:"timezone"`
+	Location *time.Location  `yaml:"-"` // Timezone, loaded
+	Type     string          `yaml:"type"`
+	Payload  json.RawMessage `yaml:"payload"` // any YAML value, as JSON; nil when absent
+	Key      string          `yaml:"key"`
+	Queue    string          `yaml:"queue"`    // empty means the type's queue
+	Overlap  string          `yaml:"overlap"`  // "forbid" (default) or "allow"
+	CatchUp  int             `yaml:"catch_up"` // missed slots to run after downtime
+}
+
+// Schedule overlap policies.
+const (
+	OverlapForbid = "forbid"
+	OverlapAllow  = "allow"
+)
+
+// Retention is how long finished jobs are kept, per status.
+type Retention struct {
+	Success   time.Duration `yaml:"success"`   // default 7d
+	Failed    time.Duration `yaml:"failed"`    // default 30d
+	Cancelled time.Duration `yaml:"cancelled"` // default 7d
+}
+
+// Map returns the retention keyed by job status, as sluice.Config.Retention takes it.
+func (r Retention) Map() map[string]time.Duration {
+	return map[string]time.Duration{
+		driver.StatusSuccess: r.Success, driver.StatusFailed: r.Failed, driver.StatusCancelled: r.Cancelled,
+	}
+}
+
+// Defaults for what the file leaves out.
+const (
+	DefaultConcurrency = 10
+	DefaultQueue       = "default"
+)
+
+func (f *File) setDefaults() {
+	f.Retention = Retention{Success: 7 * 24 * time.Hour, Failed: 30 * 24 * time.Hour, Cancelled: 7 * 24 * time.Hour}
+}
+
+func (q *Queue) setDefaults() { q.Concurrency = DefaultConcurrency }
+
+func (t *Type) setDefaults() {
+	t.Queue = DefaultQueue
+	t.Lease = sluice.DefaultLease
+	t.MaxAttempts = sluice.DefaultMaxAttempts
+	t.Backoff = Backoff{Base: sluice.DefaultBackoffBase, Max: sluice.DefaultBackoffMax}
+	t.Dedupe = driver.DedupePermanent
+}
+
+func (s *Schedule) setDefaults() {
+	s.Timezone = "UTC"
+	s.Overlap = OverlapForbid
+}
+
+// Error is a problem in a config file.
+type Error struct {
+	File string // the name given to Parse, or the path given to Load
+	Path string // dotted key path, such as "types.report.timeout"; empty for the whole file
+	Line int    // 1-based; 0 when unknown
+	Err  error
+}
+
+func (e *Error) Error() string {
+	s := e.File + ": "
+	if e.Path != "" {
+		s += e.Path + ": "
+	}
+	s += e.Err.Error()
+	if e.Line > 0 {
+		s += fmt.Sprintf(" (line %d)", e.Line)
+	}
+	return s
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Load reads and validates the config file at path. Problems in the
+// file are *Error values that name path.
+func Load(path string) (*File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse reads and validates a config file's content. name appears in
+// errors as the file's name.
+func Parse(name string, data []byte) (*File, error) {
+	d := &decoder{file: name, lines: map[string]int{}}
+	f, err := d.decodeFile(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.validate(f); err != nil {
+		return nil, err
+	}
+	return f, nil
+}

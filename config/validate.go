@@ -1,0 +1,258 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/dburl"
+	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/handler/command"
+	"github.com/sluicehq/sluice/handler/webhook"
+	"github.com/sluicehq/sluice/schedule"
+)
+
+// fail reports a problem found after decoding, at the line of path or of
+// its nearest ancestor in the file (a defaulted value has no line).
+func (d *decoder) fail(path string, err error) error {
+	for p := path; p != ""; {
+		if line, ok := d.lines[p]; ok {
+			return d.wrap(path, line, err)
+		}
+		i := strings.LastIndexAny(p, ".[")
+		if i < 0 {
+			break
+		}
+		p = p[:i]
+	}
+	return d.wrap(path, 0, err)
+}
+
+func (d *decoder) failf(path, format string, args ...any) error {
+	return d.fail(path, fmt.Errorf(format, args...))
+}
+
+// set reports whether path was written in the file.
+func (d *decoder) set(path string) bool {
+	_, ok := d.lines[path]
+	return ok
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
+}
+
+// validate checks what decoding could not: ranges, formats and references
+// between sections. Names are visited in sorted order so that a file with
+// several problems always reports the same one.
+func (d *decoder) validate(f *File) error {
+	if f.DB != "" {
+		if _, err := dburl.Scheme(f.DB); err != nil {
+			return d.fail("db", err)
+		}
+	}
+	if f.Listen != "" {
+		if err := checkListen(f.Listen); err != nil {
+			return d.fail("listen", err)
+		}
+	}
+	for i, tok := range f.Auth.Tokens {
+		if tok == "" {
+			return d.failf(fmt.Sprintf("auth.tokens[%d]", i), "empty token (is its environment variable set?)")
+		}
+	}
+	for _, name := range sortedKeys(f.Queues) {
+		if err := d.validateQueue(name, f.Queues[name]); err != nil {
+			return err
+		}
+	}
+	for _, name := range sortedKeys(f.Types) {
+		t := f.Types[name]
+		if err := d.validateType(f, name, &t); err != nil {
+			return err
+		}
+		f.Types[name] = t
+	}
+	for _, name := range sortedKeys(f.Schedules) {
+		s := f.Schedules[name]
+		if err := d.validateSchedule(f, name, &s); err != nil {
+			return err
+		}
+		f.Schedules[name] = s
+	}
+	for _, r := range []struct {
+		key string
+		d   time.Duration
+	}{{"success", f.Retention.Success}, {"failed", f.Retention.Failed}, {"cancelled", f.Retention.Cancelled}} {
+		if r.d <= 0 {
+			return d.failf("retention."+r.key, "must be positive, got %s", r.d)
+		}
+	}
+	return nil
+}
+
+func checkListen(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("invalid address %q: want host:port, such as 127.0.0.1:8080 or :8080", addr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("invalid port %q in %q: want a number from 0 to 65535", port, addr)
+	}
+	return nil
+}
+
+func checkName(what, name string, maxLen int) error {
+	if len(name) > maxLen {
+		return fmt.Errorf("%s name %q is %d characters, at most %d allowed", what, name, len(name), maxLen)
+	}
+	return nil
+}
+
+func (d *decoder) validateQueue(name string, q Queue) error {
+	path := "queues." + name
+	if err := checkName("queue", name, driver.MaxQueueLen); err != nil {
+		return d.fail(path, err)
+	}
+	if q.Concurrency < 1 {
+		return d.failf(path+".concurrency", "must be at least 1, got %d", q.Concurrency)
+	}
+	return nil
+}
+
+// checkQueue reports a queue that no worker here would run: with queues
+// configured, a job sent anywhere else would wait forever.
+func (d *decoder) checkQueue(f *File, path, queue string) error {
+	if queue == "" {
+		return d.failf(path, "must not be empty")
+	}
+	if err := checkName("queue", queue, driver.MaxQueueLen); err != nil {
+		return d.fail(path, err)
+	}
+	if len(f.Queues) > 0 {
+		if _, ok := f.Queues[queue]; !ok {
+			return d.failf(path, "queue %q is not defined under queues (defined: %s)", queue,
+				strings.Join(sortedKeys(f.Queues), ", "))
+		}
+	}
+	return nil
+}
+
+func (d *decoder) validateType(f *File, name string, t *Type) error {
+	path := "types." + name
+	if err := checkName("type", name, driver.MaxTypeLen); err != nil {
+		return d.fail(path, err)
+	}
+	if err := d.checkQueue(f, path+".queue", t.Queue); err != nil {
+		return err
+	}
+	switch {
+	case t.HTTP == nil && t.Command == nil:
+		return d.failf(path, "no handler: set http: {url: ...} or command: [argv...]")
+	case t.HTTP != nil && t.Command != nil:
+		return d.failf(path, "both http and command are set: a type has exactly one handler")
+	case t.HTTP != nil:
+		if err := d.validateHTTP(path+".http", t.HTTP); err != nil {
+			return err
+		}
+		if t.PermanentExitCodes != nil {
+			return d.failf(path+".permanent_exit_codes", "only applies to command handlers; a webhook's status code decides")
+		}
+	default:
+		if len(t.Command) == 0 {
+			return d.failf(path+".command", "empty argv: want the program and its arguments")
+		}
+		if t.Command[0] == "" {
+			return d.failf(path+".command[0]", "empty program name")
+		}
+		if t.PermanentExitCodes == nil {
+			t.PermanentExitCodes = []int{command.ExitDataErr}
+		}
+		for i, c := range t.PermanentExitCodes {
+			if c < 1 || c > 255 {
+				return d.failf(fmt.Sprintf("%s.permanent_exit_codes[%d]", path, i), "exit code %d out of range 1-255", c)
+			}
+		}
+	}
+	switch {
+	case t.Timeout < 0:
+		return d.failf(path+".timeout", "must not be negative, got %s", t.Timeout)
+	case t.Lease <= 0:
+		return d.failf(path+".lease", "must be positive, got %s", t.Lease)
+	case t.MaxAttempts < 1:
+		return d.failf(path+".max_attempts", "must be at least 1, got %d", t.MaxAttempts)
+	case t.Backoff.Base <= 0:
+		return d.failf(path+".backoff.base", "must be positive, got %s", t.Backoff.Base)
+	case t.Backoff.Max <= 0:
+		return d.failf(path+".backoff.max", "must be positive, got %s", t.Backoff.Max)
+	case t.Backoff.Base > t.Backoff.Max:
+		return d.failf(path+".backoff", "base %s is longer than max %s", t.Backoff.Base, t.Backoff.Max)
+	case t.Dedupe != driver.DedupePermanent && t.Dedupe != driver.DedupeActive:
+		return d.failf(path+".dedupe", "invalid value %q: want %s or %s", t.Dedupe, driver.DedupePermanent, driver.DedupeActive)
+	}
+	return nil
+}
+
+func (d *decoder) validateHTTP(path string, h *HTTP) error {
+	if h.URL == "" {
+		return d.failf(path+".url", "required")
+	}
+	if err := webhook.CheckURL(h.URL); err != nil {
+		return d.fail(path+".url", err)
+	}
+	if h.Timeout < 0 {
+		return d.failf(path+".timeout", "must not be negative, got %s", h.Timeout)
+	}
+	if h.Secret == "" && d.set(path+".secret") {
+		// Sending unsigned requests because a variable was empty would
+		// be a silent downgrade; leaving the key out is the way to ask.
+		return d.failf(path+".secret", "empty secret (is its environment variable set?); remove the key to send unsigned requests")
+	}
+	for _, name := range sortedKeys(h.Headers) {
+		if err := webhook.CheckHeader(name, h.Headers[name]); err != nil {
+			return d.fail(path+".headers."+name, err)
+		}
+	}
+	return nil
+}
+
+func (d *decoder) validateSchedule(f *File, name string, s *Schedule) error {
+	path := "schedules." + name
+	if s.Cron == "" {
+		return d.failf(path+".cron", "required")
+	}
+	loc, err := time.LoadLocation(s.Timezone)
+	if err != nil || s.Timezone == "" {
+		return d.failf(path+".timezone", "unknown time zone %q: want an IANA name such as UTC or Asia/Shanghai", s.Timezone)
+	}
+	s.Location = loc
+	// The scheduler parses with the same function, so what passes here runs.
+	if _, err := schedule.Parse(s.Cron, loc); err != nil {
+		return d.fail(path+".cron", err)
+	}
+	if s.Type == "" {
+		return d.failf(path+".type", "required")
+	}
+	if _, ok := f.Types[s.Type]; !ok {
+		return d.failf(path+".type", "type %q is not defined under types", s.Type)
+	}
+	if s.Queue != "" {
+		if err := d.checkQueue(f, path+".queue", s.Queue); err != nil {
+			return err
+		}
+	}
+	if len(s.Key) > driver.MaxKeyLen {
+		return d.failf(path+".key", "%d characters, at most %d allowed", len(s.Key), driver.MaxKeyLen)
+	}
+	if s.Overlap != OverlapForbid && s.Overlap != OverlapAllow {
+		return d.failf(path+".overlap", "invalid value %q: want %s or %s", s.Overlap, OverlapForbid, OverlapAllow)
+	}
+	if s.CatchUp < 0 {
+		return d.failf(path+".catch_up", "must not be negative, got %d", s.CatchUp)
+	}
+	return nil
+}

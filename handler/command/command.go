@@ -1,0 +1,145 @@
+// Package command runs sluice jobs as child processes, as SPEC.md "Handler
+// protocol" describes: the argv runs directly with no shell, in its own
+// process group, reads the job as JSON on stdin, and its exit code decides
+// the outcome. On a timeout or cancellation the whole group gets SIGTERM,
+// then SIGKILL after a grace period, so no grandchild outlives its job.
+package command
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/handler/webhook"
+)
+
+// Defaults, as SPEC.md and DESIGN.md give them.
+const (
+	// DefaultKillGrace is how long a process group has between SIGTERM
+	// and SIGKILL.
+	DefaultKillGrace = 10 * time.Second
+	// ExitDataErr is EX_DATAERR from sysexits.h, the default permanent
+	// exit code: the input is bad and running it again will not help.
+	ExitDataErr = 65
+)
+
+// Output kept per run: stdout becomes the job's result, stderr its error.
+const (
+	maxStdout = driver.MaxResultLen
+	maxStderr = driver.MaxErrorLen
+)
+
+// pipeDrainTime bounds how long output is still read after the process
+// group is gone. Only a process that left the group (setsid, a daemon)
+// can hold the pipes open past that, and it must not hold the worker.
+const pipeDrainTime = time.Second
+
+// Config configures a command handler.
+type Config struct {
+	// Argv is the program and its arguments; Argv[0] is looked up in PATH
+	// when it has no slash. No shell is involved.
+	Argv []string
+	// Timeout ends the command; zero leaves it to the caller's context
+	// (a sluice job type's Timeout).
+	Timeout time.Duration
+	// PermanentExitCodes fail the job at once. Nil means [65]; an empty,
+	// non-nil slice makes every non-zero exit transient.
+	PermanentExitCodes []int
+	// KillGrace is the time between SIGTERM and SIGKILL; zero means
+	// DefaultKillGrace.
+	KillGrace time.Duration
+	// Env holds extra KEY=VALUE entries. They override the parent's
+	// environment but not the SLUICE_JOB_* variables.
+	Env []string
+	// Dir is the working directory; empty means the parent's.
+	Dir string
+}
+
+// Handler runs jobs as one command. It is safe for concurrent use.
+type Handler struct {
+	argv      []string
+	timeout   time.Duration
+	permanent []int
+	grace     time.Duration
+	env       []string
+	dir       string
+}
+
+var _ sluice.Handler = (*Handler)(nil)
+
+// New checks cfg and builds a handler. It does not look the program up:
+// a process that only enqueues may not have it installed.
+func New(cfg Config) (*Handler, error) {
+	if len(cfg.Argv) == 0 || cfg.Argv[0] == "" {
+		return nil, errors.New("command: empty argv: want the program and its arguments")
+	}
+	if cfg.Timeout < 0 || cfg.KillGrace < 0 {
+		return nil, errors.New("command: timeout and kill grace must not be negative")
+	}
+	for _, kv := range cfg.Env {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return nil, fmt.Errorf("command: environment entry %q: want KEY=VALUE", kv)
+		}
+	}
+	h := &Handler{argv: slices.Clone(cfg.Argv), timeout: cfg.Timeout, permanent: slices.Clone(cfg.PermanentExitCodes),
+		grace: cfg.KillGrace, env: slices.Clone(cfg.Env), dir: cfg.Dir}
+	if cfg.PermanentExitCodes == nil {
+		h.permanent = []int{ExitDataErr}
+	}
+	if h.grace == 0 {
+		h.grace = DefaultKillGrace
+	}
+	return h, nil
+}
+
+// Work runs the command for job and classifies how it ended.
+func (h *Handler) Work(ctx context.Context, job *sluice.Job) error {
+	input, err := webhook.Encode(job)
+	if err != nil {
+		return sluice.Permanent(err)
+	}
+	if h.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, h.timeout)
+		defer cancel()
+	}
+	stdout, stderr := newTailBuffer(maxStdout), newTailBuffer(maxStderr)
+	start := time.Now()
+	state, stopped, err := h.run(ctx, input, job, stdout, stderr)
+	if err != nil {
+		// A missing program may be deployed before the next attempt.
+		return fmt.Errorf("command %s: %w", h.argv[0], err)
+	}
+	errText := strings.TrimSpace(stderr.String())
+	switch {
+	case stopped:
+		return fmt.Errorf("command %s: stopped after %s: %w; %s", h.argv[0], time.Since(start).Round(time.Millisecond),
+			ctx.Err(), withStderr(state, errText))
+	case state.Success():
+		job.SetResult(strings.ToValidUTF8(stdout.String(), "\uFFFD"))
+		return nil
+	case slices.Contains(h.permanent, state.ExitCode()):
+		return sluice.Permanent(fmt.Errorf("command %s: %s", h.argv[0], withStderr(state, errText)))
+	}
+	return fmt.Errorf("command %s: %s", h.argv[0], withStderr(state, errText))
+}
+
+// withStderr describes how the process ended, followed by its stderr tail.
+func withStderr(state *os.ProcessState, stderr string) string {
+	how := "exit code " + strconv.Itoa(state.ExitCode())
+	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		how = fmt.Sprintf("ended by signal %d (%s)", ws.Signal(), ws.Signal())
+	}
+	if stderr == "" {
+		return how + " (no stderr output)"
+	}
+	return how + ": " + strings.ToValidUTF8(stderr, "\uFFFD")
+}

@@ -1,0 +1,109 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/schedule"
+)
+
+// loadConfig reads --config, $SLUICE_CONFIG or ./sluice.yaml; with none of
+// them it returns an empty config. A config's db: applies when neither
+// --db nor $SLUICE_DB is set.
+func (a *app) loadConfig() (*config.File, error) {
+	path := a.configPath
+	if path == "" {
+		if _, err := os.Stat("sluice.yaml"); err == nil {
+			path = "sluice.yaml"
+		}
+	}
+	if path == "" {
+		return &config.File{}, nil
+	}
+	f, err := config.Load(path)
+	if err != nil {
+		var ce *config.Error
+		if errors.As(err, &ce) {
+			return nil, usagef("%v", err)
+		}
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	if a.dbURL == "" && f.DB != "" {
+		a.dbURL = f.DB
+	}
+	return f, nil
+}
+
+// workerClient builds a client that runs the config's queues, types and
+// schedules. The database must already be migrated.
+func (a *app) workerClient(ctx context.Context, f *config.File) (*sluice.Client, error) {
+	d, err := a.open()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkSchema(ctx, d); err != nil {
+		return nil, err
+	}
+	types, err := f.SluiceTypes()
+	if err != nil {
+		return nil, err
+	}
+	queues := map[string]sluice.QueueConfig{}
+	for name, q := range f.Queues {
+		qc := sluice.QueueConfig{Concurrency: q.Concurrency}
+		if !q.Rate.IsZero() {
+			qc.Rate = float64(q.Rate.N) / q.Rate.Per.Seconds()
+		}
+		queues[name] = qc
+		if q.Paused {
+			// paused: true pauses at start; resuming through the API or
+			// CLI then holds until the next start.
+			if err := d.SetQueuePaused(ctx, name, true); err != nil {
+				return nil, err
+			}
+		}
+	}
+	// A queue that only types name still needs workers to run them.
+	for _, t := range types {
+		if _, ok := queues[t.Queue]; !ok {
+			queues[t.Queue] = sluice.QueueConfig{Concurrency: config.DefaultConcurrency}
+		}
+	}
+	scheds, err := schedulesOf(f)
+	if err != nil {
+		return nil, err
+	}
+	return sluice.NewClient(sluice.Config{
+		Driver:    d,
+		Types:     types,
+		Queues:    queues,
+		Schedules: scheds,
+		Retention: f.Retention.Map(),
+		Logger:    a.log,
+	})
+}
+
+// schedulesOf converts the config's schedules, in name order.
+func schedulesOf(f *config.File) ([]sluice.Schedule, error) {
+	names := make([]string, 0, len(f.Schedules))
+	for n := range f.Schedules {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := make([]sluice.Schedule, 0, len(names))
+	for _, n := range names {
+		s := f.Schedules[n]
+		spec, err := schedule.Parse(s.Cron, s.Location)
+		if err != nil {
+			return nil, fmt.Errorf("schedule %s: %w", n, err)
+		}
+		out = append(out, sluice.Schedule{Name: n, Spec: spec, Type: s.Type, Payload: s.Payload,
+			Queue: s.Queue, Overlap: s.Overlap, CatchUp: s.CatchUp})
+	}
+	return out, nil
+}

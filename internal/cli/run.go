@@ -1,0 +1,51 @@
+package cli
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluicehq/sluice"
+)
+
+func (a *app) runCommand() *cobra.Command {
+	var p sluice.RunParams
+	var maxSeconds int
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "One bounded pass for cron: recover expired leases, then run up to --max-jobs jobs",
+		Long: `Take the run lock of the queue and type (a second pass while one is active
+answers {"ok":true,"skipped":"another run is active"}), recover expired leases,
+then claim and execute jobs until --max-jobs or --max-seconds, and print
+{"ok":true,"done":N,"failed":M}. Jobs still running at the deadline return to
+pending without charging the attempt.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if p.MaxJobs < 1 || maxSeconds < 1 {
+				return usagef("--max-jobs and --max-seconds must be at least 1")
+			}
+			p.MaxDuration = time.Duration(maxSeconds) * time.Second
+			f, err := a.loadConfig()
+			if err != nil {
+				return err
+			}
+			c, err := a.workerClient(cmd.Context(), f)
+			if err != nil {
+				return err
+			}
+			r, err := c.RunOnce(cmd.Context(), p)
+			if err != nil {
+				return err
+			}
+			return json.NewEncoder(a.stdout).Encode(r)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&p.Queue, "queue", "default", "queue to run")
+	f.StringVar(&p.Type, "type", "", "only jobs of this type")
+	f.IntVar(&p.MaxJobs, "max-jobs", 20, "jobs to run at most")
+	f.IntVar(&maxSeconds, "max-seconds", 45, "deadline of the pass in seconds")
+	f.IntVar(&p.Concurrency, "concurrency", 0, "jobs at once (default: the queue's concurrency)")
+	return cmd
+}

@@ -1,0 +1,95 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+func (a *app) schedulesCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "schedules", Short: "Show the config's schedules"}
+	var asJSON bool
+	var count int
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "Each schedule with its next run times, last slot, fires and skips",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f, err := a.loadConfig()
+			if err != nil {
+				return err
+			}
+			scheds, err := schedulesOf(f)
+			if err != nil {
+				return err
+			}
+			c, err := a.client(cmd.Context())
+			if err != nil {
+				return err
+			}
+			now, err := c.Driver().Now(cmd.Context())
+			if err != nil {
+				return err
+			}
+			type row struct {
+				Name     string      `json:"name"`
+				Cron     string      `json:"cron"`
+				Timezone string      `json:"timezone"`
+				Type     string      `json:"type"`
+				Overlap  string      `json:"overlap"`
+				Next     []time.Time `json:"next"`
+				LastSlot *time.Time  `json:"last_slot,omitempty"`
+				Fires    int64       `json:"fires"`
+				Skips    int64       `json:"skips"`
+			}
+			var rows []row
+			for _, s := range scheds {
+				r := row{Name: s.Name, Cron: s.Spec.String(), Timezone: s.Spec.Location().String(), Type: s.Type, Overlap: s.Overlap}
+				t := now
+				for i := 0; i < count; i++ {
+					sl := s.Spec.Next(t)
+					r.Next = append(r.Next, sl.At)
+					t = sl.At
+				}
+				st, err := c.Driver().ScheduleState(cmd.Context(), s.Name)
+				if err != nil {
+					return err
+				}
+				if st.Found {
+					last := st.LastSlot
+					r.LastSlot, r.Fires, r.Skips = &last, st.Fires, st.Skips
+				}
+				rows = append(rows, r)
+			}
+			if asJSON {
+				enc := json.NewEncoder(a.stdout)
+				for _, r := range rows {
+					if err := enc.Encode(r); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			w := tabwriter.NewWriter(a.stdout, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "NAME\tCRON\tTIMEZONE\tTYPE\tOVERLAP\tNEXT RUNS (UTC)\tFIRES\tSKIPS")
+			for _, r := range rows {
+				next := ""
+				for i, n := range r.Next {
+					if i > 0 {
+						next += ", "
+					}
+					next += n.UTC().Format(time.DateTime)
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", r.Name, r.Cron, r.Timezone, r.Type, r.Overlap, next, r.Fires, r.Skips)
+			}
+			return w.Flush()
+		},
+	}
+	list.Flags().BoolVar(&asJSON, "json", false, "one JSON object per line")
+	list.Flags().IntVar(&count, "next", 3, "how many next run times to show")
+	cmd.AddCommand(list)
+	return cmd
+}

@@ -1,0 +1,96 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/server"
+)
+
+func (a *app) serveCommand() *cobra.Command {
+	var listen string
+	var noWorkers bool
+	var shutdown time.Duration
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the HTTP API with the workers, scheduler and maintenance",
+		Long: `Serve the HTTP API (jobs, the /v1/run cron trigger, stats, queues, health)
+and run the workers, schedules and maintenance from the config. A listen
+address that is not loopback needs auth.tokens in the config.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f, err := a.loadConfig()
+			if err != nil {
+				return err
+			}
+			if listen == "" {
+				listen = f.Listen
+			}
+			if listen == "" {
+				listen = "127.0.0.1:8080"
+			}
+			if err := server.CheckListen(listen, len(f.Auth.Tokens) > 0); err != nil {
+				return usagef("%v", err)
+			}
+			c, err := a.workerClient(cmd.Context(), f)
+			if err != nil {
+				return err
+			}
+			var cidrs []string
+			for _, p := range f.Auth.AllowCIDRs {
+				cidrs = append(cidrs, p.String())
+			}
+			h, err := server.New(server.Config{Client: c, Tokens: f.Auth.Tokens, AllowCIDRs: cidrs,
+				QueryToken: f.Auth.QueryToken, Logger: a.log})
+			if err != nil {
+				return usagef("%v", err)
+			}
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return fmt.Errorf("listen on %s: %w", listen, err)
+			}
+			srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+			if !noWorkers {
+				if err := c.Start(context.WithoutCancel(cmd.Context())); err != nil {
+					ln.Close()
+					return err
+				}
+			}
+			served := make(chan error, 1)
+			go func() { served <- srv.Serve(ln) }()
+			a.log.Info("serving", "listen", ln.Addr().String(), "workers", !noWorkers)
+			fmt.Fprintf(a.stderr, "sluice: listening on http://%s\n", ln.Addr())
+			select {
+			case err := <-served:
+				stopClient(c, shutdown)
+				return fmt.Errorf("http server: %w", err)
+			case <-cmd.Context().Done():
+			}
+			a.log.Info("signal received; shutting down", "deadline", shutdown)
+			ctx, cancel := context.WithTimeout(context.Background(), shutdown)
+			defer cancel()
+			if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+				a.log.Warn("http shutdown", "err", err)
+			}
+			c.Stop(ctx)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", "", "address to listen on (default: the config's listen, else 127.0.0.1:8080)")
+	cmd.Flags().BoolVar(&noWorkers, "no-workers", false, "serve the API only; run no workers, schedules or maintenance")
+	cmd.Flags().DurationVar(&shutdown, "shutdown-timeout", 30*time.Second, "how long running jobs get to finish on SIGTERM")
+	return cmd
+}
+
+func stopClient(c *sluice.Client, d time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	c.Stop(ctx)
+}

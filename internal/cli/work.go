@@ -1,0 +1,42 @@
+package cli
+
+import (
+	"context"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+func (a *app) workCommand() *cobra.Command {
+	var shutdown time.Duration
+	cmd := &cobra.Command{
+		Use:   "work",
+		Short: "Run workers, the scheduler and maintenance from the config, with no HTTP",
+		Long: `Run the workers of every configured queue, the schedules and the maintenance
+leader until SIGINT or SIGTERM. On a signal, sluice stops claiming, gives
+running jobs --shutdown-timeout to finish, then cancels the rest and returns
+them to pending without charging the attempt.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f, err := a.loadConfig()
+			if err != nil {
+				return err
+			}
+			c, err := a.workerClient(cmd.Context(), f)
+			if err != nil {
+				return err
+			}
+			if err := c.Start(context.WithoutCancel(cmd.Context())); err != nil {
+				return err
+			}
+			<-cmd.Context().Done()
+			a.log.Info("signal received; shutting down", "deadline", shutdown)
+			ctx, cancel := context.WithTimeout(context.Background(), shutdown)
+			defer cancel()
+			c.Stop(ctx)
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&shutdown, "shutdown-timeout", 30*time.Second, "how long running jobs get to finish on SIGTERM")
+	return cmd
+}
