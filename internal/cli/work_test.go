@@ -1,0 +1,235 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/testdb"
+)
+
+// writeConfig writes a config whose "append" type runs a shell one-liner
+// that appends the job id to logPath.
+func writeConfig(t *testing.T, extra string) (cfgPath, logPath string) {
+	t.Helper()
+	dir := t.TempDir()
+	logPath = filepath.Join(dir, "exec.log")
+	cfgPath = filepath.Join(dir, "sluice.yaml")
+	cfg := fmt.Sprintf(`queues:
+  default: { concurrency: 8 }
+types:
+  append:
+    command: ["sh", "-c", "echo $SLUICE_JOB_ID >> %s"]
+    timeout: 30s
+  sleep:
+    command: ["sleep", "30"]
+    lease: 10s
+%s`, logPath, extra)
+	require.NoError(t, os.WriteFile(cfgPath, []byte(cfg), 0o644))
+	return cfgPath, logPath
+}
+
+// startWorker starts `sluice <args>` in the background and returns it.
+func startWorker(t *testing.T, env []string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(append(os.Environ(), "SLUICE_DB=", "SLUICE_PREFIX=", "SLUICE_CONFIG="), env...)
+	var errBuf bytes.Buffer
+	cmd.Stderr = &errBuf
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+		if t.Failed() {
+			t.Logf("%s stderr:\n%s", strings.Join(args, " "), errBuf.String())
+		}
+	})
+	return cmd
+}
+
+func enqueueN(t *testing.T, d driver.Driver, typ string, n int) {
+	t.Helper()
+	c, err := sluice.NewClient(sluice.Config{Driver: d})
+	require.NoError(t, err)
+	ps := make([]sluice.EnqueueParams, n)
+	for i := range ps {
+		ps[i] = sluice.EnqueueParams{Type: typ}
+	}
+	_, err = c.EnqueueMany(context.Background(), ps)
+	require.NoError(t, err)
+}
+
+func waitDone(t *testing.T, d driver.Driver, limit time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		st, err := d.Stats(context.Background())
+		require.NoError(t, err)
+		busy := int64(0)
+		for _, s := range st {
+			busy += s.Pending + s.Processing
+		}
+		if busy == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d jobs still pending or processing after %s", busy, limit)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Four `sluice work` processes share one database: every job runs exactly once.
+func TestWorkProcessesShareTheQueue(t *testing.T) {
+	for _, name := range []string{"mysql", "postgres"} {
+		t.Run(name, func(t *testing.T) {
+			d, tg := testdb.OpenURL(t, name)
+			cfg, logPath := writeConfig(t, "")
+			const jobs = 2000
+			enqueueN(t, d, "append", jobs)
+			env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix}
+			var procs []*exec.Cmd
+			for i := 0; i < 4; i++ {
+				procs = append(procs, startWorker(t, env, "work", "--config", cfg))
+			}
+			waitDone(t, d, 3*time.Minute)
+			for _, p := range procs {
+				require.NoError(t, p.Process.Signal(syscall.SIGTERM))
+				require.NoError(t, p.Wait(), "work exits 0 on SIGTERM")
+			}
+			b, err := os.ReadFile(logPath)
+			require.NoError(t, err)
+			seen := map[string]int{}
+			for _, l := range strings.Fields(string(b)) {
+				seen[l]++
+			}
+			require.Len(t, seen, jobs, "every job ran")
+			for id, n := range seen {
+				require.Equal(t, 1, n, "job %s ran %d times", id, n)
+			}
+			done, err := d.ListJobs(context.Background(), driver.ListParams{Status: driver.StatusSuccess, Limit: 1})
+			require.NoError(t, err)
+			require.NotEmpty(t, done)
+			st, err := d.Stats(context.Background())
+			require.NoError(t, err)
+			for _, s := range st {
+				require.Zero(t, s.Failed)
+			}
+		})
+	}
+}
+
+// `sluice run` is bounded by --max-jobs, and by --max-seconds with the
+// unfinished job returned uncharged.
+func TestRunCommandBounds(t *testing.T) {
+	d, tg := testdb.OpenURL(t, "sqlite")
+	cfg, logPath := writeConfig(t, "")
+	enqueueN(t, d, "append", 7)
+	env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix}
+	r := run(t, env, "", "run", "--config", cfg, "--max-jobs", "5")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.JSONEq(t, `{"ok":true,"done":5,"failed":0}`, r.stdout)
+	r = run(t, env, "", "run", "--config", cfg, "--max-jobs", "20")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.JSONEq(t, `{"ok":true,"done":2,"failed":0}`, r.stdout)
+	b, err := os.ReadFile(logPath)
+	require.NoError(t, err)
+	require.Len(t, strings.Fields(string(b)), 7)
+
+	enqueueN(t, d, "sleep", 1)
+	start := time.Now()
+	r = run(t, env, "", "run", "--config", cfg, "--type", "sleep", "--max-seconds", "1")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Less(t, time.Since(start), 15*time.Second, "the deadline stopped the 30 s command")
+	require.JSONEq(t, `{"ok":true,"done":0,"failed":0}`, r.stdout)
+	jobs, err := d.ListJobs(context.Background(), driver.ListParams{Type: "sleep"})
+	require.NoError(t, err)
+	require.Equal(t, driver.StatusPending, jobs[0].Status)
+	require.Equal(t, 0, jobs[0].Attempts, "interrupted at the deadline: not charged")
+
+	r = run(t, env, "", "run", "--config", cfg, "--max-jobs", "0")
+	require.Equal(t, 2, r.code)
+}
+
+// SIGTERM lets running jobs finish within the deadline, then returns the
+// rest to pending uncharged; a pause made from the CLI reaches a running
+// worker without a restart.
+func TestWorkShutdownAndPause(t *testing.T) {
+	d, tg := testdb.OpenURL(t, "sqlite")
+	cfg, logPath := writeConfig(t, "")
+	env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix}
+	w := startWorker(t, env, "work", "--config", cfg, "--shutdown-timeout", "1s")
+
+	r := run(t, env, "", "queues", "pause", "default")
+	require.Equal(t, 0, r.code, r.stderr)
+	time.Sleep(1500 * time.Millisecond) // workers re-read paused flags every second
+	enqueueN(t, d, "append", 3)
+	time.Sleep(1500 * time.Millisecond)
+	_, err := os.Stat(logPath)
+	require.True(t, os.IsNotExist(err), "a paused queue ran jobs")
+	r = run(t, env, "", "queues", "resume", "default")
+	require.Equal(t, 0, r.code, r.stderr)
+	waitDone(t, d, 20*time.Second)
+
+	enqueueN(t, d, "sleep", 2)
+	require.Eventually(t, func() bool {
+		st, err := d.Stats(context.Background())
+		require.NoError(t, err)
+		return len(st) > 0 && st[0].Processing == 2
+	}, 10*time.Second, 50*time.Millisecond)
+	start := time.Now()
+	require.NoError(t, w.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, w.Wait())
+	require.Less(t, time.Since(start), 8*time.Second)
+	jobs, err := d.ListJobs(context.Background(), driver.ListParams{Type: "sleep"})
+	require.NoError(t, err)
+	for _, j := range jobs {
+		require.Equal(t, driver.StatusPending, j.Status)
+		require.Equal(t, 0, j.Attempts)
+		require.Empty(t, j.LockedBy, "no job left processing with a live lease")
+	}
+}
+
+// serve refuses a non-loopback address without tokens, and serves the API.
+func TestServe(t *testing.T) {
+	_, tg := testdb.OpenURL(t, "sqlite")
+	cfg, _ := writeConfig(t, "")
+	env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix}
+	r := run(t, env, "", "serve", "--config", cfg, "--listen", "0.0.0.0:0")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "token")
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	ln.Close()
+	s := startWorker(t, env, "serve", "--config", cfg, "--listen", addr)
+	var resp *http.Response
+	require.Eventually(t, func() bool {
+		resp, err = http.Post("http://"+addr+"/v1/jobs", "application/json", strings.NewReader(`{"type":"append","key":"k1"}`))
+		return err == nil
+	}, 10*time.Second, 50*time.Millisecond)
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	var res sluice.Result
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&res))
+	resp.Body.Close()
+	require.False(t, res.Duplicate)
+	require.NoError(t, s.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, s.Wait())
+}
