@@ -1,0 +1,94 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/handler/webhook"
+	"github.com/sluicehq/sluice/internal/testdb"
+)
+
+func TestExampleConfigsAreValid(t *testing.T) {
+	t.Setenv("SLUICE_TOKEN", "example-token")
+	t.Setenv("HOOK_SECRET", "example-secret")
+	for _, p := range []string{"../../examples/quickstart/sluice.yaml", "../../examples/mysql-webhook/sluice.yaml"} {
+		_, err := config.Load(p)
+		require.NoError(t, err, p)
+	}
+}
+
+// The example receiver verifies signatures and applies each idempotency
+// key once; sluice's webhook jobs go through it.
+func TestExampleWebhookReceiver(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	dir := t.TempDir()
+	const secret = "s3cret"
+	recv := exec.Command("python3", "../../examples/mysql-webhook/receiver.py", "--port", fmt.Sprint(port), "--db", filepath.Join(dir, "effects.db"))
+	recv.Env = append(os.Environ(), "HOOK_SECRET="+secret)
+	require.NoError(t, recv.Start())
+	t.Cleanup(func() { recv.Process.Kill(); recv.Wait() })
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	require.Eventually(t, func() bool {
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}, 10*time.Second, 50*time.Millisecond)
+
+	post := func(sig, key string, body []byte) (int, string) {
+		req, err := http.NewRequest("POST", base+"/jobs/order_sync", bytes.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("X-Sluice-Signature", sig)
+		req.Header.Set("Idempotency-Key", key)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	body := []byte(`{"id":7,"type":"order_sync","key":"order:7","attempt":1,"max_attempts":5,"payload":{}}`)
+	code, _ := post(webhook.Sign("wrong", time.Now(), body), "order:7", body)
+	require.Equal(t, 401, code, "a forged signature is refused")
+	code, first := post(webhook.Sign(secret, time.Now(), body), "order:7", body)
+	require.Equal(t, 200, code)
+	retry := bytes.Replace(body, []byte(`"attempt":1`), []byte(`"attempt":2`), 1)
+	code, second := post(webhook.Sign(secret, time.Now(), retry), "order:7", retry)
+	require.Equal(t, 200, code)
+	require.Equal(t, first, second, "a repeated delivery is answered from the first, not applied again")
+
+	// End to end: a signed webhook job run by `sluice run`.
+	d, tg := testdb.OpenURL(t, "sqlite")
+	cfg := filepath.Join(dir, "sluice.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`types:
+  order_sync:
+    http: { url: "%s/jobs/order_sync", timeout: 5s, secret: "${HOOK_SECRET}" }
+`, base)), 0o644))
+	env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix, "HOOK_SECRET=" + secret}
+	r := run(t, env, "", "enqueue", "order_sync", "--key", "order:8", "--payload", `{"order":8}`)
+	require.Equal(t, 0, r.code, r.stderr)
+	r = run(t, env, "", "run", "--config", cfg)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.JSONEq(t, `{"ok":true,"done":1,"failed":0}`, r.stdout)
+	jobs, err := d.ListJobs(context.Background(), driver.ListParams{})
+	require.NoError(t, err)
+	require.Equal(t, driver.StatusSuccess, jobs[0].Status)
+	require.True(t, strings.Contains(jobs[0].Result, `"applied": "order_sync"`), jobs[0].Result)
+}
