@@ -111,7 +111,8 @@ type Driver interface {
 	// nothing if the schedule exists.
 	InitSchedule(ctx context.Context, name string, last time.Time) error
 	// AdvanceSchedule moves a schedule on if its version is still
-	// p.Version, and reports whether it did.
+	// p.Version, and reports whether it did. Fired slots are counted
+	// either way; skipped ones only when it did.
 	AdvanceSchedule(ctx context.Context, p AdvanceScheduleParams) (bool, error)
 	ListSchedules(ctx context.Context) ([]ScheduleState, error)
 

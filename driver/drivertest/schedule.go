@@ -60,9 +60,17 @@ func exerciseSchedule(t *testing.T, open Opener) {
 		require.Greater(t, s.Version, v0)
 		v1 := s.Version
 
-		// A node that read the old version lost the race: nothing changes.
-		require.False(t, advance(driver.AdvanceScheduleParams{Name: "nightly", Version: v0, LastSlot: slot2.Add(time.Hour), LastJobID: 99, Fired: 1}))
-		require.Equal(t, s, state("nightly"))
+		// A node that read the old version lost the race: the slot, job and
+		// version stay, but the job it created still counts as fired, and
+		// its skips do not (another node may have skipped the same slot).
+		require.False(t, advance(driver.AdvanceScheduleParams{Name: "nightly", Version: v0, LastSlot: slot2.Add(time.Hour), LastJobID: 99, Fired: 1, Skipped: 3}))
+		lost := state("nightly")
+		require.True(t, lost.LastSlot.Equal(slot2))
+		require.EqualValues(t, 42, lost.LastJobID)
+		require.Equal(t, v1, lost.Version)
+		require.EqualValues(t, 2, lost.Fires)
+		require.Zero(t, lost.Skips)
+		s = lost
 
 		// Skipped slots count, and LastJobID 0 keeps the previous job.
 		slot3 := slot2.Add(72 * time.Hour)
@@ -70,13 +78,13 @@ func exerciseSchedule(t *testing.T, open Opener) {
 		s = state("nightly")
 		require.True(t, s.LastSlot.Equal(slot3))
 		require.EqualValues(t, 42, s.LastJobID)
-		require.EqualValues(t, 1, s.Fires)
+		require.EqualValues(t, 2, s.Fires)
 		require.EqualValues(t, 2, s.Skips)
 		require.Greater(t, s.Version, v1)
 
 		// An unknown schedule cannot be advanced.
 		require.False(t, advance(driver.AdvanceScheduleParams{Name: "nope", Version: 0, LastSlot: slot3, Fired: 1}))
-		require.False(t, state("nope").Found)
+		require.False(t, state("nope").Found, "counting a lost race's fires creates no row")
 	})
 
 	t.Run("ListByName", func(t *testing.T) {
@@ -139,7 +147,8 @@ func exerciseSchedule(t *testing.T, open Opener) {
 		require.NotEqual(t, -1, winner, "no node advanced the schedule")
 		after, err := b.d.ScheduleState(b.ctx, "every-minute")
 		require.NoError(t, err)
-		require.EqualValues(t, 1, after.Fires)
+		// Each node here claims to have created a job, so each counts.
+		require.EqualValues(t, nodes, after.Fires)
 		require.EqualValues(t, 100+winner, after.LastJobID)
 	})
 }

@@ -21,7 +21,7 @@ var Required = []string{
 	"now", "get", "list", "heartbeat", "held", "complete", "rescue", "purge",
 	"retry", "retry_ids", "cancel", "exists", "stats", "queue_pause", "queues_paused",
 	"lease_get", "lease_release", "schema_version",
-	"schedule_get", "schedule_init", "schedule_advance", "schedule_list",
+	"schedule_get", "schedule_init", "schedule_advance", "schedule_list", "schedule_fires",
 }
 
 // Dialect is what Base needs to know about a database beyond its SQL files.

@@ -45,7 +45,10 @@ func (b *Base) InitSchedule(ctx context.Context, name string, last time.Time) er
 	return nil
 }
 
-// AdvanceSchedule is a compare-and-set on the schedule's version.
+// AdvanceSchedule is a compare-and-set on the schedule's version. A loser
+// still adds the slots it fired: only the node whose insert created a
+// slot's job counts it, so fires stay exact while skips, which several
+// nodes may see for one slot, count only for the winner.
 func (b *Base) AdvanceSchedule(ctx context.Context, p driver.AdvanceScheduleParams) (bool, error) {
 	var jobID sql.NullInt64
 	if p.LastJobID > 0 {
@@ -57,7 +60,10 @@ func (b *Base) AdvanceSchedule(ctx context.Context, p driver.AdvanceSchedulePara
 		if err != nil {
 			return err
 		}
-		n, err = res.RowsAffected()
+		if n, err = res.RowsAffected(); err != nil || n == 1 || p.Fired == 0 {
+			return err
+		}
+		_, err = b.Write.ExecContext(ctx, b.Q["schedule_fires"], p.Fired, p.Name)
 		return err
 	})
 	if err != nil {

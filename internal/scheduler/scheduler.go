@@ -30,6 +30,13 @@ type Entry struct {
 	CatchUp  int    // missed slots to enqueue after downtime; default 1
 }
 
+// lateGrace is how late a slot may be handled and still not count as
+// missed; maxLate bounds how many such slots one pass fires.
+const (
+	lateGrace = 5 * time.Second
+	maxLate   = 1000
+)
+
 // EnqueueFunc enqueues the job of one slot under key and returns its id.
 type EnqueueFunc func(ctx context.Context, e Entry, key string) (id int64, duplicate bool, err error)
 
@@ -137,7 +144,17 @@ func (s *Scheduler) fire(ctx context.Context, e Entry, now time.Time) error {
 		// A new schedule starts from now: there is nothing it missed.
 		return s.cfg.Driver.InitSchedule(ctx, e.Name, now)
 	}
-	due := e.Schedule.Due(st.LastSlot, now, e.CatchUp)
+	// Slots from the last few seconds are late, not missed: a slow pass
+	// (a busy database, a GC pause) fires them all. catch_up limits only
+	// what fell due while no node ran.
+	cut := now.Add(-lateGrace)
+	var due []schedule.Slot
+	from := st.LastSlot
+	if from.Before(cut) {
+		due = e.Schedule.Due(from, cut, e.CatchUp)
+		from = cut
+	}
+	due = append(due, e.Schedule.Due(from, now, maxLate)...)
 	if len(due) == 0 {
 		return nil
 	}

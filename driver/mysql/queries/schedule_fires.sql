@@ -1,0 +1,1 @@
+UPDATE sluice_schedules SET fires = fires + ? WHERE name = ?

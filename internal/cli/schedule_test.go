@@ -1,0 +1,57 @@
+package cli_test
+
+import (
+	"context"
+	"os/exec"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/testdb"
+)
+
+// Three `sluice work` nodes run the same @every 1s schedule with no leader:
+// every slot gets exactly one job, with no gap after the first.
+func TestScheduleAcrossThreeNodes(t *testing.T) {
+	d, tg := testdb.OpenURL(t, "mysql")
+	cfg, _ := writeConfig(t, `schedules:
+  tick: { cron: "@every 1s", type: append, overlap: allow }
+`)
+	env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix}
+	var nodes []*exec.Cmd
+	for i := 0; i < 3; i++ {
+		nodes = append(nodes, startWorker(t, env, "work", "--config", cfg))
+	}
+	time.Sleep(10 * time.Second)
+	for _, n := range nodes {
+		require.NoError(t, n.Process.Signal(syscall.SIGTERM))
+		require.NoError(t, n.Wait())
+	}
+
+	jobs, err := d.ListJobs(context.Background(), driver.ListParams{Type: "append", Limit: 1000})
+	require.NoError(t, err)
+	var slots []time.Time
+	seen := map[string]bool{}
+	for _, j := range jobs {
+		require.False(t, seen[j.Key], "slot %s enqueued twice", j.Key)
+		seen[j.Key] = true
+		ts, ok := strings.CutPrefix(j.Key, "sched:tick:")
+		require.True(t, ok, j.Key)
+		at, err := time.Parse("2006-01-02T15:04:05Z", ts)
+		require.NoError(t, err)
+		slots = append(slots, at)
+	}
+	sort.Slice(slots, func(i, k int) bool { return slots[i].Before(slots[k]) })
+	require.GreaterOrEqual(t, len(slots), 7, "about one slot a second for 10 s")
+	for i := 1; i < len(slots); i++ {
+		require.Equal(t, time.Second, slots[i].Sub(slots[i-1]), "gap or duplicate between %s and %s", slots[i-1], slots[i])
+	}
+	st, err := d.ScheduleState(context.Background(), "tick")
+	require.NoError(t, err)
+	require.Equal(t, int64(len(slots)), st.Fires, "fires counted once per slot")
+}
