@@ -1,0 +1,379 @@
+//go:build unix
+
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/dburl"
+	"github.com/sluicehq/sluice/lock/locktest"
+)
+
+// lockTarget is one backend under test, as a user would name it.
+type lockTarget struct {
+	locktest.Target
+	env []string
+}
+
+func newLockTarget(t *testing.T, backend string) lockTarget {
+	tg := locktest.NewTarget(t, backend)
+	return lockTarget{Target: tg, env: []string{"SLUICE_PREFIX=" + tg.Prefix}}
+}
+
+// args is `lock NAME --backend URL FLAGS... -- CMD...`.
+func (lt lockTarget) args(name string, flagsAndCmd ...string) []string {
+	return append([]string{"lock", name, "--backend", lt.URL}, flagsAndCmd...)
+}
+
+// holder is a `sluice lock` running in the background.
+type holder struct {
+	cmd    *exec.Cmd
+	stderr bytes.Buffer
+	done   chan struct{}
+	ready  string // written by CMD once it runs: "PID NAME TOKEN"
+}
+
+// hold starts `sluice lock` with a CMD that reports itself in a file and
+// then sleeps for sleep, and returns once CMD runs: the lock is then held.
+func hold(t *testing.T, lt lockTarget, name, sleep string, flags ...string) *holder {
+	t.Helper()
+	h := &holder{done: make(chan struct{}), ready: filepath.Join(t.TempDir(), "ready")}
+	script := `echo "$$ $SLUICE_LOCK_NAME $SLUICE_LOCK_TOKEN" > "$0.tmp" && mv "$0.tmp" "$0"; exec sleep ` + sleep
+	args := lt.args(name, append(flags, "--", "sh", "-c", script, h.ready)...)
+	h.cmd = exec.Command(bin, args...)
+	h.cmd.Env = append(append(os.Environ(), "SLUICE_DB=", "SLUICE_PREFIX=", "SLUICE_CONFIG="), lt.env...)
+	h.cmd.Stderr = &h.stderr
+	require.NoError(t, h.cmd.Start())
+	go func() {
+		h.cmd.Wait()
+		close(h.done)
+	}()
+	t.Cleanup(func() {
+		h.cmd.Process.Kill()
+		<-h.done
+	})
+	waitFor(t, 15*time.Second, func() bool {
+		if _, err := os.Stat(h.ready); err == nil {
+			return true
+		}
+		select {
+		case <-h.done:
+			t.Fatalf("holder exited before its CMD ran (%v): %s", h.cmd.ProcessState, h.stderr.String())
+		default:
+		}
+		return false
+	}, "the holder's CMD never ran")
+	return h
+}
+
+// report is what the holder's CMD wrote: its pid, SLUICE_LOCK_NAME and SLUICE_LOCK_TOKEN.
+func (h *holder) report(t *testing.T) (pid int, name, token string) {
+	t.Helper()
+	b, err := os.ReadFile(h.ready)
+	require.NoError(t, err)
+	f := strings.Split(strings.TrimSuffix(string(b), "\n"), " ")
+	require.Len(t, f, 3, "%q", b)
+	pid, err = strconv.Atoi(f[0])
+	require.NoError(t, err)
+	return pid, f[1], f[2]
+}
+
+func (h *holder) wait(t *testing.T, within time.Duration) int {
+	t.Helper()
+	select {
+	case <-h.done:
+	case <-time.After(within):
+		t.Fatalf("sluice lock still running after %s; stderr: %s", within, h.stderr.String())
+	}
+	return h.cmd.ProcessState.ExitCode()
+}
+
+func waitFor(t *testing.T, within time.Duration, cond func() bool, msg string) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal(msg)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// processGone reports whether pid has exited. A zombie counts: an orphan
+// waits for its adoptive parent to reap it, which some container inits do
+// only now and then.
+func processGone(pid int) bool {
+	if errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+		return true
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return errors.Is(err, os.ErrNotExist)
+	}
+	// The state follows the parenthesised command name.
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return strings.HasPrefix(rest, "Z")
+}
+
+func lockName() string { return "clitest-" + locktest.Name() }
+
+// busyLine matches the skip message for a holder with the given pid.
+func busyLine(name string, pid int) *regexp.Regexp {
+	host, _ := os.Hostname()
+	return regexp.MustCompile(`^sluice lock: ` + regexp.QuoteMeta(name) + ` is held by ` +
+		regexp.QuoteMeta(fmt.Sprintf("%s:%d", host, pid)) + ` since \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ; skipped\n$`)
+}
+
+var fenced = map[string]bool{"redis": true, "mysql": true, "sqlite-lease": true, "mysql-lease": true, "postgres-lease": true}
+var ttlBackend = map[string]bool{"redis": true, "sqlite-lease": true, "mysql-lease": true, "postgres-lease": true}
+
+func TestCLILock(t *testing.T) {
+	for _, backend := range locktest.Backends {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			lt := newLockTarget(t, backend)
+			t.Run("BusySkipsWaitRuns", func(t *testing.T) {
+				t.Parallel()
+				testBusy(t, lt)
+			})
+			t.Run("ExitCode", func(t *testing.T) {
+				t.Parallel()
+				r := run(t, lt.env, "", lt.args(lockName(), "--", "sh", "-c", "exit 3")...)
+				require.Equal(t, 3, r.code, r.stderr)
+				require.Empty(t, r.stderr)
+			})
+			t.Run("HolderKilled", func(t *testing.T) {
+				t.Parallel()
+				testHolderKilled(t, lt)
+			})
+			t.Run("MinHold", func(t *testing.T) {
+				t.Parallel()
+				testMinHold(t, lt)
+			})
+			if backend != "file" {
+				// A flock cannot be taken away from its holder.
+				t.Run("LostLockStopsCMD", func(t *testing.T) {
+					t.Parallel()
+					testLost(t, lt)
+				})
+			}
+		})
+	}
+}
+
+func testBusy(t *testing.T, lt lockTarget) {
+	name := lockName()
+	h := hold(t, lt, name, "1.5")
+	cmdPid, gotName, token := h.report(t)
+	require.Equal(t, name, gotName, "SLUICE_LOCK_NAME")
+	if fenced[lt.Backend] {
+		n, err := strconv.ParseInt(token, 10, 64)
+		require.NoError(t, err, "SLUICE_LOCK_TOKEN %q", token)
+		require.Positive(t, n)
+	} else {
+		require.Empty(t, token, "SLUICE_LOCK_TOKEN on a backend without fences")
+	}
+
+	start := time.Now()
+	r := run(t, lt.env, "", lt.args(name, "--", "sh", "-c", "echo ran")...)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Empty(t, r.stdout, "CMD ran while the lock was held")
+	require.Regexp(t, busyLine(name, h.cmd.Process.Pid), r.stderr)
+	require.Less(t, time.Since(start), time.Second, "a busy lock should skip at once")
+
+	r = run(t, lt.env, "", lt.args(name, "--busy-exit", "75", "--", "true")...)
+	require.Equal(t, 75, r.code, r.stderr)
+
+	// The waiter's CMD fails if the holder's CMD still runs: sluice reaps
+	// its CMD before it releases the lock.
+	r = run(t, lt.env, "", lt.args(name, "--wait", "10s", "--", "sh", "-c", `kill -0 "$0" 2>/dev/null && exit 9; echo ran`, strconv.Itoa(cmdPid))...)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "ran\n", r.stdout)
+	require.Equal(t, 0, h.wait(t, 5*time.Second), h.stderr.String())
+}
+
+// testHolderKilled SIGKILLs a holding sluice: a session lock is free at
+// once, a TTL lock only once its ttl has passed.
+func testHolderKilled(t *testing.T, lt lockTarget) {
+	name := lockName()
+	const ttl = 2 * time.Second
+	h := hold(t, lt, name, "30", "--ttl", ttl.String())
+	cmdPid, _, _ := h.report(t)
+	require.NoError(t, h.cmd.Process.Signal(syscall.SIGKILL))
+	killed := time.Now()
+	h.wait(t, 5*time.Second)
+	if runtime.GOOS == "linux" {
+		// CMD must not run on without the lock.
+		t.Cleanup(func() {
+			waitFor(t, 5*time.Second, func() bool { return processGone(cmdPid) }, "CMD outlived its killed sluice")
+		})
+	}
+
+	if !ttlBackend[lt.Backend] {
+		r := run(t, lt.env, "", lt.args(name, "--wait", "3s", "--", "true")...)
+		require.Equal(t, 0, r.code, r.stderr)
+		require.Empty(t, r.stderr, "the dead holder's lock was not freed")
+		require.Less(t, time.Since(killed), time.Second, "the session lock outlived its holder")
+		return
+	}
+	r := run(t, lt.env, "", lt.args(name, "--", "true")...)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, busyLine(name, h.cmd.Process.Pid), r.stderr, "a TTL lock freed before its ttl")
+	r = run(t, lt.env, "", lt.args(name, "--wait", "10s", "--", "true")...)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Empty(t, r.stderr)
+	// The last renewal came at most ttl/3 before the kill.
+	took := time.Since(killed)
+	require.GreaterOrEqual(t, took, 2*ttl/3-100*time.Millisecond, "the lock lapsed before its ttl")
+	require.Less(t, took, ttl+3*time.Second)
+}
+
+// testMinHold runs a CMD that ends at once and checks that the lock stays
+// held for --min-hold: on TTL backends by a lease left to lapse after
+// sluice has exited, on session backends by sluice staying.
+func testMinHold(t *testing.T, lt lockTarget) {
+	name := lockName()
+	const minHold = 1500 * time.Millisecond
+	start := time.Now()
+	h := hold(t, lt, name, "0", "--min-hold", minHold.String())
+	if ttlBackend[lt.Backend] {
+		require.Equal(t, 0, h.wait(t, minHold), "sluice stayed for --min-hold on a backend that expires: %s", h.stderr.String())
+	}
+	r := run(t, lt.env, "", lt.args(name, "--", "true")...)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, busyLine(name, h.cmd.Process.Pid), r.stderr, "the lock went with CMD, before --min-hold")
+	r = run(t, lt.env, "", lt.args(name, "--wait", "10s", "--", "true")...)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.GreaterOrEqual(t, time.Since(start), minHold, "the lock went before --min-hold")
+	require.Equal(t, 0, h.wait(t, 5*time.Second), h.stderr.String())
+}
+
+// testLost takes the lock away behind a running holder's back, as an
+// expired lease or a dead database session would, and checks that CMD is
+// stopped and sluice exits 1.
+func testLost(t *testing.T, lt lockTarget) {
+	name := lockName()
+	h := hold(t, lt, name, "30", "--ttl", "1s")
+	cmdPid, _, _ := h.report(t)
+	start := time.Now()
+	breakLock(t, lt, name, h.cmd.Process.Pid)
+	require.Equal(t, 1, h.wait(t, 10*time.Second), h.stderr.String())
+	require.Contains(t, h.stderr.String(), "lock lost")
+	require.Contains(t, h.stderr.String(), "CMD was stopped")
+	require.Less(t, time.Since(start), 5*time.Second)
+	require.ErrorIs(t, syscall.Kill(cmdPid, 0), syscall.ESRCH, "CMD still runs after the lock was lost")
+}
+
+// breakLock ends a holder's lock the way each backend can lose one.
+func breakLock(t *testing.T, lt lockTarget, name string, sluicePid int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if lt.Backend == "redis" {
+		opts, err := redis.ParseURL(lt.URL)
+		require.NoError(t, err)
+		c := redis.NewClient(opts)
+		defer c.Close()
+		// The key layout is the backend's; a lapsed key looks the same.
+		n, err := c.Del(ctx, "sluice:lock:{"+name+"}").Result()
+		require.NoError(t, err)
+		require.EqualValues(t, 1, n)
+		return
+	}
+	u, _, _ := strings.Cut(lt.URL, "?")
+	d, err := dburl.Open(u, dburl.Options{Prefix: lt.Prefix})
+	require.NoError(t, err)
+	defer d.Close()
+	db := d.DB()
+	switch lt.Backend {
+	case "mysql":
+		// Killing the session frees its named lock, as a dropped
+		// connection would.
+		var session int64
+		require.NoError(t, db.QueryRowContext(ctx, "SELECT session FROM "+lt.Prefix+"lock_holders WHERE name = ?", name).Scan(&session))
+		_, err = db.ExecContext(ctx, fmt.Sprintf("KILL %d", session))
+	case "postgres":
+		// The holder's sessions are named HOST:PID, after its process.
+		var n int
+		err = db.QueryRowContext(ctx, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name LIKE '%:' || $1",
+			strconv.Itoa(sluicePid)).Scan(&n)
+		require.Positive(t, n)
+	case "postgres-lease":
+		_, err = db.ExecContext(ctx, "UPDATE "+lt.Prefix+"leases SET holder = 'thief' WHERE name = $1", "lock:"+name)
+	default:
+		// Another holder took the row, as after a lapse.
+		_, err = db.ExecContext(ctx, "UPDATE "+lt.Prefix+"leases SET holder = 'thief' WHERE name = ?", "lock:"+name)
+	}
+	require.NoError(t, err)
+}
+
+func TestCLILockProcess(t *testing.T) {
+	lt := newLockTarget(t, "file")
+	t.Run("SignalsAreForwarded", func(t *testing.T) {
+		t.Parallel()
+		h := hold(t, lt, lockName(), "30")
+		require.NoError(t, h.cmd.Process.Signal(syscall.SIGTERM))
+		// CMD is `sleep` (exec'd by sh), killed by the forwarded SIGTERM.
+		require.Equal(t, 128+int(syscall.SIGTERM), h.wait(t, 5*time.Second), h.stderr.String())
+	})
+	t.Run("Timeout", func(t *testing.T) {
+		t.Parallel()
+		start := time.Now()
+		// The trap makes CMD ignore SIGTERM, so the SIGKILL after --kill-after is needed.
+		r := run(t, nil, "", lt.args(lockName(), "--timeout", "300ms", "--kill-after", "300ms", "--", "sh", "-c", `trap "" TERM; sleep 10 & wait; sleep 10`)...)
+		require.Equal(t, 124, r.code, r.stderr)
+		require.Contains(t, r.stderr, "timed out after 300ms")
+		require.Less(t, time.Since(start), 3*time.Second)
+	})
+	t.Run("InheritedTokenDropped", func(t *testing.T) {
+		t.Parallel()
+		r := run(t, []string{"SLUICE_LOCK_TOKEN=99"}, "", lt.args(lockName(), "--", "sh", "-c", `echo "[$SLUICE_LOCK_TOKEN]"`)...)
+		require.Equal(t, 0, r.code, r.stderr)
+		require.Equal(t, "[]\n", r.stdout)
+	})
+	t.Run("CommandNotFound", func(t *testing.T) {
+		t.Parallel()
+		r := run(t, nil, "", lt.args(lockName(), "--", "no-such-command-sluice")...)
+		require.Equal(t, 127, r.code, r.stderr)
+	})
+	t.Run("BadUsage", func(t *testing.T) {
+		t.Parallel()
+		for _, c := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"lock"}, "missing NAME"},
+			{[]string{"lock", "x"}, "missing -- before CMD"},
+			{[]string{"lock", "x", "--"}, "missing CMD"},
+			{[]string{"lock", "--", "true"}, "missing NAME"},
+			{[]string{"lock", "x", "y", "--", "true"}, "one NAME"},
+			{[]string{"lock", "x", "--ttl", "soon", "--", "true"}, "--ttl"},
+			{[]string{"lock", "x", "--ttl", "10ms", "--", "true"}, "--ttl"},
+			{[]string{"lock", "x", "--wait", "-1s", "--", "true"}, "--wait"},
+			{[]string{"lock", "x", "--busy-exit", "300", "--", "true"}, "--busy-exit"},
+			{[]string{"lock", "x", "--backend", "oracle://db", "--", "true"}, `unknown lock backend "oracle"`},
+			{[]string{"lock", "", "--", "true"}, "missing NAME"},
+		} {
+			r := run(t, nil, "", c.args...)
+			require.Equal(t, 2, r.code, "%v: %s", c.args, r.stderr)
+			require.Contains(t, r.stderr, c.want, "%v", c.args)
+			require.Equal(t, 1, strings.Count(r.stderr, "\n"), "%v: %q", c.args, r.stderr)
+		}
+	})
+}

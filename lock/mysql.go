@@ -1,0 +1,203 @@
+package lock
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"time"
+
+	gomysql "github.com/go-sql-driver/mysql"
+
+	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/driver/mysql"
+)
+
+// mysqlLocker takes GET_LOCK on a connection set aside for the whole hold:
+// a named lock belongs to its session, so a pooled connection handed back
+// would take the lock with it, and a new one would not hold it.
+//
+// The server cannot say who holds a named lock beyond a connection id, so
+// each holder writes its name into a side table (PREFIXlock_holders), keyed
+// by the lock name and stamped with its connection id; a contender trusts
+// only the row whose id IS_USED_LOCK reports. The same row counts
+// acquisitions, which gives MySQL locks a fencing number: only the holder
+// of the named lock ever writes its row.
+type mysqlLocker struct {
+	db     *sql.DB
+	id     string
+	dbName string
+	q      mysqlQueries
+}
+
+type mysqlQueries struct {
+	create, record, fence, busy string
+}
+
+func openMySQL(rawURL string, opts Options) (*mysqlLocker, error) {
+	cfg, err := mysql.ParseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	prefix := opts.Prefix
+	if prefix == "" {
+		prefix = driver.DefaultPrefix
+	}
+	if err := driver.ValidatePrefix(prefix); err != nil {
+		return nil, err
+	}
+	conn, err := gomysql.NewConnector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("mysql lock: %w", err)
+	}
+	db := sql.OpenDB(conn)
+	db.SetConnMaxIdleTime(time.Minute)
+	t := prefix + "lock_holders"
+	m := &mysqlLocker{db: db, id: opts.ID, dbName: cfg.DBName, q: mysqlQueries{
+		create: `CREATE TABLE IF NOT EXISTS ` + t + ` (
+  name    VARCHAR(191) NOT NULL,
+  holder  VARCHAR(191) NOT NULL,
+  session BIGINT       NOT NULL,
+  fence   BIGINT       NOT NULL,
+  since   DATETIME(6)  NOT NULL,
+  PRIMARY KEY (name)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin`,
+		record: `INSERT INTO ` + t + ` (name, holder, session, fence, since) VALUES (?, ?, CONNECTION_ID(), 1, UTC_TIMESTAMP(6))
+ON DUPLICATE KEY UPDATE holder = VALUES(holder), session = VALUES(session), fence = fence + 1, since = VALUES(since)`,
+		fence: `SELECT fence FROM ` + t + ` WHERE name = ?`,
+		busy: `SELECT u.s, h.holder, h.since FROM (SELECT IS_USED_LOCK(?) AS s) u
+LEFT JOIN ` + t + ` h ON h.name = ? AND h.session = u.s`,
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Timeout+5*time.Second)
+	defer cancel()
+	if _, err := db.ExecContext(ctx, m.q.create); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("mysql lock: connect to %s and create %s: %w", cfg.Addr, t, err)
+	}
+	return m, nil
+}
+
+// key is the server-wide lock name. Named locks are not scoped to a
+// database, so the database name keeps two applications on one server
+// apart; names over MySQL's 64-character limit are hashed.
+func (m *mysqlLocker) key(name string) string {
+	k := "sluice:" + m.dbName + ":" + name
+	if len(k) <= 64 {
+		return k
+	}
+	sum := sha256.Sum256([]byte(k))
+	return "sluice:" + hex.EncodeToString(sum[:])[:57]
+}
+
+func (m *mysqlLocker) TryAcquire(ctx context.Context, name string, _ time.Duration) (Lease, Holder, error) {
+	if err := CheckName(name); err != nil {
+		return nil, Holder{}, err
+	}
+	key := m.key(name)
+	conn, err := m.db.Conn(ctx)
+	if err != nil {
+		return nil, Holder{}, fmt.Errorf("mysql lock %s: connect: %w", name, err)
+	}
+	// The holder may release between our GET_LOCK and the look-up of its
+	// name; then the lock is simply tried again.
+	for range 3 {
+		var got sql.NullInt64
+		if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, 0)", key).Scan(&got); err != nil {
+			discard(conn)
+			return nil, Holder{}, fmt.Errorf("mysql lock %s: GET_LOCK: %w", name, err)
+		}
+		if got.Valid && got.Int64 == 1 {
+			return m.record(ctx, conn, name, key)
+		}
+		var session sql.NullInt64
+		var holder sql.NullString
+		var since sql.NullTime
+		if err := conn.QueryRowContext(ctx, m.q.busy, key, name).Scan(&session, &holder, &since); err != nil {
+			discard(conn)
+			return nil, Holder{}, fmt.Errorf("mysql lock %s: read holder: %w", name, err)
+		}
+		if !session.Valid {
+			continue
+		}
+		conn.Close()
+		if !holder.Valid {
+			// Holding, but not through sluice, or between its GET_LOCK and its row.
+			return nil, Holder{ID: fmt.Sprintf("mysql connection %d", session.Int64)}, nil
+		}
+		return nil, Holder{ID: holder.String, Since: since.Time}, nil
+	}
+	conn.Close()
+	return nil, Holder{}, nil
+}
+
+func (m *mysqlLocker) record(ctx context.Context, conn *sql.Conn, name, key string) (Lease, Holder, error) {
+	l := &mysqlLease{conn: conn, name: name, key: key}
+	err := func() error {
+		if _, err := conn.ExecContext(ctx, m.q.record, name, m.id); err != nil {
+			return err
+		}
+		return conn.QueryRowContext(ctx, m.q.fence, name).Scan(&l.fence)
+	}()
+	if err != nil {
+		// Without its row the lock would have no fence; giving it up keeps
+		// the promise that every holder has one.
+		l.Release(context.WithoutCancel(ctx))
+		return nil, Holder{}, fmt.Errorf("mysql lock %s: record holder: %w", name, err)
+	}
+	return l, Holder{}, nil
+}
+
+func (m *mysqlLocker) Close() error { return m.db.Close() }
+
+type mysqlLease struct {
+	name, key string
+	fence     int64
+
+	mu   sync.Mutex
+	conn *sql.Conn // nil once released
+}
+
+func (l *mysqlLease) Fence() int64 { return l.fence }
+
+// Renew checks that our session still holds the lock. A session that
+// cannot answer is counted lost: even if the server still keeps it, this
+// process can no longer release or check it.
+func (l *mysqlLease) Renew(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.conn == nil {
+		return fmt.Errorf("mysql lock %s: %w: already released", l.name, ErrLost)
+	}
+	var mine sql.NullInt64
+	if err := l.conn.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?) = CONNECTION_ID()", l.key).Scan(&mine); err != nil {
+		return fmt.Errorf("mysql lock %s: %w: its connection failed: %w", l.name, ErrLost, err)
+	}
+	if mine.Int64 != 1 {
+		return fmt.Errorf("mysql lock %s: %w: the session no longer holds it", l.name, ErrLost)
+	}
+	return nil
+}
+
+func (l *mysqlLease) Release(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.conn == nil {
+		return nil
+	}
+	conn := l.conn
+	l.conn = nil
+	var n sql.NullInt64
+	if err := conn.QueryRowContext(ctx, "SELECT RELEASE_LOCK(?)", l.key).Scan(&n); err != nil {
+		// Closing the session frees the lock on the server anyway.
+		discard(conn)
+		return fmt.Errorf("mysql lock %s: release: %w", l.name, err)
+	}
+	if n.Int64 != 1 {
+		discard(conn)
+		return fmt.Errorf("mysql lock %s: %w before release: the session no longer held it", l.name, ErrLost)
+	}
+	conn.Close()
+	return nil
+}

@@ -1,0 +1,157 @@
+package lock
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The key's value is "TOKEN ID UNIXMILLI": the token proves ownership, the
+// rest names the holder to contenders. The fence counter sits in a
+// companion key with the same hash tag, so that both live in one cluster
+// slot and one script may touch them.
+var (
+	// acquireScript sets the key if it is free and then counts the
+	// acquisition, or returns the holder's value.
+	acquireScript = redis.NewScript(`
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return {1, redis.call('INCR', KEYS[2])}
+end
+return {0, redis.call('GET', KEYS[1]) or ''}`)
+	// renewScript extends the key only if it still holds our value, so a
+	// holder whose lease lapsed cannot extend its successor's.
+	renewScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0`)
+	// releaseScript is the compare-and-delete: a plain DEL after a lapse
+	// would free a lock someone else now holds.
+	releaseScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0`)
+)
+
+type redisLocker struct {
+	c  *redis.Client
+	id string
+}
+
+func openRedis(rawURL string, opts Options) (*redisLocker, error) {
+	o, err := redis.ParseURL(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("lock backend %s: %w", redact(rawURL), err)
+	}
+	return &redisLocker{c: redis.NewClient(o), id: opts.ID}, nil
+}
+
+func redisKeys(name string) []string {
+	k := "sluice:lock:{" + name + "}"
+	return []string{k, k + ":fence"}
+}
+
+func (r *redisLocker) TryAcquire(ctx context.Context, name string, ttl time.Duration) (Lease, Holder, error) {
+	if err := CheckName(name); err != nil {
+		return nil, Holder{}, err
+	}
+	if ttl < time.Millisecond {
+		return nil, Holder{}, fmt.Errorf("lock %s: ttl %s is under a millisecond", name, ttl)
+	}
+	value := token() + " " + r.id + " " + strconv.FormatInt(time.Now().UnixMilli(), 10)
+	keys := redisKeys(name)
+	res, err := acquireScript.Run(ctx, r.c, keys, value, ttl.Milliseconds()).Slice()
+	if err != nil {
+		return nil, Holder{}, fmt.Errorf("redis lock %s: acquire: %w", name, err)
+	}
+	if len(res) != 2 {
+		return nil, Holder{}, fmt.Errorf("redis lock %s: acquire script returned %v", name, res)
+	}
+	if ok, _ := res[0].(int64); ok != 1 {
+		held, _ := res[1].(string)
+		return nil, parseRedisHolder(held), nil
+	}
+	fence, _ := res[1].(int64)
+	return &redisLease{c: r.c, name: name, keys: keys, value: value, ttl: ttl, fence: fence}, Holder{}, nil
+}
+
+func parseRedisHolder(v string) Holder {
+	// The ID sits between the token and the time and may itself hold spaces.
+	_, rest, ok := strings.Cut(v, " ")
+	i := strings.LastIndexByte(rest, ' ')
+	if !ok || i < 0 {
+		return Holder{}
+	}
+	ms, err := strconv.ParseInt(rest[i+1:], 10, 64)
+	if err != nil {
+		return Holder{ID: rest}
+	}
+	return Holder{ID: rest[:i], Since: time.UnixMilli(ms)}
+}
+
+func (r *redisLocker) Close() error { return r.c.Close() }
+
+type redisLease struct {
+	c     *redis.Client
+	name  string
+	keys  []string
+	value string
+	ttl   time.Duration
+	fence int64
+
+	mu   sync.Mutex
+	done bool // released, or left to expire
+}
+
+func (l *redisLease) Fence() int64 { return l.fence }
+
+func (l *redisLease) Renew(ctx context.Context) error { return l.expire(ctx, l.ttl, false) }
+
+// ReleaseAfter sets the key to lapse d from now and stops renewals.
+func (l *redisLease) ReleaseAfter(ctx context.Context, d time.Duration) error {
+	if d < time.Millisecond {
+		return l.Release(ctx)
+	}
+	return l.expire(ctx, d, true)
+}
+
+func (l *redisLease) expire(ctx context.Context, ttl time.Duration, last bool) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done {
+		return fmt.Errorf("redis lock %s: %w: already released", l.name, ErrLost)
+	}
+	n, err := renewScript.Run(ctx, l.c, l.keys[:1], l.value, ttl.Milliseconds()).Int64()
+	if err != nil {
+		return fmt.Errorf("redis lock %s: renew: %w", l.name, err)
+	}
+	if n != 1 {
+		l.done = true
+		return fmt.Errorf("redis lock %s: %w: the key expired or holds another token", l.name, ErrLost)
+	}
+	l.done = last
+	return nil
+}
+
+func (l *redisLease) Release(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done {
+		return nil
+	}
+	n, err := releaseScript.Run(ctx, l.c, l.keys[:1], l.value).Int64()
+	if err != nil {
+		return fmt.Errorf("redis lock %s: release: %w", l.name, err)
+	}
+	l.done = true
+	if n != 1 {
+		return fmt.Errorf("redis lock %s: %w before release: the key expired or holds another token", l.name, ErrLost)
+	}
+	return nil
+}
