@@ -92,3 +92,17 @@ func TestExampleWebhookReceiver(t *testing.T) {
 	require.Equal(t, driver.StatusSuccess, jobs[0].Status)
 	require.True(t, strings.Contains(jobs[0].Result, `"applied": "order_sync"`), jobs[0].Result)
 }
+
+// The README's quickstart command works as documented.
+func TestQuickstartScript(t *testing.T) {
+	cmd := exec.Command("bash", "examples/quickstart/run.sh")
+	cmd.Dir = "../.."
+	cmd.Env = append(os.Environ(), "SLUICE_BIN="+bin, "SLUICE_DB=", "SLUICE_PREFIX=", "SLUICE_CONFIG=")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	s := string(out)
+	require.Contains(t, s, `{"id":1,"duplicate":true}`)
+	require.Equal(t, 3, strings.Count(s, "success  default  greet"), s)
+	require.Contains(t, s, `"result": "job 1 (attempt 1): `)
+	require.Contains(t, s, "the worker shut down cleanly")
+}

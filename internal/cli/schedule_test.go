@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"context"
+	"encoding/json"
 	"os/exec"
 	"sort"
 	"strings"
@@ -54,4 +55,36 @@ func TestScheduleAcrossThreeNodes(t *testing.T) {
 	st, err := d.ScheduleState(context.Background(), "tick")
 	require.NoError(t, err)
 	require.Equal(t, int64(len(slots)), st.Fires, "fires counted once per slot")
+}
+
+func TestSchedulesList(t *testing.T) {
+	_, tg := testdb.OpenURL(t, "sqlite")
+	cfg, _ := writeConfig(t, `schedules:
+  nightly: { cron: "30 2 * * *", timezone: "Asia/Shanghai", type: append }
+  tick: { cron: "@every 1m", type: append, overlap: allow }
+`)
+	env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix}
+	r := run(t, env, "", "schedules", "list", "--config", cfg, "--json", "--next", "2")
+	require.Equal(t, 0, r.code, r.stderr)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	require.Len(t, lines, 2)
+	var nightly struct {
+		Name     string      `json:"name"`
+		Timezone string      `json:"timezone"`
+		Overlap  string      `json:"overlap"`
+		Next     []time.Time `json:"next"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(lines[0]), &nightly))
+	require.Equal(t, "nightly", nightly.Name)
+	require.Equal(t, "Asia/Shanghai", nightly.Timezone)
+	require.Equal(t, "forbid", nightly.Overlap, "the config's default")
+	require.Len(t, nightly.Next, 2)
+	for _, n := range nightly.Next {
+		require.Equal(t, 18, n.UTC().Hour(), "02:30 in Shanghai is 18:30 UTC")
+		require.Equal(t, 30, n.Minute())
+	}
+	require.Equal(t, 24*time.Hour, nightly.Next[1].Sub(nightly.Next[0]))
+	r = run(t, env, "", "schedules", "list", "--config", cfg)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "NEXT RUNS (UTC)")
 }

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The quickstart: sluice on an embedded SQLite file with a command handler.
+# It builds sluice, starts `sluice work` with examples/quickstart/sluice.yaml,
+# enqueues a few jobs (one twice, to show dedupe by business key), waits for
+# them to finish and lists them. Run it from the repository root:
+#
+#   bash examples/quickstart/run.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+work=$(mktemp -d)
+trap 'kill $worker 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
+bin=${SLUICE_BIN:-}
+if [ -z "$bin" ]; then
+  echo "== building sluice"
+  go build -o "$work/sluice" ./cmd/sluice
+  bin=$work/sluice
+fi
+export SLUICE_CONFIG=examples/quickstart/sluice.yaml SLUICE_DB="sqlite:$work/quickstart.db"
+
+echo "== sluice migrate"
+"$bin" migrate
+echo "== sluice work (in the background)"
+"$bin" work --log-level warn &
+worker=$!
+
+echo "== enqueuing"
+for name in Ann Bob Cleo Ann; do
+  printf '%-5s -> ' "$name"
+  "$bin" enqueue greet --key "welcome:$name" --payload "{\"name\":\"$name\"}"
+done
+
+echo "== waiting for the jobs"
+for _ in $(seq 1 100); do
+  if "$bin" stats --json | grep -q '"queues":\[\]'; then break; fi
+  sleep 0.1
+done
+"$bin" jobs list --type greet
+echo "== what the command printed for job 1 (its result):"
+"$bin" jobs show 1 | grep '"result"'
+
+kill -TERM $worker
+wait $worker
+echo "== done: the worker shut down cleanly"
