@@ -102,10 +102,15 @@ func (pr *producer) loop(ctx context.Context) {
 			}
 			continue
 		}
+		// A claim is not cancelled by shutdown: one cut off after its
+		// commit would leave jobs processing under a lease nobody renews.
+		// Claimed jobs that cannot start any more go straight back.
 		start := time.Now()
-		jobs, err := pr.p.cfg.Driver.Claim(ctx, driver.ClaimParams{
+		claimCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		jobs, err := pr.p.cfg.Driver.Claim(claimCtx, driver.ClaimParams{
 			Queue: pr.q.Name, Type: pr.q.Type, Limit: free, Lease: pr.q.Lease, Token: newToken(),
 		})
+		cancel()
 		if err != nil {
 			pr.giveBack(free)
 			if ctx.Err() != nil {
@@ -192,9 +197,7 @@ func (pr *producer) start(j driver.JobRow) {
 	go func() {
 		defer p.jobWG.Done()
 		defer func() { pr.slots <- struct{}{} }()
-		select {
-		case <-pr.run:
-		case <-p.stopping:
+		if !pr.acquireRun(p.stopping) {
 			// A prefetched job that never started goes straight back.
 			cancel(nil)
 			p.completer.add(x, Outcome{Status: driver.StatusPending, Refund: true})
@@ -224,6 +227,22 @@ func (pr *producer) start(j driver.JobRow) {
 		}
 		p.completer.add(x, o)
 	}()
+}
+
+// acquireRun waits for a handler slot, and reports false once the pool is
+// stopping: shutdown wins even when a slot is free at the same moment.
+func (pr *producer) acquireRun(stopping <-chan struct{}) bool {
+	select {
+	case <-stopping:
+		return false
+	default:
+	}
+	select {
+	case <-pr.run:
+		return true
+	case <-stopping:
+		return false
+	}
 }
 
 // safeRun turns a panic that escaped the RunFunc into a transient failure.
