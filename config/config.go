@@ -49,6 +49,7 @@ type File struct {
 	Queues    map[string]Queue    `yaml:"queues"`
 	Types     map[string]Type     `yaml:"types"`
 	Schedules map[string]Schedule `yaml:"schedules"`
+	Batches   map[string]Batch    `yaml:"batches"`
 	Retention Retention           `yaml:"retention"`
 }
 

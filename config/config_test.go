@@ -261,10 +261,6 @@ func TestRejectUnknownKey(t *testing.T) {
 	requireRejected(t, "types: { x: { command: [x], backoff: { min: 1s } } }", "types.x.backoff.min", "unknown key")
 }
 
-func TestRejectBatchesForNow(t *testing.T) {
-	requireRejected(t, "batches:\n  backfill: { source: x }", "batches", "unknown key")
-}
-
 func TestRejectBadDuration(t *testing.T) {
 	requireRejected(t, "types:\n  report:\n    command: [php]\n    timeout: 10 minutes", "types.report.timeout",
 		`invalid duration "10 minutes"`)

@@ -84,6 +84,13 @@ func (d *decoder) validate(f *File) error {
 		}
 		f.Schedules[name] = s
 	}
+	for _, name := range sortedKeys(f.Batches) {
+		b := f.Batches[name]
+		if err := d.validateBatch(name, &b); err != nil {
+			return err
+		}
+		f.Batches[name] = b
+	}
 	for _, r := range []struct {
 		key string
 		d   time.Duration

@@ -125,7 +125,7 @@ func (a *app) rootCommand() *cobra.Command {
 	f.StringVar(&a.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	root.AddCommand(a.migrateCommand(), a.enqueueCommand(), a.jobsCommand(), a.statsCommand(),
-		a.queuesCommand(), a.versionCommand(), a.workCommand(), a.serveCommand(), a.runCommand(), a.schedulesCommand(), a.benchCommand(), a.lockCommand())
+		a.queuesCommand(), a.versionCommand(), a.workCommand(), a.serveCommand(), a.runCommand(), a.schedulesCommand(), a.benchCommand(), a.lockCommand(), a.batchCommand())
 	return root
 }
 
