@@ -2,11 +2,13 @@ package batch
 
 import "time"
 
-// adaptive sizes chunks so that each takes about target: after every full
-// chunk it measures rows per second and moves the size halfway toward the
-// size that rate would fill target with. Moving halfway damps the noise of
-// one slow or fast chunk, and the size at most doubles or halves per chunk
-// so that a cold cache on the first chunk cannot swing it to an extreme.
+// adaptive sizes chunks so that each takes about target, in the manner of
+// congestion control: a chunk over the target cuts the size multiplicatively
+// (to what the measured rate fits in the target, at least halving at most),
+// and a chunk under it grows the size additively, by half the distance to
+// that size but never more than doubling. Cutting at once keeps a slow
+// database from being hit by more oversized chunks; growing by steps keeps
+// one fast chunk (a warm cache) from swinging the size to an extreme.
 type adaptive struct {
 	target   time.Duration
 	min, max int
@@ -23,8 +25,13 @@ func (a *adaptive) observe(rows int, d time.Duration) int {
 		return a.size
 	}
 	ideal := float64(rows) * float64(a.target) / float64(d)
-	next := (float64(a.size) + ideal) / 2
-	next = max(float64(a.size)/2, min(float64(a.size)*2, next))
+	size := float64(a.size)
+	var next float64
+	if d > a.target {
+		next = max(size/2, ideal)
+	} else {
+		next = size + min(size, max(0, ideal-size)/2)
+	}
 	a.size = max(a.min, min(a.max, int(next+0.5)))
 	return a.size
 }
