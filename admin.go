@@ -3,6 +3,7 @@ package sluice
 import (
 	"context"
 	"encoding/json"
+	"sort"
 	"time"
 
 	"github.com/sluicehq/sluice/driver"
@@ -95,7 +96,11 @@ func (c *Client) RetryFailed(ctx context.Context, jobType string) (int64, error)
 
 // Cancel moves a pending or failed job to cancelled.
 func (c *Client) Cancel(ctx context.Context, id int64) error {
-	return c.drv.Cancel(ctx, id)
+	if err := c.drv.Cancel(ctx, id); err != nil {
+		return err
+	}
+	c.countCancel(ctx, id)
+	return nil
 }
 
 // Purge deletes finished jobs in status older than olderThan, in chunks,
@@ -122,6 +127,10 @@ type QueueStats struct {
 	Failed           int64   `json:"failed"`
 	OldestPendingAge float64 `json:"oldest_pending_age_s"` // seconds a runnable job has waited
 	Paused           bool    `json:"paused"`
+	// Finished attempts by outcome (success, retry, failed, cancelled) in
+	// the last hour and day, from the sluice_stats roll-ups.
+	FinishedHour map[string]int64 `json:"finished_1h"`
+	FinishedDay  map[string]int64 `json:"finished_24h"`
 }
 
 // Stats reads per-queue counts from indexes that hold live jobs only.
@@ -138,21 +147,40 @@ func (c *Client) Stats(ctx context.Context) ([]QueueStats, error) {
 	if err != nil {
 		return nil, err
 	}
+	rolls, err := c.drv.ReadStats(ctx, now.Add(-24*time.Hour))
+	if err != nil {
+		return nil, err
+	}
 	out := make([]QueueStats, 0, len(rows))
-	seen := map[string]bool{}
+	index := map[string]int{}
+	at := func(q string) *QueueStats {
+		i, ok := index[q]
+		if !ok {
+			i = len(out)
+			index[q] = i
+			out = append(out, QueueStats{Queue: q, Paused: paused[q], FinishedHour: map[string]int64{}, FinishedDay: map[string]int64{}})
+		}
+		return &out[i]
+	}
 	for _, r := range rows {
-		s := QueueStats{Queue: r.Queue, Pending: r.Pending, Processing: r.Processing, Failed: r.Failed, Paused: paused[r.Queue]}
+		s := at(r.Queue)
+		s.Pending, s.Processing, s.Failed = r.Pending, r.Processing, r.Failed
 		if r.OldestPending != nil && r.OldestPending.Before(now) {
 			s.OldestPendingAge = now.Sub(*r.OldestPending).Seconds()
 		}
-		out = append(out, s)
-		seen[r.Queue] = true
 	}
 	for q := range paused {
-		if !seen[q] {
-			out = append(out, QueueStats{Queue: q, Paused: true})
+		at(q)
+	}
+	hourAgo := now.Add(-time.Hour)
+	for _, r := range rolls {
+		s := at(r.Queue)
+		s.FinishedDay[r.Outcome] += r.Count
+		if !r.Bucket.Before(hourAgo) {
+			s.FinishedHour[r.Outcome] += r.Count
 		}
 	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Queue < out[j].Queue })
 	return out, nil
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/maintenance"
+	"github.com/sluicehq/sluice/internal/metrics"
 	"github.com/sluicehq/sluice/internal/scheduler"
 	"github.com/sluicehq/sluice/internal/worker"
 )
@@ -31,8 +32,13 @@ type Client struct {
 	maint *maintenance.Service
 	sched *scheduler.Scheduler
 
-	mu      sync.Mutex
-	started bool
+	metrics *metrics.Metrics
+	rollup  *metrics.Rollup
+	beat    *metrics.Heartbeat // nil for a client without workers
+
+	mu         sync.Mutex
+	started    bool
+	stopGauges context.CancelFunc
 }
 
 // NewClient checks cfg and builds a client. It does not touch the database.
@@ -41,7 +47,7 @@ func NewClient(cfg Config) (*Client, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	c := &Client{cfg: cfg, drv: cfg.Driver, log: cfg.Logger}
+	c := &Client{cfg: cfg, drv: cfg.Driver, log: cfg.Logger, metrics: metrics.New(cfg.Driver.DB()), rollup: metrics.NewRollup()}
 	if len(cfg.Queues) > 0 {
 		c.pool = worker.New(worker.Config{
 			Driver:   cfg.Driver,
@@ -50,7 +56,14 @@ func NewClient(cfg Config) (*Client, error) {
 			LeaseFor: c.leaseFor,
 			Logger:   cfg.Logger,
 			PollMax:  cfg.PollMax,
+			Hooks:    c.workerHooks(),
 		})
+		concurrency := 0
+		for _, q := range cfg.Queues {
+			concurrency += q.Concurrency
+		}
+		c.beat = &metrics.Heartbeat{Driver: cfg.Driver, Node: driver.Node{ID: cfg.NodeID, Concurrency: concurrency},
+			Running: c.pool.Running, Rollup: c.rollup, Logger: cfg.Logger}
 	}
 	if len(cfg.Queues) > 0 && !cfg.DisableMaintenance {
 		c.maint = maintenance.New(maintenance.Config{
@@ -60,6 +73,8 @@ func NewClient(cfg Config) (*Client, error) {
 			Retention:   cfg.Retention,
 			RescueEvery: cfg.RescueEvery,
 			LeaderTTL:   cfg.LeaderTTL,
+			Rescued:     func(r driver.RescueResult) { c.metrics.Rescued(r.Pending + r.Failed) },
+			Chores:      c.chores,
 		})
 	}
 	if len(cfg.Schedules) > 0 {
@@ -69,7 +84,11 @@ func NewClient(cfg Config) (*Client, error) {
 			entries[i] = scheduler.Entry{Name: s.Name, Schedule: s.Spec, Overlap: s.Overlap, CatchUp: s.CatchUp}
 			byName[s.Name] = s
 		}
-		c.sched = scheduler.New(scheduler.Config{Driver: cfg.Driver, Entries: entries, Logger: cfg.Logger,
+		hooks := scheduler.Hooks{
+			Fired:   func(name string) { c.metrics.ScheduleFired(c.scheduleLabels(byName[name])) },
+			Skipped: func(name string) { c.metrics.ScheduleSkipped(c.scheduleLabels(byName[name])) },
+		}
+		c.sched = scheduler.New(scheduler.Config{Driver: cfg.Driver, Entries: entries, Logger: cfg.Logger, Hooks: hooks,
 			Enqueue: func(ctx context.Context, e scheduler.Entry, key string) (int64, bool, error) {
 				s := byName[e.Name]
 				var payload any
@@ -137,6 +156,12 @@ func (c *Client) Start(ctx context.Context) error {
 		return fmt.Errorf("schema version %d, this binary knows up to %d: %w", cur, latest, driver.ErrSchemaTooNew)
 	}
 	c.started = true
+	var gctx context.Context
+	gctx, c.stopGauges = context.WithCancel(context.WithoutCancel(ctx))
+	c.StartGauges(gctx)
+	if c.beat != nil {
+		c.beat.Start(ctx)
+	}
 	if c.maint != nil {
 		c.maint.Start(ctx)
 	}
@@ -168,6 +193,11 @@ func (c *Client) Stop(ctx context.Context) {
 	if c.maint != nil {
 		c.maint.Stop()
 	}
+	if c.beat != nil {
+		// After the pool: the last outcomes are counted before the flush.
+		c.beat.Stop()
+	}
+	c.stopGauges()
 	c.started = false
 	c.log.Info("workers stopped", "node", c.cfg.NodeID)
 }

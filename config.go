@@ -69,6 +69,9 @@ type Config struct {
 	RescueEvery time.Duration
 	LeaderTTL   time.Duration
 	PollMax     time.Duration
+	// LogPayloads adds job payloads to the debug-level "job finished" log
+	// line. Off by default: payloads may hold personal data or secrets.
+	LogPayloads bool
 }
 
 func (c Config) withDefaults() Config {

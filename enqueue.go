@@ -89,6 +89,9 @@ func (c *Client) enqueue(ctx context.Context, tx *sql.Tx, ps []EnqueueParams) ([
 	queues := map[string]bool{}
 	for i, r := range res {
 		out[i] = Result{ID: r.ID, Duplicate: r.Duplicate}
+		// Counted when the insert returns: inside a caller's transaction
+		// that later rolls back, the count is one too many.
+		c.metrics.Enqueued(rows[i].Queue, rows[i].Type, r.Duplicate)
 		if !r.Duplicate {
 			queues[rows[i].Queue] = true
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"time"
 
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/worker"
@@ -27,9 +26,7 @@ func (c *Client) run(ctx context.Context, row driver.JobRow) worker.Outcome {
 	job := &Job{ID: row.ID, Queue: row.Queue, Type: row.Type, Key: row.Key, Payload: row.Payload,
 		Priority: row.Priority, Attempt: row.Attempts, MaxAttempts: row.MaxAttempts, CreatedAt: row.CreatedAt,
 		db: c.drv.DB()}
-	start := time.Now()
 	err := callHandler(ctx, t.Handler, job)
-	took := time.Since(start)
 	if err == nil && ctx.Err() == context.DeadlineExceeded && t.Timeout > 0 {
 		err = fmt.Errorf("timed out after %s", t.Timeout)
 	} else if err != nil && errors.Is(err, context.DeadlineExceeded) && t.Timeout > 0 {
@@ -44,8 +41,6 @@ func (c *Client) run(ctx context.Context, row driver.JobRow) worker.Outcome {
 		}
 		o = c.failure(row, t, err)
 	}
-	c.log.Debug("job finished", "job_id", row.ID, "type", row.Type, "queue", row.Queue,
-		"attempt", row.Attempts, "status", o.Status, "duration", took)
 	return o
 }
 

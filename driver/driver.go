@@ -121,6 +121,28 @@ type Driver interface {
 	AcquireLease(ctx context.Context, p LeaseParams) (Lease, error)
 	// ReleaseLease gives the lease up if Holder still holds it.
 	ReleaseLease(ctx context.Context, name, holder string) (bool, error)
+	// ListLeases reads every named lease, expired or not.
+	ListLeases(ctx context.Context) ([]Lease, error)
+
+	// AddStats adds each row's Count to its roll-up bucket (an upsert of
+	// count = count + n), so that no writer ever counts finished jobs.
+	AddStats(ctx context.Context, rows []StatRow) error
+	// ReadStats returns the roll-up buckets at or after since.
+	ReadStats(ctx context.Context, since time.Time) ([]StatRow, error)
+	// CompactStats folds the minute buckets of the day before the hour of
+	// before into hourly buckets.
+	CompactStats(ctx context.Context, before time.Time) error
+
+	// UpsertNode writes a process's heartbeat row with last_seen from the
+	// database clock; DeleteNode removes it.
+	UpsertNode(ctx context.Context, n Node) error
+	DeleteNode(ctx context.Context, id string) error
+	ListNodes(ctx context.Context) ([]Node, error)
+	// PurgeNodes deletes rows not seen for staleAfter.
+	PurgeNodes(ctx context.Context, staleAfter time.Duration) (int64, error)
+
+	// ListCheckpoints reads the batch cursors (sluice_checkpoints).
+	ListCheckpoints(ctx context.Context) ([]Checkpoint, error)
 }
 
 // Listener is implemented by drivers that can push wake-ups (PostgreSQL
@@ -260,6 +282,7 @@ type LeaseParams struct {
 
 // Lease is the state of a named lease after an acquire attempt.
 type Lease struct {
+	Name   string // set by ListLeases
 	Held   bool   // true if Holder holds it now
 	Holder string // the current holder
 	Fence  int64  // grows with every change of holder

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/server/dashboard"
 )
 
 // DefaultMaxBody is the largest request body accepted when Config.MaxBody is 0.
@@ -48,6 +49,7 @@ type Server struct {
 	log        *slog.Logger
 	maxBody    int64
 	mux        *http.ServeMux
+	dash       *dashboard.Dashboard
 }
 
 // New checks cfg and returns the API handler.
@@ -79,8 +81,24 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.allow = append(s.allow, p)
 	}
+	dcfg := dashboard.Config{Client: cfg.Client, Logger: s.log}
+	if len(s.tokens) > 0 {
+		dcfg.TokenOK = s.tokenOK
+	}
+	dash, err := dashboard.New(dcfg)
+	if err != nil {
+		return nil, fmt.Errorf("server: dashboard: %w", err)
+	}
+	s.dash = dash
 	s.routes()
 	return s, nil
+}
+
+// apiPath reports whether a path belongs to the JSON API, /metrics or the
+// health checks, which take Bearer tokens; every other path is the
+// dashboard's, which takes its session cookie.
+func apiPath(p string) bool {
+	return strings.HasPrefix(p, "/v1/") || p == "/metrics" || p == "/healthz" || p == "/readyz"
 }
 
 // parseCIDR accepts a prefix or a bare address, which means that host alone.
@@ -111,6 +129,9 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/stats", s.stats)
 	m.HandleFunc("POST /v1/queues/{name}/pause", s.pauseQueue)
 	m.HandleFunc("POST /v1/queues/{name}/resume", s.resumeQueue)
+	// Behind the same Bearer tokens as the API: Prometheus sends one with
+	// authorization.credentials in its scrape config.
+	m.Handle("GET /metrics", s.client.Metrics())
 	s.mux = m
 }
 
@@ -138,6 +159,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.log.Info("http request", attrs...)
 	}()
 
+	if !apiPath(r.URL.Path) {
+		if len(s.allow) > 0 && !s.allowed(r.RemoteAddr) {
+			http.Error(rec, "client address is not in allow_cidrs", http.StatusForbidden)
+			return
+		}
+		s.dash.ServeHTTP(rec, r)
+		return
+	}
 	if r.URL.Path != "/healthz" {
 		if code, msg := s.authorize(r); code != 0 {
 			if code == http.StatusUnauthorized {

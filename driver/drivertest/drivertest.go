@@ -49,6 +49,8 @@ func Exercise(t *testing.T, open func(t *testing.T) driver.Driver) {
 		{"Lease", exerciseLease},
 		{"Schedule", exerciseSchedule},
 		{"Concurrency", exerciseConcurrency},
+		{"Observe", exerciseObserve},
+		{"Plans", exercisePlans},
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {

@@ -22,6 +22,8 @@ var Required = []string{
 	"retry", "retry_ids", "cancel", "exists", "stats", "queue_pause", "queues_paused",
 	"lease_get", "lease_release", "schema_version",
 	"schedule_get", "schedule_init", "schedule_advance", "schedule_list", "schedule_fires",
+	"stats_add", "stats_read", "stats_range", "stats_delete_range", "lease_list", "checkpoint_list",
+	"node_upsert", "node_delete", "node_list", "node_purge",
 }
 
 // Dialect is what Base needs to know about a database beyond its SQL files.
@@ -89,15 +91,22 @@ func (b *Base) GetJob(ctx context.Context, id int64) (*driver.JobRow, error) {
 	return &jobs[0], nil
 }
 
-// ListJobs returns jobs newest first, after AfterID, filtered.
-func (b *Base) ListJobs(ctx context.Context, p driver.ListParams) ([]driver.JobRow, error) {
+// ListQuery builds the listing's SQL and arguments.
+func (b *Base) ListQuery(p driver.ListParams) (string, []any) {
 	var where []string
 	var args []any
 	add := func(cond string, v any) {
 		args = append(args, v)
 		where = append(where, strings.Replace(cond, "?", b.Placeholder(len(args)), 1))
 	}
-	if p.Status != "" {
+	switch p.Status {
+	case "":
+	case driver.StatusPending, driver.StatusProcessing, driver.StatusSuccess, driver.StatusFailed, driver.StatusCancelled:
+		// A literal from this fixed set, not a parameter: SQLite and a
+		// generic PostgreSQL plan only use a partial index (such as the
+		// finished-rows-by-status ones) whose predicate they can see.
+		where = append(where, "status = '"+p.Status+"'")
+	default:
 		add("status = ?", p.Status)
 	}
 	if p.Queue != "" {
@@ -123,7 +132,12 @@ func (b *Base) ListJobs(ctx context.Context, p driver.ListParams) ([]driver.JobR
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
-	q += " ORDER BY id DESC LIMIT " + strconv.Itoa(limit)
+	return q + " ORDER BY id DESC LIMIT " + strconv.Itoa(limit), args
+}
+
+// ListJobs returns jobs newest first, after AfterID, filtered.
+func (b *Base) ListJobs(ctx context.Context, p driver.ListParams) ([]driver.JobRow, error) {
+	q, args := b.ListQuery(p)
 	rows, err := b.Read.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)

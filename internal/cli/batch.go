@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/batch"
 	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/driver"
@@ -25,7 +26,7 @@ func (a *app) batchCommand() *cobra.Command {
 		Use:   "batch",
 		Short: "Resumable keyset batches over large tables (batches: in the config)",
 	}
-	cmd.AddCommand(a.batchRunCommand(), a.batchStatusCommand(),
+	cmd.AddCommand(a.batchRunCommand(), a.batchStatusCommand(), a.batchEnqueueCommand(),
 		a.batchSetCommand("pause", "Stop a batch's runners at their next chunk and keep them from starting", batch.Pause),
 		a.batchSetCommand("resume", "Let a paused batch run again", batch.Resume),
 		a.batchSetCommand("reset", "Delete a batch's checkpoints, so that the next run starts over", batch.Reset))
@@ -281,3 +282,81 @@ func (a *app) batchSetCommand(verb, short string, fn func(ctx context.Context, d
 }
 
 var pastTense = map[string]string{"pause": "paused", "resume": "resumed", "reset": "reset"}
+
+// batchJobType is the job type that runs one shard of a configured batch.
+func batchJobType(name string) string { return "batch:" + name }
+
+// batchTypes gives each configured batch a job type whose jobs run one
+// shard each, so that `sluice batch enqueue` spreads a batch over workers.
+func (a *app) batchTypes(f *config.File) (map[string]sluice.Type, error) {
+	types := map[string]sluice.Type{}
+	for name := range f.Batches {
+		b, err := a.batchOf(f, name)
+		if err != nil {
+			return nil, err
+		}
+		types[batchJobType(name)] = sluice.Type{Queue: config.DefaultQueue, Dedupe: driver.DedupeActive, Handler: sluice.HandlerFunc(
+			func(ctx context.Context, job *sluice.Job) error {
+				var p struct {
+					Shard string `json:"shard"`
+				}
+				if err := job.Decode(&p); err != nil || p.Shard == "" {
+					return sluice.Permanent(fmt.Errorf("batch job payload needs a shard: %s", job.Payload))
+				}
+				d := a.drv
+				switch err := b.RunShard(ctx, d, p.Shard); {
+				case err == nil:
+					return nil
+				case errors.Is(err, batch.ErrPaused):
+					return sluice.Snooze(30 * time.Second) // resumes once the batch is resumed
+				case errors.Is(err, batch.ErrBusy), errors.Is(err, batch.ErrLost), ctx.Err() != nil:
+					return err // another runner has it for now: retry with backoff
+				default:
+					return sluice.Permanent(err) // the shard is marked failed
+				}
+			})}
+	}
+	return types, nil
+}
+
+func (a *app) batchEnqueueCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "enqueue NAME",
+		Short: "Enqueue one job per shard, so that `sluice work` processes spread the batch",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, d, err := a.batchDriver(cmd)
+			if err != nil {
+				return err
+			}
+			b, err := a.batchOf(f, args[0])
+			if err != nil {
+				return err
+			}
+			shards, err := b.ShardNames(cmd.Context(), d)
+			if err != nil {
+				return err
+			}
+			c, err := sluice.NewClient(sluice.Config{Driver: d, Logger: a.log})
+			if err != nil {
+				return err
+			}
+			ps := make([]sluice.EnqueueParams, len(shards))
+			for i, s := range shards {
+				ps[i] = sluice.EnqueueParams{Type: batchJobType(args[0]), Key: "batch:" + args[0] + ":" + s,
+					Dedupe: driver.DedupeActive, Payload: map[string]string{"shard": s}}
+			}
+			rs, err := c.EnqueueMany(cmd.Context(), ps)
+			if err != nil {
+				return err
+			}
+			dups := 0
+			for _, r := range rs {
+				if r.Duplicate {
+					dups++
+				}
+			}
+			return json.NewEncoder(a.stdout).Encode(map[string]int{"inserted": len(rs) - dups, "duplicates": dups})
+		},
+	}
+}

@@ -9,9 +9,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -219,4 +221,40 @@ func TestBatchCommands(t *testing.T) {
 	r = run(t, env, "", "batch", "reset", "slow")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "reset 1 shards")
+}
+
+// `sluice batch enqueue` turns shards into jobs that `sluice work`
+// processes spread between them; every row is processed once.
+func TestBatchShardsAsJobs(t *testing.T) {
+	for _, name := range []string{"sqlite", "postgres"} {
+		t.Run(name, func(t *testing.T) {
+			d, tg := testdb.OpenURL(t, name)
+			tbl := batchTable(t, d, tg.Prefix, 3000)
+			cfg := writeBatchConfig(t, fmt.Sprintf(`batches:
+  spread:
+    source: "SELECT id, created_at FROM %s WHERE CAST(id %% 4 AS TEXT) = {shard}"
+    key: [created_at, id]
+    shards: { values: ["0", "1", "2", "3"] }
+    sink: { sql: "UPDATE %s SET hits = hits + 1 WHERE id IN ({ids})" }
+    chunk: { size: 100 }
+`, tbl, tbl))
+			env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix, "SLUICE_CONFIG=" + cfg}
+			r := run(t, env, "", "batch", "enqueue", "spread")
+			require.Equal(t, 0, r.code, r.stderr)
+			require.JSONEq(t, `{"inserted":4,"duplicates":0}`, r.stdout)
+			r = run(t, env, "", "batch", "enqueue", "spread")
+			require.JSONEq(t, `{"inserted":0,"duplicates":4}`, r.stdout, "shards already queued are not queued twice")
+			w1 := startWorker(t, env, "work")
+			w2 := startWorker(t, env, "work")
+			waitDone(t, d, 60*time.Second)
+			for _, w := range []*exec.Cmd{w1, w2} {
+				require.NoError(t, w.Process.Signal(syscall.SIGTERM))
+				require.NoError(t, w.Wait())
+			}
+			require.Zero(t, countWhere(t, d, tbl, "hits <> 1"), "rows not processed exactly once")
+			jobs, err := d.ListJobs(context.Background(), driver.ListParams{Type: "batch:spread", Status: driver.StatusSuccess})
+			require.NoError(t, err)
+			require.Len(t, jobs, 4)
+		})
+	}
 }

@@ -53,6 +53,13 @@ func (a *app) workerClient(ctx context.Context, f *config.File) (*sluice.Client,
 	if err != nil {
 		return nil, err
 	}
+	batchTypes, err := a.batchTypes(f)
+	if err != nil {
+		return nil, err
+	}
+	for name, t := range batchTypes {
+		types[name] = t
+	}
 	queues := map[string]sluice.QueueConfig{}
 	for name, q := range f.Queues {
 		qc := sluice.QueueConfig{Concurrency: q.Concurrency}

@@ -21,8 +21,9 @@ func (a *app) serveCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the HTTP API with the workers, scheduler and maintenance",
-		Long: `Serve the HTTP API (jobs, the /v1/run cron trigger, stats, queues, health)
-and run the workers, schedules and maintenance from the config. A listen
+		Long: `Serve the HTTP API (jobs, the /v1/run cron trigger, stats, queues, health),
+the dashboard at / (log in with an auth token) and Prometheus metrics at
+/metrics (Bearer token, like the API), and run the workers, schedules and maintenance from the config. A listen
 address that is not loopback needs auth.tokens in the config.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -62,6 +63,10 @@ address that is not loopback needs auth.tokens in the config.`,
 					ln.Close()
 					return err
 				}
+			} else {
+				// Start refreshes the /metrics queue gauges; without it the
+				// server does so itself.
+				c.StartGauges(cmd.Context())
 			}
 			served := make(chan error, 1)
 			go func() { served <- srv.Serve(ln) }()

@@ -27,6 +27,9 @@ type Config struct {
 	RescueEvery, PurgeEvery, LeaderTTL time.Duration
 	// Rescued is called after a rescue pass that moved jobs.
 	Rescued func(r driver.RescueResult)
+	// Chores, if set, runs with the purge, every PurgeEvery, while this
+	// node leads: roll-up compaction and stale node rows.
+	Chores func(ctx context.Context)
 }
 
 // Service elects a leader and runs the chores while it leads.
@@ -119,6 +122,9 @@ func (s *Service) loop(ctx context.Context) {
 			}
 			if now.Sub(lastPurge) >= s.cfg.PurgeEvery {
 				s.PurgeAll(ctx)
+				if s.cfg.Chores != nil {
+					s.cfg.Chores(ctx)
+				}
 				lastPurge = now
 			}
 		}

@@ -63,7 +63,7 @@ func (p *Pool) leaseLost(x *running, where string) {
 		return // already reported
 	}
 	p.log.Warn("job lease lost; its outcome will be dropped", "job_id", x.job.ID, "type", x.job.Type,
-		"queue", x.job.Queue, "attempt", x.job.Attempts, "during", where)
+		"queue", x.job.Queue, "attempt", x.job.Attempts, "duration", time.Since(x.claimed), "during", where)
 	if h := p.cfg.Hooks.LeaseLost; h != nil {
 		h(x.job, where)
 	}

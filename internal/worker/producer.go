@@ -191,7 +191,7 @@ func (pr *producer) start(j driver.JobRow) {
 	p := pr.p
 	lease := p.cfg.LeaseFor(j.Type)
 	ctx, cancel := context.WithCancelCause(context.Background())
-	x := &running{job: j, lease: lease, lastBeat: time.Now(), cancel: cancel}
+	x := &running{job: j, lease: lease, lastBeat: time.Now(), claimed: time.Now(), cancel: cancel}
 	p.running.add(x)
 	p.jobWG.Add(1)
 	go func() {

@@ -13,6 +13,7 @@ type running struct {
 	job      driver.JobRow
 	lease    time.Duration
 	lastBeat time.Time
+	claimed  time.Time // for the duration in job log lines
 	cancel   context.CancelCauseFunc
 }
 

@@ -1,0 +1,1 @@
+DELETE FROM sluice_nodes WHERE last_seen < UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND

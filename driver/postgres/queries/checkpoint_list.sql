@@ -1,0 +1,1 @@
+SELECT batch, shard, rows_done, chunks_done, chunk_size, status, last_error, owner, created_at, updated_at FROM sluice_checkpoints ORDER BY batch, shard

@@ -1,0 +1,1 @@
+DELETE FROM sluice_stats WHERE bucket >= $1 AND bucket < $2

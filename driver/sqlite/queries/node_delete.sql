@@ -1,0 +1,1 @@
+DELETE FROM sluice_nodes WHERE id = ?

@@ -1,0 +1,1 @@
+DELETE FROM sluice_stats WHERE bucket >= ? AND bucket < ?

@@ -1,0 +1,1 @@
+SELECT queue, type, outcome, bucket, count FROM sluice_stats WHERE bucket >= ? ORDER BY bucket

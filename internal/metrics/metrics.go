@@ -1,0 +1,244 @@
+// Package metrics holds sluice's observability state: the Prometheus
+// metrics of one Client (its own registry, never a global one), the
+// in-memory roll-up counts flushed to sluice_stats, and the sluice_nodes
+// heartbeat.
+//
+// Labels are queue and type (and outcome, a fixed set of four), never a
+// job id or key, so the number of series stays bounded by configuration.
+package metrics
+
+import (
+	"context"
+	"database/sql"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Outcome labels of sluice_jobs_completed_total.
+const (
+	OutcomeSuccess   = "success"
+	OutcomeRetry     = "retry"
+	OutcomeFailed    = "failed"
+	OutcomeCancelled = "cancelled"
+)
+
+// Seconds buckets: handler runs and queue waits span milliseconds to
+// hours; claims and chunks are database round trips.
+var (
+	longBuckets  = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600}
+	queryBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}
+)
+
+// Metrics is one Client's metrics. The zero value is not usable; call New.
+type Metrics struct {
+	reg    *prometheus.Registry
+	labels map[string][]string // metric name -> label names, for Value
+
+	enqueued, deduplicated, completed, leaseLost *prometheus.CounterVec
+	fires, skips                                 *prometheus.CounterVec
+	batchRows, batchChunks                       *prometheus.CounterVec
+	rescued, lockAcquired, lockBusy              prometheus.Counter
+	runDuration, queueLatency                    *prometheus.HistogramVec
+	claimDuration, chunkDuration                 *prometheus.HistogramVec
+	pending, processing, failed, oldestPending   *prometheus.GaugeVec
+	handler                                      http.Handler
+
+	gaugesOnce sync.Once
+}
+
+// New builds the metrics of a client whose database pool is db (nil: no
+// pool statistics), in a registry of its own so that two clients in one
+// process never share counters.
+func New(db *sql.DB) *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry(), labels: map[string][]string{}}
+	c := func(name, help string, labels ...string) *prometheus.CounterVec {
+		v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+		m.reg.MustRegister(v)
+		m.labels[name] = labels
+		return v
+	}
+	c0 := func(name, help string) prometheus.Counter {
+		v := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+		m.reg.MustRegister(v)
+		return v
+	}
+	g := func(name, help string, labels ...string) *prometheus.GaugeVec {
+		v := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+		m.reg.MustRegister(v)
+		m.labels[name] = labels
+		return v
+	}
+	h := func(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+		v := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
+		m.reg.MustRegister(v)
+		m.labels[name] = labels
+		return v
+	}
+	m.enqueued = c("sluice_jobs_enqueued_total", "Jobs inserted (new rows; duplicates are counted apart).", "queue", "type")
+	m.deduplicated = c("sluice_jobs_deduplicated_total", "Enqueues that found their business key taken and returned the existing job.", "queue", "type")
+	m.completed = c("sluice_jobs_completed_total", "Finished attempts by outcome: success, retry (failed, will run again), failed (for good), cancelled (by an operator).", "queue", "type", "outcome")
+	m.rescued = c0("sluice_leases_rescued_total", "Jobs whose lease expired and that the maintenance leader returned to pending or failed.")
+	m.leaseLost = c("sluice_leases_lost_total", "Fenced updates that changed no row: the job's lease had moved on, so this worker's outcome was dropped.", "queue", "type")
+	m.fires = c("sluice_schedule_fires_total", "Schedule slots that enqueued a job on this node.", "queue", "type")
+	m.skips = c("sluice_schedule_skips_total", "Schedule slots skipped because the previous run was still active (overlap forbid).", "queue", "type")
+	m.lockAcquired = c0("sluice_lock_acquisitions_total", "Named locks acquired.")
+	m.lockBusy = c0("sluice_lock_busy_total", "Attempts to take a named lock that another holder had.")
+	m.batchRows = c("sluice_batch_rows_total", "Rows processed by batch jobs; type is the batch name.", "type")
+	m.batchChunks = c("sluice_batch_chunks_total", "Chunks committed by batch jobs; type is the batch name.", "type")
+	m.runDuration = h("sluice_job_run_duration_seconds", "Handler run time of one attempt.", longBuckets, "queue", "type")
+	m.queueLatency = h("sluice_job_queue_latency_seconds", "Time from a job's next_run_at to the start of its attempt.", longBuckets, "queue", "type")
+	m.claimDuration = h("sluice_claim_duration_seconds", "Duration of one claim query.", queryBuckets, "queue")
+	m.chunkDuration = h("sluice_batch_chunk_duration_seconds", "Duration of one batch chunk; type is the batch name.", longBuckets, "type")
+	m.pending = g("sluice_queue_pending", "Pending jobs per queue, refreshed on an interval.", "queue")
+	m.processing = g("sluice_queue_processing", "Processing jobs per queue, refreshed on an interval.", "queue")
+	m.failed = g("sluice_queue_failed", "Failed jobs per queue, refreshed on an interval.", "queue")
+	m.oldestPending = g("sluice_queue_oldest_pending_age_seconds", "Seconds the oldest runnable pending job has waited.", "queue")
+	if db != nil {
+		// The standard pool collector, under the sluice_ prefix:
+		// sluice_go_sql_open_connections, ..._wait_count_total, ...
+		prometheus.WrapRegistererWithPrefix("sluice_", m.reg).MustRegister(collectors.NewDBStatsCollector(db, "sluice"))
+	}
+	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+	return m
+}
+
+// Enqueued counts an enqueue: a new row, or a duplicate of an existing one.
+func (m *Metrics) Enqueued(queue, typ string, duplicate bool) {
+	if duplicate {
+		m.deduplicated.WithLabelValues(queue, typ).Inc()
+		return
+	}
+	m.enqueued.WithLabelValues(queue, typ).Inc()
+}
+
+// Completed counts a finished attempt with its run time and the time it
+// waited from next_run_at to its start.
+func (m *Metrics) Completed(queue, typ, outcome string, ran, waited time.Duration) {
+	m.completed.WithLabelValues(queue, typ, outcome).Inc()
+	if outcome == OutcomeCancelled {
+		return // an operator's cancel runs nothing
+	}
+	m.runDuration.WithLabelValues(queue, typ).Observe(ran.Seconds())
+	m.queueLatency.WithLabelValues(queue, typ).Observe(max(waited, 0).Seconds())
+}
+
+// Claimed records one claim query's duration.
+func (m *Metrics) Claimed(queue string, took time.Duration) {
+	m.claimDuration.WithLabelValues(queue).Observe(took.Seconds())
+}
+
+// LeaseLost counts a fenced update that changed no row.
+func (m *Metrics) LeaseLost(queue, typ string) { m.leaseLost.WithLabelValues(queue, typ).Inc() }
+
+// Rescued counts jobs returned by the rescue pass.
+func (m *Metrics) Rescued(n int) { m.rescued.Add(float64(n)) }
+
+// ScheduleFired and ScheduleSkipped count schedule slots by the queue and
+// type of the job they enqueue.
+func (m *Metrics) ScheduleFired(queue, typ string)   { m.fires.WithLabelValues(queue, typ).Inc() }
+func (m *Metrics) ScheduleSkipped(queue, typ string) { m.skips.WithLabelValues(queue, typ).Inc() }
+
+// LockAcquired and LockBusy are for package lock: a lock taken, and an
+// attempt that found the lock held by someone else.
+func (m *Metrics) LockAcquired() { m.lockAcquired.Inc() }
+func (m *Metrics) LockBusy()     { m.lockBusy.Inc() }
+
+// BatchChunk is for package batch: one committed chunk of rows of the
+// named batch, and how long it took.
+func (m *Metrics) BatchChunk(batch string, rows int, took time.Duration) {
+	m.batchChunks.WithLabelValues(batch).Inc()
+	m.batchRows.WithLabelValues(batch).Add(float64(rows))
+	m.chunkDuration.WithLabelValues(batch).Observe(took.Seconds())
+}
+
+// QueueGauge is one queue's live counts, as the Stats query reads them.
+type QueueGauge struct {
+	Queue                       string
+	Pending, Processing, Failed int64
+	OldestPendingAge            time.Duration
+}
+
+// SetQueues replaces the queue gauges; queues not in qs disappear.
+func (m *Metrics) SetQueues(qs []QueueGauge) {
+	for _, v := range []*prometheus.GaugeVec{m.pending, m.processing, m.failed, m.oldestPending} {
+		v.Reset()
+	}
+	for _, q := range qs {
+		m.pending.WithLabelValues(q.Queue).Set(float64(q.Pending))
+		m.processing.WithLabelValues(q.Queue).Set(float64(q.Processing))
+		m.failed.WithLabelValues(q.Queue).Set(float64(q.Failed))
+		m.oldestPending.WithLabelValues(q.Queue).Set(q.OldestPendingAge.Seconds())
+	}
+}
+
+// StartGauges refreshes the queue gauges with read every interval until
+// ctx ends; scrapes only read the last values, so a busy scraper never
+// adds database load. Only the first call starts a loop.
+func (m *Metrics) StartGauges(ctx context.Context, every time.Duration, read func(context.Context) ([]QueueGauge, error), onErr func(error)) {
+	m.gaugesOnce.Do(func() {
+		go func() {
+			for {
+				rctx, cancel := context.WithTimeout(ctx, every)
+				qs, err := read(rctx)
+				cancel()
+				if err == nil {
+					m.SetQueues(qs)
+				} else if ctx.Err() == nil && onErr != nil {
+					onErr(err)
+				}
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(every):
+				}
+			}
+		}()
+	})
+}
+
+// Value reads one series by its name and label values (a histogram gives
+// its sample count); tests use it to check exact counts.
+func (m *Metrics) Value(name string, labels ...string) float64 {
+	fams, err := m.reg.Gather()
+	if err != nil {
+		return 0
+	}
+	names := m.labels[name]
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+	series:
+		for _, s := range f.GetMetric() {
+			got := map[string]string{}
+			for _, lp := range s.GetLabel() {
+				got[lp.GetName()] = lp.GetValue()
+			}
+			for i, v := range labels {
+				if i >= len(names) || got[names[i]] != v {
+					continue series
+				}
+			}
+			switch {
+			case s.Counter != nil:
+				return s.GetCounter().GetValue()
+			case s.Gauge != nil:
+				return s.GetGauge().GetValue()
+			case s.Histogram != nil:
+				return float64(s.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return 0
+}
+
+// ServeHTTP writes every metric in the Prometheus exposition format.
+func (m *Metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	m.handler.ServeHTTP(w, r)
+}

@@ -1,0 +1,266 @@
+// Package dashboard is sluice's operator dashboard: server-rendered pages
+// from html/template with their stylesheet and script embedded, so there
+// is no build step and nothing is loaded from elsewhere. It reads through
+// the same Client and driver queries as the CLI and the JSON API.
+//
+// Access: a login form takes one of the API tokens and sets an HttpOnly,
+// SameSite=Strict cookie holding a random session id; every form carries
+// a CSRF token derived from that session.
+package dashboard
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/driver"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed assets
+var assetFS embed.FS
+
+// Config configures the dashboard.
+type Config struct {
+	Client *sluice.Client
+	// TokenOK checks a token typed into the login form; nil means the
+	// server has no tokens and the dashboard needs no login.
+	TokenOK func(token string) bool
+	Logger  *slog.Logger
+}
+
+// Dashboard serves the pages. Build it with New.
+type Dashboard struct {
+	c       *sluice.Client
+	d       driver.Driver
+	tokenOK func(string) bool
+	log     *slog.Logger
+	sess    *sessions
+	pages   map[string]*template.Template
+	mux     *http.ServeMux
+}
+
+// Paths lists the path prefixes the dashboard owns, for the server's router.
+var Paths = []string{"/", "/login", "/logout", "/jobs", "/failed", "/queues", "/schedules", "/batches", "/leases", "/workers", "/assets/"}
+
+// New parses the templates and builds the dashboard.
+func New(cfg Config) (*Dashboard, error) {
+	if cfg.Client == nil {
+		return nil, errors.New("dashboard: Config.Client is required")
+	}
+	d := &Dashboard{c: cfg.Client, d: cfg.Client.Driver(), tokenOK: cfg.TokenOK, log: cfg.Logger, sess: newSessions(),
+		pages: map[string]*template.Template{}}
+	if d.log == nil {
+		d.log = slog.New(slog.DiscardHandler)
+	}
+	names, err := fs.Glob(templateFS, "templates/*.html")
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		if n == "templates/layout.html" {
+			continue
+		}
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", n)
+		if err != nil {
+			return nil, err
+		}
+		d.pages[strings.TrimSuffix(strings.TrimPrefix(n, "templates/"), ".html")] = t
+	}
+	assets, err := fs.Sub(assetFS, "assets")
+	if err != nil {
+		return nil, err
+	}
+	m := http.NewServeMux()
+	m.Handle("GET /assets/", http.StripPrefix("/assets/", http.FileServerFS(assets)))
+	m.HandleFunc("GET /login", d.loginForm)
+	m.HandleFunc("POST /login", d.login)
+	m.HandleFunc("POST /logout", d.authed(d.logout))
+	m.HandleFunc("GET /{$}", d.authed(d.overview))
+	m.HandleFunc("GET /jobs", d.authed(d.jobs))
+	m.HandleFunc("GET /jobs/{id}", d.authed(d.job))
+	m.HandleFunc("POST /jobs/{id}/retry", d.authed(d.retry))
+	m.HandleFunc("POST /jobs/{id}/cancel", d.authed(d.cancel))
+	m.HandleFunc("GET /failed", d.authed(d.failed))
+	m.HandleFunc("POST /failed/retry", d.authed(d.retryGroup))
+	m.HandleFunc("GET /queues", d.authed(d.queues))
+	m.HandleFunc("POST /queues/{name}/{action}", d.authed(d.queueAction))
+	m.HandleFunc("GET /schedules", d.authed(d.schedules))
+	m.HandleFunc("GET /batches", d.authed(d.batches))
+	m.HandleFunc("GET /leases", d.authed(d.leases))
+	m.HandleFunc("GET /workers", d.authed(d.workers))
+	d.mux = m
+	return d, nil
+}
+
+// ServeHTTP sets the security headers and routes.
+func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	// The script and stylesheet are our own files: nothing inline, nothing
+	// from elsewhere, so an escaping bug still could not run a script.
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	d.mux.ServeHTTP(w, r)
+}
+
+// view is what every page template gets.
+type view struct {
+	Title string
+	Nav   string
+	CSRF  string
+	Auth  bool
+	Flash string
+	Data  any
+}
+
+type handler func(w http.ResponseWriter, r *http.Request, v *view)
+
+// authed checks the session (and, on POST, the CSRF token) before h.
+func (d *Dashboard) authed(h handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		v := &view{Flash: r.URL.Query().Get("flash")}
+		if d.tokenOK != nil {
+			id := d.sess.session(r)
+			if id == "" {
+				if r.Method != http.MethodGet {
+					http.Error(w, "not logged in", http.StatusUnauthorized)
+					return
+				}
+				http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				return
+			}
+			v.Auth, v.CSRF = true, d.sess.csrf(id)
+			if r.Method == http.MethodPost && !d.sess.csrfOK(id, r.PostFormValue("csrf")) {
+				http.Error(w, "missing or wrong CSRF token; reload the page", http.StatusForbidden)
+				return
+			}
+		}
+		h(w, r, v)
+	}
+}
+
+func (d *Dashboard) render(w http.ResponseWriter, page string, v *view) {
+	t := d.pages[page]
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, "layout.html", v); err != nil {
+		d.log.Error("dashboard template failed", "page", page, "err", err)
+		http.Error(w, "internal error; see the server log", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = buf.WriteTo(w)
+}
+
+func (d *Dashboard) fail(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, driver.ErrNotFound):
+		http.Error(w, "not found", http.StatusNotFound)
+	case errors.Is(err, driver.ErrWrongState):
+		http.Error(w, "the job is not in a state that allows this", http.StatusConflict)
+	default:
+		var ie *sluice.InputError
+		if errors.As(err, &ie) {
+			http.Error(w, ie.Error(), http.StatusBadRequest)
+			return
+		}
+		d.log.Error("dashboard request failed", "err", err)
+		http.Error(w, "internal error; see the server log", http.StatusInternalServerError)
+	}
+}
+
+// back redirects after a POST to a local path with a message.
+func back(w http.ResponseWriter, r *http.Request, to, flash string) {
+	if !strings.HasPrefix(to, "/") || strings.HasPrefix(to, "//") || strings.Contains(to, "\\") {
+		to = "/"
+	}
+	u, err := url.Parse(to)
+	if err != nil {
+		u = &url.URL{Path: "/"}
+	}
+	q := u.Query()
+	q.Set("flash", flash)
+	u.RawQuery = q.Encode()
+	http.Redirect(w, r, u.String(), http.StatusSeeOther)
+}
+
+func (d *Dashboard) loginForm(w http.ResponseWriter, r *http.Request) {
+	d.render(w, "login", &view{Title: "Log in", Data: map[string]string{"Next": r.URL.Query().Get("next"), "Error": ""}})
+}
+
+func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
+	next := r.PostFormValue("next")
+	if d.tokenOK != nil && !d.tokenOK(r.PostFormValue("token")) {
+		w.WriteHeader(http.StatusForbidden)
+		d.render(w, "login", &view{Title: "Log in", Data: map[string]string{"Next": next, "Error": "Token not accepted."}})
+		return
+	}
+	if d.tokenOK != nil {
+		setSessionCookie(w, r, d.sess.create(), int(sessionTTL.Seconds()))
+	}
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.Contains(next, "\\") {
+		next = "/"
+	}
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request, _ *view) {
+	if id := d.sess.session(r); id != "" {
+		d.sess.drop(id)
+	}
+	setSessionCookie(w, r, "", -1)
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+type navItem struct{ Key, Path, Label string }
+
+var nav = []navItem{
+	{"overview", "/", "Overview"}, {"jobs", "/jobs", "Jobs"}, {"failed", "/failed", "Failed"},
+	{"queues", "/queues", "Queues"}, {"schedules", "/schedules", "Schedules"}, {"batches", "/batches", "Batches"},
+	{"leases", "/leases", "Locks and leases"}, {"workers", "/workers", "Workers"},
+}
+
+var funcs = template.FuncMap{
+	"navItems": func() []navItem { return nav },
+	"ago": func(t time.Time) string {
+		if t.IsZero() {
+			return "—"
+		}
+		return time.Since(t).Round(time.Second).String() + " ago"
+	},
+	"until": func(t time.Time) string {
+		if t.IsZero() {
+			return "—"
+		}
+		d := time.Until(t).Round(time.Second)
+		if d < 0 {
+			return (-d).String() + " ago"
+		}
+		return "in " + d.String()
+	},
+	"ts": func(t time.Time) string {
+		if t.IsZero() {
+			return "—"
+		}
+		return t.UTC().Format("2006-01-02 15:04:05 UTC")
+	},
+	"tsp": func(t *time.Time) string {
+		if t == nil {
+			return "—"
+		}
+		return t.UTC().Format("2006-01-02 15:04:05 UTC")
+	},
+	"secs": func(s float64) string { return (time.Duration(s * float64(time.Second))).Round(time.Second).String() },
+	"clip": func(s string, n int) string { return driver.Truncate(s, n, false) },
+}

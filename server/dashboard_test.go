@@ -1,0 +1,280 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/schedule"
+	"github.com/sluicehq/sluice/server"
+)
+
+// hostile is data that must be shown as text, never run as markup.
+const hostile = `<script>alert("x")</script>'"&`
+
+var dashPages = []string{"/", "/jobs", "/jobs?status=failed", "/jobs?status=pending&type=" + url.QueryEscape(hostile),
+	"/failed", "/queues", "/schedules", "/batches", "/leases", "/workers"}
+
+// browser is a cookie-keeping HTTP client that does not follow redirects,
+// so tests see them.
+type browser struct {
+	t    testing.TB
+	base string
+	hc   *http.Client
+}
+
+func newBrowser(t testing.TB, base string) *browser {
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	return &browser{t: t, base: base, hc: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}}
+}
+
+func (b *browser) get(path string) (int, string, http.Header) {
+	b.t.Helper()
+	resp, err := b.hc.Get(b.base + path)
+	require.NoError(b.t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(b.t, err)
+	return resp.StatusCode, string(body), resp.Header
+}
+
+func (b *browser) post(path string, form url.Values) (int, string, http.Header) {
+	b.t.Helper()
+	resp, err := b.hc.PostForm(b.base+path, form)
+	require.NoError(b.t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(b.t, err)
+	return resp.StatusCode, string(body), resp.Header
+}
+
+func (b *browser) login(tok string) int {
+	b.t.Helper()
+	code, _, h := b.post("/login", url.Values{"token": {tok}, "next": {"/"}})
+	if code == http.StatusSeeOther {
+		require.Equal(b.t, "/", h.Get("Location"))
+	}
+	return code
+}
+
+var csrfRe = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+func (b *browser) csrf(page string) string {
+	b.t.Helper()
+	_, body, _ := b.get(page)
+	m := csrfRe.FindStringSubmatch(body)
+	require.NotNil(b.t, m, "no CSRF token on %s", page)
+	return m[1]
+}
+
+// dashServer serves a client with a schedule on d behind the token.
+func dashServer(t testing.TB, d driver.Driver, schedName string) (*sluice.Client, string) {
+	spec, err := schedule.Parse("*/5 * * * *", time.UTC)
+	require.NoError(t, err)
+	c, err := sluice.NewClient(sluice.Config{Driver: d, Schedules: []sluice.Schedule{{Name: schedName, Spec: spec, Type: "report"}}})
+	require.NoError(t, err)
+	h, err := server.New(server.Config{Client: c, Tokens: []string{token}})
+	require.NoError(t, err)
+	return c, newTestServer(t, h)
+}
+
+func TestDashboardAuth(t *testing.T) {
+	d := testdb.Open(t, "sqlite")
+	c, base := dashServer(t, d, "nightly")
+	ctx := context.Background()
+
+	anon := newBrowser(t, base)
+	for _, p := range dashPages {
+		code, _, h := anon.get(p)
+		require.Equal(t, http.StatusSeeOther, code, p)
+		require.True(t, strings.HasPrefix(h.Get("Location"), "/login?next="), "%s redirects to %s", p, h.Get("Location"))
+	}
+	code, body, _ := anon.get("/login")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, `name="token"`)
+	require.Equal(t, http.StatusForbidden, anon.login("wrong-token"))
+	code, _, _ = anon.get("/")
+	require.Equal(t, http.StatusSeeOther, code, "a refused token sets no session")
+	// The API's Bearer token is not a dashboard session.
+	req, _ := http.NewRequest("GET", base+"/", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := anon.hc.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+
+	u := newBrowser(t, base)
+	require.Equal(t, http.StatusSeeOther, u.login(token))
+	ck := u.hc.Jar.Cookies(mustURL(t, base))
+	require.Len(t, ck, 1)
+	require.NotContains(t, ck[0].Value, token, "the cookie never holds the token")
+	_, _, h := newBrowser(t, base).post("/login", url.Values{"token": {token}})
+	setCookie := h.Get("Set-Cookie")
+	require.Contains(t, setCookie, "HttpOnly")
+	require.Contains(t, setCookie, "SameSite=Strict")
+
+	failed, err := c.Enqueue(ctx, sluice.EnqueueParams{Type: "t", MaxAttempts: 1})
+	require.NoError(t, err)
+	failJob(t, d, failed.ID, "boom")
+	pending, err := c.Enqueue(ctx, sluice.EnqueueParams{Type: "t"})
+	require.NoError(t, err)
+
+	// POST without (or with a wrong) CSRF token is refused and changes nothing.
+	code, _, _ = u.post(fmt.Sprintf("/jobs/%d/retry", failed.ID), nil)
+	require.Equal(t, http.StatusForbidden, code)
+	code, _, _ = u.post(fmt.Sprintf("/jobs/%d/cancel", pending.ID), url.Values{"csrf": {"forged"}})
+	require.Equal(t, http.StatusForbidden, code)
+	code, _, _ = anon.post(fmt.Sprintf("/jobs/%d/cancel", pending.ID), nil)
+	require.Equal(t, http.StatusUnauthorized, code)
+	requireStatus(t, c, failed.ID, driver.StatusFailed)
+	requireStatus(t, c, pending.ID, driver.StatusPending)
+
+	// The buttons work with the page's token.
+	tok := u.csrf(fmt.Sprintf("/jobs/%d", failed.ID))
+	code, _, h = u.post(fmt.Sprintf("/jobs/%d/retry", failed.ID), url.Values{"csrf": {tok}})
+	require.Equal(t, http.StatusSeeOther, code)
+	require.True(t, strings.HasPrefix(h.Get("Location"), fmt.Sprintf("/jobs/%d?", failed.ID)))
+	requireStatus(t, c, failed.ID, driver.StatusPending)
+	code, _, _ = u.post(fmt.Sprintf("/jobs/%d/cancel", pending.ID), url.Values{"csrf": {tok}})
+	require.Equal(t, http.StatusSeeOther, code)
+	requireStatus(t, c, pending.ID, driver.StatusCancelled)
+
+	// Bulk retry of a failed group, and pause/resume.
+	for range 3 {
+		r, err := c.Enqueue(ctx, sluice.EnqueueParams{Type: "grp", MaxAttempts: 1})
+		require.NoError(t, err)
+		failJob(t, d, r.ID, "same error\nwith detail")
+	}
+	code, body, _ = u.get("/failed")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, "Retry 3")
+	code, _, _ = u.post("/failed/retry", url.Values{"csrf": {tok}, "type": {"grp"}, "prefix": {"same error"}})
+	require.Equal(t, http.StatusSeeOther, code)
+	st, err := c.Jobs(ctx, sluice.ListParams{Status: driver.StatusFailed})
+	require.NoError(t, err)
+	require.Empty(t, st)
+	code, _, _ = u.post("/queues/default/pause", url.Values{"csrf": {tok}})
+	require.Equal(t, http.StatusSeeOther, code)
+	paused, err := d.PausedQueues(ctx)
+	require.NoError(t, err)
+	require.True(t, paused["default"])
+
+	// Logging out ends the session.
+	code, _, _ = u.post("/logout", url.Values{"csrf": {tok}})
+	require.Equal(t, http.StatusSeeOther, code)
+	code, _, _ = u.get("/")
+	require.Equal(t, http.StatusSeeOther, code)
+}
+
+func mustURL(t *testing.T, s string) *url.URL {
+	u, err := url.Parse(s)
+	require.NoError(t, err)
+	return u
+}
+
+func requireStatus(t *testing.T, c *sluice.Client, id int64, want string) {
+	t.Helper()
+	j, err := c.Job(context.Background(), id)
+	require.NoError(t, err)
+	require.Equal(t, want, j.Status)
+}
+
+// failJob claims a job and fails it for good with msg.
+func failJob(t *testing.T, d driver.Driver, id int64, msg string) {
+	t.Helper()
+	ctx := context.Background()
+	j, err := d.GetJob(ctx, id)
+	require.NoError(t, err)
+	rows, err := d.Claim(ctx, driver.ClaimParams{Queue: j.Queue, Limit: 1000, Lease: time.Minute, Token: "tok"})
+	require.NoError(t, err)
+	var cs []driver.Completion
+	for _, r := range rows {
+		if r.ID == id {
+			cs = append(cs, driver.Completion{ID: id, Token: "tok", Status: driver.StatusFailed, Error: &msg})
+		} else {
+			cs = append(cs, driver.Completion{ID: r.ID, Token: "tok", Status: driver.StatusPending, Refund: true})
+		}
+	}
+	lost, err := d.Complete(ctx, cs)
+	require.NoError(t, err)
+	require.Empty(t, lost)
+}
+
+// TestDashboardPages renders every page through the real server on each
+// database: empty, with ordinary data, and with hostile data, which must
+// come out escaped.
+func TestDashboardPages(t *testing.T) {
+	for _, name := range testdb.Names {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			d, tg := testdb.OpenURL(t, name)
+			ctx := context.Background()
+			c, base := dashServer(t, d, hostile)
+			u := newBrowser(t, base)
+			require.Equal(t, http.StatusSeeOther, u.login(token))
+			check := func(stage string, extra ...string) {
+				for _, p := range append(dashPages, extra...) {
+					code, body, h := u.get(p)
+					require.Equal(t, http.StatusOK, code, "%s %s: %s", stage, p, body)
+					require.Equal(t, "text/html; charset=utf-8", h.Get("Content-Type"))
+					require.Contains(t, h.Get("Content-Security-Policy"), "script-src 'self'")
+					require.NotContains(t, body, `<script>alert`, "%s %s: hostile markup came through", stage, p)
+					require.Equal(t, 1, strings.Count(body, "<script"), "%s %s: only our own script tag", stage, p)
+				}
+			}
+			check("empty")
+
+			// Ordinary data: finished and live jobs, roll-ups, a node, a lease.
+			ok, err := c.Enqueue(ctx, sluice.EnqueueParams{Type: "mail", Key: "order-1", Payload: map[string]int{"n": 1}})
+			require.NoError(t, err)
+			failJob(t, d, ok.ID, "smtp: 550 mailbox unavailable")
+			require.NoError(t, d.AddStats(ctx, []driver.StatRow{{Queue: "default", Type: "mail", Outcome: "success", Bucket: time.Now().Truncate(time.Minute), Count: 5}}))
+			require.NoError(t, d.UpsertNode(ctx, driver.Node{ID: "host:1", Version: "v1", StartedAt: time.Now(), Concurrency: 4}))
+			_, err = d.AcquireLease(ctx, driver.LeaseParams{Name: "maintenance", Holder: "host:1", TTL: time.Minute})
+			require.NoError(t, err)
+			check("data", fmt.Sprintf("/jobs/%d", ok.ID))
+			_, body, _ := u.get("/")
+			require.Contains(t, body, "<svg")
+
+			// Hostile data everywhere a string reaches a page.
+			bad, err := c.Enqueue(ctx, sluice.EnqueueParams{Type: `<script>alert(1)</script>"'`, Key: hostile, Queue: `q"><script>alert(1)</script>`,
+				Payload: map[string]string{"html": "</pre>" + hostile}})
+			require.NoError(t, err)
+			failJob(t, d, bad.ID, hostile+"\n"+hostile)
+			require.NoError(t, d.UpsertNode(ctx, driver.Node{ID: hostile, Version: hostile, StartedAt: time.Now()}))
+			_, err = d.AcquireLease(ctx, driver.LeaseParams{Name: hostile, Holder: hostile, TTL: time.Minute})
+			require.NoError(t, err)
+			cp := "INSERT INTO " + tg.Prefix + "checkpoints (batch, shard, last_error, owner) VALUES (?, ?, ?, ?)"
+			if name == "postgres" {
+				cp = "INSERT INTO " + tg.Prefix + "checkpoints (batch, shard, last_error, owner) VALUES ($1, $2, $3, $4)"
+			}
+			_, err = d.DB().ExecContext(ctx, cp, hostile, hostile, hostile, hostile)
+			require.NoError(t, err)
+			require.NoError(t, d.AddStats(ctx, []driver.StatRow{{Queue: hostile, Type: hostile, Outcome: "failed", Bucket: time.Now().Truncate(time.Minute), Count: 2}}))
+			if name == "sqlite" {
+				// Only SQLite stores invalid UTF-8 in a text column.
+				_, err = d.DB().ExecContext(ctx, "UPDATE "+tg.Prefix+"jobs SET last_error = CAST(X'3C7363726970743EC328FF' AS TEXT) WHERE id = ?", bad.ID)
+				require.NoError(t, err)
+			}
+			check("hostile", fmt.Sprintf("/jobs/%d", bad.ID))
+			_, body, _ = u.get(fmt.Sprintf("/jobs/%d", bad.ID))
+			require.Contains(t, body, "&lt;script&gt;alert")
+			require.Contains(t, body, "&#34;")
+		})
+	}
+}
