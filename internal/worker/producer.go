@@ -57,25 +57,14 @@ func (pr *producer) loop(ctx context.Context) {
 	poll := pr.p.cfg.PollMin
 	errWait := 100 * time.Millisecond
 	claimed := 0
+	busy := false // the last claim was full: the queue has a backlog
 	for {
 		if pr.q.MaxJobs > 0 && claimed >= pr.q.MaxJobs {
 			return
 		}
-		// Wait for at least one free slot, then take every free one.
-		select {
-		case <-ctx.Done():
+		free, ok := pr.takeSlots(ctx, busy)
+		if !ok {
 			return
-		case <-pr.slots:
-		}
-		free := 1
-	take:
-		for free < pr.p.cfg.MaxClaim {
-			select {
-			case <-pr.slots:
-				free++
-			default:
-				break take
-			}
 		}
 		if pr.q.MaxJobs > 0 {
 			if left := pr.q.MaxJobs - claimed; free > left {
@@ -135,13 +124,10 @@ func (pr *producer) loop(ctx context.Context) {
 		if pr.q.MaxJobs > 0 && len(jobs) < free {
 			return // a bounded pass ends when nothing more is runnable
 		}
-		if len(jobs) == free {
-			// The queue may hold more: claim again once slots free up,
-			// after a short cooldown that lets them accumulate.
+		busy = len(jobs) == free
+		if busy {
+			// The queue may hold more: claim again as slots free up.
 			poll = pr.p.cfg.PollMin
-			if !pr.sleep(ctx, pr.p.cfg.FetchCooldown) {
-				return
-			}
 			continue
 		}
 		if len(jobs) > 0 {
@@ -156,6 +142,48 @@ func (pr *producer) loop(ctx context.Context) {
 		case <-time.After(poll):
 		}
 	}
+}
+
+// takeSlots waits for a free slot and takes every free one. When busy, it
+// waits up to FetchWait for an eighth of the slots, so that a backlog is
+// claimed in large batches while the prefetched jobs keep workers going.
+func (pr *producer) takeSlots(ctx context.Context, busy bool) (int, bool) {
+	select {
+	case <-ctx.Done():
+		return 0, false
+	case <-pr.slots:
+	}
+	free := 1
+	want := 1
+	if busy {
+		want = max(1, cap(pr.slots)/8)
+	}
+	var deadline <-chan time.Time
+	for free < pr.p.cfg.MaxClaim {
+		select {
+		case <-pr.slots:
+			free++
+			continue
+		default:
+		}
+		if free >= want {
+			break
+		}
+		if deadline == nil {
+			deadline = time.After(pr.p.cfg.FetchWait)
+		}
+		select {
+		case <-pr.slots:
+			free++
+			continue
+		case <-deadline:
+		case <-ctx.Done():
+			pr.giveBack(free)
+			return 0, false
+		}
+		break
+	}
+	return free, true
 }
 
 // allowed waits for the rate limiter to allow one job start, then takes as

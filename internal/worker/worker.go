@@ -69,10 +69,11 @@ type Config struct {
 	PollMin, PollMax time.Duration
 	// MaxClaim caps one claim batch. Default 1,000.
 	MaxClaim int
-	// FetchCooldown is the least time between two claims of one queue,
+	// FetchWait is how long a busy producer (its last claim was full)
+	// waits for an eighth of its slots to free up before claiming fewer,
 	// so that a busy pool claims a few large batches rather than many
-	// single jobs. Default 1ms.
-	FetchCooldown time.Duration
+	// single jobs. Default 10ms.
+	FetchWait time.Duration
 	// Grace is how long handlers get to return after a shutdown deadline
 	// cancels them before their jobs are requeued anyway. Default 1s.
 	Grace time.Duration
@@ -113,8 +114,8 @@ func New(cfg Config) *Pool {
 	if cfg.MaxClaim <= 0 {
 		cfg.MaxClaim = 1000
 	}
-	if cfg.FetchCooldown <= 0 {
-		cfg.FetchCooldown = time.Millisecond
+	if cfg.FetchWait <= 0 {
+		cfg.FetchWait = 10 * time.Millisecond
 	}
 	if cfg.Grace <= 0 {
 		cfg.Grace = time.Second
