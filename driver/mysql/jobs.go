@@ -46,24 +46,10 @@ func (d *Driver) Insert(ctx context.Context, tx *sql.Tx, jobs []driver.InsertPar
 	if len(jobs) == 0 {
 		return nil, nil
 	}
-	if tx != nil {
-		out, err := d.insert(ctx, tx, jobs)
-		if err != nil {
-			return nil, fmt.Errorf("enqueue: %w", err)
-		}
-		return out, nil
-	}
 	var out []driver.InsertResult
-	err := driver.RetryTransient(ctx, d.Transient, func() error {
-		own, err := d.Write.BeginTx(ctx, nil)
-		if err != nil {
-			return err
-		}
-		defer own.Rollback()
-		if out, err = d.insert(ctx, own, jobs); err != nil {
-			return err
-		}
-		return own.Commit()
+	err := d.InTx(ctx, tx, func(tx *sql.Tx) (err error) {
+		out, err = d.insert(ctx, tx, jobs)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("enqueue: %w", err)

@@ -63,6 +63,26 @@ func (b *Base) Now(ctx context.Context) (time.Time, error) {
 	return t.Time, nil
 }
 
+// InTx runs fn in tx when the caller gave one (EnqueueTx), or else in a
+// write transaction of its own, committed on success and retried whole on
+// transient errors.
+func (b *Base) InTx(ctx context.Context, tx *sql.Tx, fn func(*sql.Tx) error) error {
+	if tx != nil {
+		return fn(tx)
+	}
+	return driver.RetryTransient(ctx, b.Transient, func() error {
+		own, err := b.Write.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer own.Rollback()
+		if err := fn(own); err != nil {
+			return err
+		}
+		return own.Commit()
+	})
+}
+
 // InList expands the marker /*IDS*/ in q to n placeholders numbered from start.
 func (b *Base) InList(q string, start, n int) string {
 	var sb strings.Builder
@@ -247,16 +267,9 @@ func (b *Base) CompleteTx(ctx context.Context, tx *sql.Tx, c driver.Completion) 
 // transient errors.
 func (b *Base) CompleteEach(ctx context.Context, cs []driver.Completion) ([]int64, error) {
 	var lost []int64
-	err := driver.RetryTransient(ctx, b.Transient, func() error {
-		tx, err := b.Write.BeginTx(ctx, nil)
-		if err != nil {
-			return err
-		}
-		defer tx.Rollback()
-		if lost, err = b.CompleteEachTx(ctx, tx, cs); err != nil {
-			return err
-		}
-		return tx.Commit()
+	err := b.InTx(ctx, nil, func(tx *sql.Tx) (err error) {
+		lost, err = b.CompleteEachTx(ctx, tx, cs)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("complete %d jobs: %w", len(cs), err)

@@ -44,24 +44,10 @@ func (d *Driver) Insert(ctx context.Context, tx *sql.Tx, jobs []driver.InsertPar
 		}
 		return out, nil
 	}
-	if tx != nil {
-		out, err := run(tx)
-		if err != nil {
-			return nil, fmt.Errorf("enqueue: %w", err)
-		}
-		return out, nil
-	}
 	var out []driver.InsertResult
-	err := driver.RetryTransient(ctx, d.Transient, func() error {
-		own, err := d.Write.BeginTx(ctx, nil)
-		if err != nil {
-			return err
-		}
-		defer own.Rollback()
-		if out, err = run(own); err != nil {
-			return err
-		}
-		return own.Commit()
+	err := d.InTx(ctx, tx, func(tx *sql.Tx) (err error) {
+		out, err = run(tx)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("enqueue: %w", err)
@@ -76,20 +62,13 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) ([]driver.JobR
 		q, args = d.Q["claim_type"], []any{p.Token, d.Duration(p.Lease), p.Queue, p.Type, p.Limit}
 	}
 	var jobs []driver.JobRow
-	err := driver.RetryTransient(ctx, d.Transient, func() error {
-		tx, err := d.Write.BeginTx(ctx, nil)
-		if err != nil {
-			return err
-		}
-		defer tx.Rollback()
+	err := d.InTx(ctx, nil, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, q, args...)
 		if err != nil {
 			return err
 		}
-		if jobs, err = driver.ScanJobs(rows); err != nil {
-			return err
-		}
-		return tx.Commit()
+		jobs, err = driver.ScanJobs(rows)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim %s: %w", p.Queue, err)

@@ -228,13 +228,8 @@ func (d *Driver) Complete(ctx context.Context, cs []driver.Completion) ([]int64,
 		}
 	}
 	var lost []int64
-	err := driver.RetryTransient(ctx, d.Transient, func() error {
+	err := d.InTx(ctx, nil, func(tx *sql.Tx) error {
 		lost = lost[:0]
-		tx, err := d.Write.BeginTx(ctx, nil)
-		if err != nil {
-			return err
-		}
-		defer tx.Rollback()
 		for token, ids := range plain {
 			l, err := d.completePlain(ctx, tx, token, ids)
 			if err != nil {
@@ -243,11 +238,8 @@ func (d *Driver) Complete(ctx context.Context, cs []driver.Completion) ([]int64,
 			lost = append(lost, l...)
 		}
 		l, err := d.CompleteEachTx(ctx, tx, rest)
-		if err != nil {
-			return err
-		}
 		lost = append(lost, l...)
-		return tx.Commit()
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("complete %d jobs: %w", len(cs), err)
