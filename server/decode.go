@@ -9,24 +9,9 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/internal/dur"
 )
-
-// jobRequest is one job in POST /v1/jobs and POST /v1/jobs/batch.
-type jobRequest struct {
-	Type        string          `json:"type"`
-	Key         string          `json:"key"`
-	Payload     json.RawMessage `json:"payload"`
-	Queue       string          `json:"queue"`
-	Priority    int             `json:"priority"`
-	Delay       string          `json:"delay"`
-	RunAt       string          `json:"run_at"`
-	MaxAttempts int             `json:"max_attempts"`
-	Dedupe      string          `json:"dedupe"`
-}
 
 // requestError is bad input: the status and the message naming the field.
 type requestError struct {
@@ -181,31 +166,14 @@ func pathAt(b []byte) string {
 	}
 }
 
-// params turns a decoded job into EnqueueParams; prefix names its place in
-// a batch.
-func (j *jobRequest) params(prefix string) (sluice.EnqueueParams, error) {
-	p := sluice.EnqueueParams{Type: j.Type, Key: j.Key, Queue: j.Queue, Priority: j.Priority,
-		MaxAttempts: j.MaxAttempts, Dedupe: j.Dedupe}
-	// An absent or null payload is the default {}; anything else is stored
-	// as the JSON the caller sent.
-	if len(j.Payload) > 0 && !bytes.Equal(j.Payload, []byte("null")) {
-		p.Payload = j.Payload
+// jobParams converts a decoded job; prefix names its place in a batch.
+func jobParams(req *sluice.JobRequest, prefix string) (sluice.EnqueueParams, error) {
+	p, err := req.Params()
+	var ie *sluice.InputError
+	if errors.As(err, &ie) {
+		return p, badRequest("%s%s", prefix, ie.Error())
 	}
-	if j.Delay != "" {
-		d, err := dur.Parse(j.Delay)
-		if err != nil {
-			return p, badRequest("%sdelay: %v", prefix, err)
-		}
-		p.Delay = d
-	}
-	if j.RunAt != "" {
-		t, err := time.Parse(time.RFC3339Nano, j.RunAt)
-		if err != nil {
-			return p, badRequest("%srun_at: %q is not an RFC 3339 time such as 2025-01-02T15:04:05Z", prefix, j.RunAt)
-		}
-		p.RunAt = t
-	}
-	return p, nil
+	return p, err
 }
 
 // queryInt reads an optional integer query parameter of at least min.

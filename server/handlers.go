@@ -64,12 +64,12 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	var req jobRequest
+	var req sluice.JobRequest
 	if err := decodeStrict(b, &req, ""); err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	p, err := req.params("")
+	p, err := jobParams(&req, "")
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -101,12 +101,12 @@ func (s *Server) enqueueBatch(w http.ResponseWriter, r *http.Request) {
 	ps := make([]sluice.EnqueueParams, len(raw))
 	for i, e := range raw {
 		prefix := fmt.Sprintf("[%d].", i)
-		var req jobRequest
+		var req sluice.JobRequest
 		if err := decodeStrict(e, &req, prefix); err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		p, err := req.params(prefix)
+		p, err := jobParams(&req, prefix)
 		if err != nil {
 			s.fail(w, r, err)
 			return

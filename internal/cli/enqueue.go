@@ -10,12 +10,10 @@ import (
 	"io"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/internal/dur"
 )
 
 func (a *app) enqueueCommand() *cobra.Command {
@@ -42,7 +40,7 @@ priority, delay, run_at, max_attempts, dedupe) and enqueue them all or none.`,
 			if len(args) != 1 {
 				return usagef("enqueue needs exactly one TYPE argument (or --ndjson FILE)")
 			}
-			line := ndjsonLine{Type: args[0], Key: key, Queue: queue, Priority: priority, Delay: delay,
+			line := sluice.JobRequest{Type: args[0], Key: key, Queue: queue, Priority: priority, Delay: delay,
 				RunAt: runAt, MaxAttempts: maxAttempts, Dedupe: dedupe}
 			if payload != "" {
 				b, err := a.readPayload(payload)
@@ -51,7 +49,7 @@ priority, delay, run_at, max_attempts, dedupe) and enqueue them all or none.`,
 				}
 				line.Payload = b
 			}
-			p, err := line.params()
+			p, err := line.Params()
 			if err != nil {
 				return err
 			}
@@ -99,45 +97,6 @@ func (a *app) readPayload(arg string) ([]byte, error) {
 	return b, nil
 }
 
-// ndjsonLine is one job as the CLI and NDJSON files spell it.
-type ndjsonLine struct {
-	Type        string          `json:"type"`
-	Key         string          `json:"key"`
-	Payload     json.RawMessage `json:"payload"`
-	Queue       string          `json:"queue"`
-	Priority    int             `json:"priority"`
-	Delay       string          `json:"delay"`
-	RunAt       string          `json:"run_at"`
-	MaxAttempts int             `json:"max_attempts"`
-	Dedupe      string          `json:"dedupe"`
-}
-
-func (l ndjsonLine) params() (sluice.EnqueueParams, error) {
-	p := sluice.EnqueueParams{Type: l.Type, Key: l.Key, Queue: l.Queue, Priority: l.Priority,
-		MaxAttempts: l.MaxAttempts, Dedupe: l.Dedupe}
-	if len(l.Payload) > 0 {
-		p.Payload = l.Payload
-	}
-	if l.MaxAttempts < 0 {
-		return p, &sluice.InputError{Field: "max_attempts", Msg: "must be at least 1"}
-	}
-	if l.Delay != "" {
-		d, err := dur.Parse(l.Delay)
-		if err != nil {
-			return p, &sluice.InputError{Field: "delay", Msg: err.Error()}
-		}
-		p.Delay = d
-	}
-	if l.RunAt != "" {
-		t, err := time.Parse(time.RFC3339Nano, l.RunAt)
-		if err != nil {
-			return p, &sluice.InputError{Field: "run_at", Msg: fmt.Sprintf("%q is not an RFC 3339 time", l.RunAt)}
-		}
-		p.RunAt = t
-	}
-	return p, nil
-}
-
 // enqueueNDJSON checks every line before writing any, then inserts them all
 // in one transaction.
 func (a *app) enqueueNDJSON(ctx context.Context, path string) error {
@@ -162,7 +121,7 @@ func (a *app) enqueueNDJSON(ctx context.Context, path string) error {
 		if len(text) == 0 {
 			continue
 		}
-		var l ndjsonLine
+		var l sluice.JobRequest
 		dec := json.NewDecoder(bytes.NewReader(text))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&l); err != nil {
@@ -171,7 +130,7 @@ func (a *app) enqueueNDJSON(ctx context.Context, path string) error {
 		if dec.More() {
 			return usagef("--ndjson line %d: more than one JSON value (nothing was enqueued)", n)
 		}
-		p, err := l.params()
+		p, err := l.Params()
 		if err == nil {
 			err = c.Check(p)
 		}
