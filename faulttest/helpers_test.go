@@ -1,0 +1,508 @@
+// Package faulttest injects faults around real `sluice work` processes
+// (database restarts, killed connections, locks, hanging webhooks, a full
+// disk, shutdown under load) and checks, from an execution log and the
+// jobs table, that no job is lost and that only jobs in flight at the
+// fault ran twice.
+//
+// Faults that touch a MariaDB or PostgreSQL server start a throwaway
+// instance of their own on a free port: the shared test servers are used by
+// other packages in parallel and must never be restarted or have their
+// connections killed.
+package faulttest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql" // the admin connection to a throwaway MariaDB
+	_ "github.com/jackc/pgx/v5/stdlib" // the admin connection to a throwaway PostgreSQL
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/dburl"
+	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/testdb"
+)
+
+var bin string
+
+// TestMain builds the real binary once: every fault is injected around
+// processes that run exactly as a user runs them.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "sluice-fault")
+	if err != nil {
+		panic(err)
+	}
+	bin = filepath.Join(dir, "sluice")
+	out, err := exec.Command("go", "build", "-o", bin, "../cmd/sluice").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build sluice: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// unavailable skips a fault whose environment (a throwaway server, a
+// tmpfs mount) cannot be set up here, loudly, or fails it in CI.
+func unavailable(t *testing.T, what string, err error, out []byte) {
+	t.Helper()
+	msg := fmt.Sprintf("%s: %v\n%s", what, err, out)
+	if testdb.RequireAll() {
+		t.Fatalf("%s (SLUICE_TEST_REQUIRE_ALL=1: every fault is required)", msg)
+	}
+	fmt.Fprintf(os.Stderr, "\n!!! SKIPPING FAULT TEST %s: %s\n", t.Name(), msg)
+	t.Skip(msg)
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// server is a throwaway database instance owned by one test.
+type server struct {
+	kind   string // "mysql" or "postgres"
+	dir    string
+	port   int
+	url    string // sluice URL of the test database
+	admin  string // database/sql DSN for the test's own admin connection
+	prefix string // sluice's table prefix, set by target
+	proc   *exec.Cmd
+	t      *testing.T
+}
+
+const dbName = "sluice_fault"
+
+// serverDir makes a data directory under /tmp owned by the server's user:
+// t.TempDir's parents are not traversable by postgres or mysql.
+func serverDir(t *testing.T, owner string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "sluice-fault-"+owner)
+	require.NoError(t, err)
+	require.NoError(t, os.Chmod(dir, 0o755))
+	if out, err := exec.Command("chown", owner+":"+owner, dir).CombinedOutput(); err != nil {
+		unavailable(t, "chown "+dir, err, out)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+func startPostgres(t *testing.T) *server {
+	t.Helper()
+	bindir := "/usr/lib/postgresql/15/bin"
+	if _, err := os.Stat(bindir + "/initdb"); err != nil {
+		unavailable(t, "PostgreSQL 15 binaries", err, nil)
+	}
+	s := &server{kind: "postgres", dir: serverDir(t, "postgres"), port: freePort(t), t: t}
+	data := s.dir + "/data"
+	out, err := exec.Command("runuser", "-u", "postgres", "--", bindir+"/initdb", "-D", data, "-A", "trust", "-U", "postgres").CombinedOutput()
+	if err != nil {
+		unavailable(t, "initdb", err, out)
+	}
+	s.start()
+	t.Cleanup(func() { s.pgctl("stop", "-m", "immediate") })
+	db, err := sql.Open("pgx", fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", s.port))
+	require.NoError(t, err)
+	_, err = db.Exec("CREATE DATABASE " + dbName)
+	db.Close()
+	require.NoError(t, err)
+	s.url = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", s.port, dbName)
+	s.admin = s.url
+	return s
+}
+
+func (s *server) pgctl(args ...string) ([]byte, error) {
+	full := append([]string{"-u", "postgres", "--", "/usr/lib/postgresql/15/bin/pg_ctl", "-D", s.dir + "/data"}, args...)
+	return exec.Command("runuser", full...).CombinedOutput()
+}
+
+func startMariaDB(t *testing.T) *server {
+	t.Helper()
+	if _, err := exec.LookPath("mariadbd"); err != nil {
+		if _, err2 := os.Stat("/usr/sbin/mariadbd"); err2 != nil {
+			unavailable(t, "mariadbd binary", err, nil)
+		}
+	}
+	s := &server{kind: "mysql", dir: serverDir(t, "mysql"), port: freePort(t), t: t}
+	out, err := exec.Command("mariadb-install-db", "--datadir="+s.dir+"/data", "--user=mysql",
+		"--auth-root-authentication-method=normal", "--skip-test-db").CombinedOutput()
+	if err != nil {
+		unavailable(t, "mariadb-install-db", err, out)
+	}
+	s.start()
+	t.Cleanup(func() {
+		if s.proc != nil {
+			s.proc.Process.Kill()
+			s.proc.Wait()
+		}
+	})
+	db, err := sql.Open("mysql", fmt.Sprintf("root@tcp(127.0.0.1:%d)/", s.port))
+	require.NoError(t, err)
+	_, err = db.Exec("CREATE DATABASE " + dbName)
+	db.Close()
+	require.NoError(t, err)
+	s.url = fmt.Sprintf("mysql://root@127.0.0.1:%d/%s", s.port, dbName)
+	s.admin = fmt.Sprintf("root@tcp(127.0.0.1:%d)/%s", s.port, dbName)
+	return s
+}
+
+// start (re)starts the instance on the same data directory and port.
+func (s *server) start() {
+	t := s.t
+	t.Helper()
+	switch s.kind {
+	case "postgres":
+		opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200", s.port, s.dir)
+		out, err := s.pgctl("-o", opts, "-l", s.dir+"/log", "-w", "start")
+		if err != nil {
+			log, _ := os.ReadFile(s.dir + "/log")
+			unavailable(t, "pg_ctl start", err, append(out, log...))
+		}
+	case "mysql":
+		cmd := exec.Command("/usr/sbin/mariadbd", "--no-defaults", "--datadir="+s.dir+"/data", fmt.Sprintf("--port=%d", s.port),
+			"--socket="+s.dir+"/sock", "--bind-address=127.0.0.1", "--user=mysql", "--innodb-flush-log-at-trx-commit=2",
+			"--skip-log-bin", "--innodb-buffer-pool-size=64M", "--max-connections=300", "--pid-file="+s.dir+"/pid")
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		if err := cmd.Start(); err != nil {
+			unavailable(t, "mariadbd", err, nil)
+		}
+		s.proc = cmd
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			out, err := exec.Command("mysqladmin", "-h127.0.0.1", fmt.Sprintf("-P%d", s.port), "-uroot", "ping").CombinedOutput()
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				unavailable(t, "mariadbd did not answer", err, append(out, errb.Bytes()...))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
+// stop stops the instance: cleanly, or as a crash (SIGKILL / immediate).
+func (s *server) stop(crash bool) {
+	t := s.t
+	t.Helper()
+	switch s.kind {
+	case "postgres":
+		mode := "fast"
+		if crash {
+			mode = "immediate"
+		}
+		out, err := s.pgctl("-m", mode, "-w", "stop")
+		require.NoError(t, err, "pg_ctl stop: %s", out)
+	case "mysql":
+		if crash {
+			s.proc.Process.Signal(syscall.SIGKILL)
+		} else {
+			out, err := exec.Command("mysqladmin", "-h127.0.0.1", fmt.Sprintf("-P%d", s.port), "-uroot", "shutdown").CombinedOutput()
+			require.NoError(t, err, "mysqladmin shutdown: %s", out)
+		}
+		s.proc.Wait()
+		s.proc = nil
+	}
+}
+
+// adminDB opens the test's own connection to the instance, outside sluice.
+func (s *server) adminDB() *sql.DB {
+	drv := "pgx"
+	if s.kind == "mysql" {
+		drv = "mysql"
+	}
+	db, err := sql.Open(drv, s.admin)
+	require.NoError(s.t, err)
+	s.t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// target migrates sluice's tables on the instance and returns a driver on them.
+func (s *server) target(t *testing.T) (driver.Driver, []string) {
+	prefix := testdb.Prefix()
+	s.prefix = prefix
+	env := []string{"SLUICE_DB=" + s.url, "SLUICE_PREFIX=" + prefix}
+	r := run(t, env, "migrate")
+	require.Equal(t, 0, r.code, r.stderr)
+	d, err := dburl.Open(s.url, dburl.Options{Prefix: prefix})
+	require.NoError(t, err)
+	t.Cleanup(func() { d.Close() })
+	return d, env
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func run(t *testing.T, env []string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(append(os.Environ(), "SLUICE_DB=", "SLUICE_PREFIX=", "SLUICE_CONFIG="), env...)
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		require.True(t, ok, "run %v: %v", args, err)
+		code = ee.ExitCode()
+	}
+	return result{code, so.String(), se.String()}
+}
+
+// proc is a running `sluice work` with its stderr captured.
+type proc struct {
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	errb bytes.Buffer
+	done chan struct{}
+	err  error
+}
+
+func (p *proc) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.errb.Write(b)
+}
+
+func (p *proc) stderr() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.errb.String()
+}
+
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func startWork(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
+	p := &proc{done: make(chan struct{})}
+	p.cmd = exec.Command(bin, append([]string{"work"}, args...)...)
+	p.cmd.Env = append(append(os.Environ(), "SLUICE_DB=", "SLUICE_PREFIX=", "SLUICE_CONFIG="), env...)
+	p.cmd.Stderr = p
+	require.NoError(t, p.cmd.Start())
+	go func() { p.err = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		if !p.exited() {
+			p.cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("work pid %d stderr (tail):\n%s", p.cmd.Process.Pid, tail(p.stderr(), 4000))
+		}
+	})
+	return p
+}
+
+// term sends SIGTERM and waits for the exit, returning the error and how long it took.
+func (p *proc) term(t *testing.T, limit time.Duration) (time.Duration, error) {
+	t.Helper()
+	start := time.Now()
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case <-p.done:
+		return time.Since(start), p.err
+	case <-time.After(limit):
+		t.Fatalf("sluice work pid %d did not exit within %s of SIGTERM", p.cmd.Process.Pid, limit)
+		return 0, nil
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// logScript is a command handler that writes "start ID ATTEMPT PID" and
+// "end ID ATTEMPT PID" lines around a sleep. $PPID is the sluice process
+// (the argv runs without a shell in between), so a line says which worker
+// ran it. Each echo is one short O_APPEND write, so lines land whole.
+func logScript(logPath, sleep string) string {
+	return fmt.Sprintf(`echo "start $SLUICE_JOB_ID $SLUICE_JOB_ATTEMPT $PPID" >> %[1]s; sleep %[2]s; echo "end $SLUICE_JOB_ID $SLUICE_JOB_ATTEMPT $PPID" >> %[1]s`, logPath, sleep)
+}
+
+// writeConfig writes a config with a "work" command type built by logScript.
+func writeConfig(t *testing.T, concurrency int, sleep string, typeExtra string, extra string) (cfgPath, logPath string) {
+	t.Helper()
+	dir := t.TempDir()
+	logPath = filepath.Join(dir, "exec.log")
+	cfgPath = filepath.Join(dir, "sluice.yaml")
+	cfg := fmt.Sprintf(`queues:
+  default: { concurrency: %d }
+types:
+  work:
+    command: ["sh", "-c", %q]
+    timeout: 60s
+    backoff: { base: 100ms, max: 1s }
+%s
+%s`, concurrency, logScript(logPath, sleep), typeExtra, extra)
+	require.NoError(t, os.WriteFile(cfgPath, []byte(cfg), 0o644))
+	return cfgPath, logPath
+}
+
+func enqueue(t *testing.T, d driver.Driver, typ string, n int) {
+	t.Helper()
+	c, err := sluice.NewClient(sluice.Config{Driver: d})
+	require.NoError(t, err)
+	ps := make([]sluice.EnqueueParams, n)
+	for i := range ps {
+		ps[i] = sluice.EnqueueParams{Type: typ, Key: fmt.Sprintf("%s-%d", typ, i)}
+	}
+	_, err = c.EnqueueMany(context.Background(), ps)
+	require.NoError(t, err)
+}
+
+// waitFor polls cond every 50 ms until it holds or limit passes.
+func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not reached within %s", what, limit)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// allDone reports whether no job is pending or processing. Errors count
+// as not done: the database may be down at that moment.
+func allDone(d driver.Driver) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := d.Stats(ctx)
+	if err != nil {
+		return false
+	}
+	for _, s := range st {
+		if s.Pending+s.Processing > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// execRun is one run of a job as the execution log saw it.
+type execRun struct {
+	attempt, pid int
+	ended        bool
+	startedAt    int // line number of the start
+}
+
+type execLog struct {
+	runs  map[int64][]*execRun
+	lines int
+}
+
+func readLog(t *testing.T, path string) *execLog {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	l := &execLog{runs: map[int64][]*execRun{}}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		l.lines++
+		var kind string
+		var id int64
+		var attempt, pid int
+		_, err := fmt.Sscanf(sc.Text(), "%s %d %d %d", &kind, &id, &attempt, &pid)
+		require.NoError(t, err, "log line %q", sc.Text())
+		switch kind {
+		case "start":
+			l.runs[id] = append(l.runs[id], &execRun{attempt: attempt, pid: pid, startedAt: l.lines})
+		case "end":
+			found := false
+			for _, r := range l.runs[id] {
+				if r.attempt == attempt && r.pid == pid && !r.ended {
+					r.ended, found = true, true
+					break
+				}
+			}
+			require.True(t, found, "end without start: %q", sc.Text())
+		default:
+			t.Fatalf("bad log line %q", sc.Text())
+		}
+	}
+	return l
+}
+
+// countEnds counts "end " lines so far (for progress and recovery timing).
+func countEnds(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	return bytes.Count(b, []byte("\nend ")) + map[bool]int{true: 1}[bytes.HasPrefix(b, []byte("end "))]
+}
+
+// successRows returns every job in success, paging through ListJobs.
+func jobsByStatus(t *testing.T, d driver.Driver) map[string][]driver.JobRow {
+	t.Helper()
+	out := map[string][]driver.JobRow{}
+	var after int64
+	for {
+		rows, err := d.ListJobs(context.Background(), driver.ListParams{AfterID: after, Limit: 1000})
+		require.NoError(t, err)
+		for _, r := range rows {
+			out[r.Status] = append(out[r.Status], r)
+		}
+		if len(rows) < 1000 {
+			return out
+		}
+		after = rows[len(rows)-1].ID
+	}
+}
+
+// checkAllSucceeded asserts that all n jobs are in success and that each
+// ran (per the log) at least once; it returns the ids that ran more than once.
+func checkAllSucceeded(t *testing.T, d driver.Driver, l *execLog, n int) (dups []int64, lost int) {
+	t.Helper()
+	by := jobsByStatus(t, d)
+	require.Len(t, by[driver.StatusSuccess], n, "every job ends in success (others: %d pending, %d processing, %d failed)",
+		len(by[driver.StatusPending]), len(by[driver.StatusProcessing]), len(by[driver.StatusFailed]))
+	for _, j := range by[driver.StatusSuccess] {
+		runs := l.runs[j.ID]
+		if len(runs) == 0 {
+			lost++
+			continue
+		}
+		ended := 0
+		for _, r := range runs {
+			if r.ended {
+				ended++
+			}
+		}
+		require.GreaterOrEqual(t, ended, 1, "job %d is success but no run of it ended: %+v", j.ID, runs)
+		if len(runs) > 1 {
+			dups = append(dups, j.ID)
+		}
+	}
+	require.Zero(t, lost, "jobs in success that never ran")
+	return dups, lost
+}

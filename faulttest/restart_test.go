@@ -1,0 +1,207 @@
+package faulttest
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// run1Config is shared by the faults that hit the database server while
+// 2,000 jobs run on 2 processes. The lease is short (6s, not the default
+// 5m) so that a claim whose commit acknowledgement was lost to the fault
+// (jobs left processing under a token nobody holds) is rescued within the
+// test's time; default maintenance rescues every 5s.
+const (
+	faultJobs  = 2000
+	faultProcs = 2
+	faultConc  = 8
+)
+
+// fault is one injection; it returns when the server is usable again,
+// with the number of disruptions it made (restarts, killed connections).
+type fault func(t *testing.T, s *server, logPath string) int
+
+// serverFaultRun runs faultJobs jobs on faultProcs `sluice work` processes
+// against a throwaway server and calls inject at each of the given
+// fractions of the run. It checks that no worker exits, every job ends in
+// success exactly as the log says, and that only jobs in flight at a
+// fault ran more than once.
+func serverFaultRun(t *testing.T, s *server, lease string, at []float64, inject fault) faultResult {
+	d, env := s.target(t)
+	cfg, logPath := writeConfig(t, faultConc, "0.01", "    lease: "+lease, "")
+	enqueue(t, d, "work", faultJobs)
+	// The test's own pool keeps no idle connection, so a fault that kills
+	// connections cannot leave it a dead one for the final checks.
+	d.DB().SetMaxIdleConns(0)
+	var procs []*proc
+	for i := 0; i < faultProcs; i++ {
+		procs = append(procs, startWork(t, env, "--config", cfg, "--shutdown-timeout", "5s"))
+	}
+	admin := s.adminDB()
+	t0 := time.Now()
+	var faultEnd []int // log line count when each fault ended
+	var recoveries []time.Duration
+	disruptions := 0
+	for i, frac := range at {
+		waitFor(t, 90*time.Second, fmt.Sprintf("%.0f%% of the jobs done", frac*100), func() bool {
+			return countEnds(logPath) >= int(frac*faultJobs)
+		})
+		begin := time.Now()
+		disruptions += inject(t, s, logPath)
+		up := time.Now()
+		// Recovery: from the server being back to the first job whose
+		// success is committed after it.
+		base := -1
+		waitFor(t, 60*time.Second, "a job completes after the fault", func() bool {
+			n, err := successCount(admin, s.prefix)
+			if err != nil {
+				return false
+			}
+			if base < 0 {
+				base = n
+				return n == faultJobs
+			}
+			return n > base
+		})
+		rec := time.Since(up)
+		recoveries = append(recoveries, rec)
+		faultEnd = append(faultEnd, readLog(t, logPath).lines)
+		t.Logf("fault %d at %.0f%%: disrupted for %s, recovery %s", i+1, frac*100, up.Sub(begin).Round(time.Millisecond), rec.Round(time.Millisecond))
+		for _, p := range procs {
+			require.False(t, p.exited(), "sluice work pid %d exited during the fault: %v", p.cmd.Process.Pid, p.err)
+		}
+	}
+	waitFor(t, 90*time.Second, "every job finished", func() bool { return allDone(d) })
+	t.Logf("all done after %s", time.Since(t0).Round(time.Millisecond))
+	for _, p := range procs {
+		took, err := p.term(t, 15*time.Second)
+		require.NoError(t, err, "work exits 0 on SIGTERM (after %s)", took)
+	}
+
+	l := readLog(t, logPath)
+	dups, lost := checkAllSucceeded(t, d, l, faultJobs)
+	// A job may run again only if one of its earlier runs started before
+	// a fault ended: its outcome was lost with the connection, or its
+	// lease ran out while the server was away. A run that started after
+	// the last fault must be its only run.
+	last := faultEnd[len(faultEnd)-1]
+	for _, id := range dups {
+		runs := l.runs[id]
+		require.LessOrEqual(t, runs[0].startedAt, last, "job %d ran %d times but its first run started after every fault", id, len(runs))
+		require.LessOrEqual(t, len(runs), 1+len(at), "job %d ran %d times", id, len(runs))
+	}
+	// Bound: each process holds at most 2×concurrency jobs (running plus
+	// prefetched), so one disruption (a restart, a killed connection) can
+	// put at most that many per process in doubt: the outcomes being
+	// written, or a claim whose commit was not acknowledged.
+	bound := min(disruptions*faultProcs*2*faultConc, faultJobs)
+	require.LessOrEqual(t, len(dups), bound, "jobs run twice")
+	leaseLost := 0
+	for _, p := range procs {
+		leaseLost += strings.Count(p.stderr(), "lease lost")
+	}
+	t.Logf("REPORT %s: jobs %d, disruptions %d, duplicates %d (bound %d), lost %d, recoveries %v, lease-lost log lines %d",
+		t.Name(), faultJobs, disruptions, len(dups), bound, lost, recoveries, leaseLost)
+	var stderr []string
+	for _, p := range procs {
+		stderr = append(stderr, p.stderr())
+	}
+	return faultResult{log: l, dups: dups, stderr: stderr}
+}
+
+// faultResult is what a run leaves for fault-specific checks.
+type faultResult struct {
+	log    *execLog
+	dups   []int64
+	stderr []string // per process
+}
+
+// successCount counts finished jobs on the admin connection (the driver's
+// pool may still be reconnecting).
+func successCount(admin *sql.DB, prefix string) (int, error) {
+	var n int
+	q := "SELECT count(*) FROM " + prefix + "jobs WHERE status = 'success'"
+	err := admin.QueryRow(q).Scan(&n)
+	return n, err
+}
+
+// TestDatabaseRestart stops and restarts the server twice mid-run, once
+// cleanly and once as a crash; the workers must reconnect by themselves.
+func TestDatabaseRestart(t *testing.T) {
+	for _, kind := range []string{"postgres", "mysql"} {
+		t.Run(kind, func(t *testing.T) {
+			s := startServer(t, kind)
+			crash := false
+			serverFaultRun(t, s, "6s", []float64{0.25, 0.6}, func(t *testing.T, s *server, _ string) int {
+				s.stop(crash)
+				time.Sleep(time.Second)
+				s.start()
+				crash = true // the second fault is a crash
+				return 1
+			})
+		})
+	}
+}
+
+func startServer(t *testing.T, kind string) *server {
+	if kind == "postgres" {
+		return startPostgres(t)
+	}
+	return startMariaDB(t)
+}
+
+// TestConnectionsKilled has the server kill every sluice connection to the
+// test database every 200 ms from 5% to 85% of the run.
+func TestConnectionsKilled(t *testing.T) {
+	for _, kind := range []string{"postgres", "mysql"} {
+		t.Run(kind, func(t *testing.T) {
+			s := startServer(t, kind)
+			serverFaultRun(t, s, "6s", []float64{0.05}, func(t *testing.T, s *server, logPath string) int {
+				ctx := context.Background()
+				// One pinned connection, excluded from the kills by its own id.
+				conn, err := s.adminDB().Conn(ctx)
+				require.NoError(t, err)
+				defer conn.Close()
+				var list string
+				if s.kind == "postgres" {
+					list = "SELECT pid FROM pg_stat_activity WHERE datname = '" + dbName + "' AND pid <> pg_backend_pid()"
+				} else {
+					list = "SELECT id FROM information_schema.processlist WHERE db = '" + dbName + "' AND id <> CONNECTION_ID()"
+				}
+				kills, rounds := 0, 0
+				for countEnds(logPath) < faultJobs*85/100 {
+					rows, err := conn.QueryContext(ctx, list)
+					require.NoError(t, err)
+					var ids []int64
+					for rows.Next() {
+						var id int64
+						require.NoError(t, rows.Scan(&id))
+						ids = append(ids, id)
+					}
+					rows.Close()
+					for _, id := range ids {
+						var err error
+						if s.kind == "postgres" {
+							_, err = conn.ExecContext(ctx, "SELECT pg_terminate_backend($1)", id)
+						} else {
+							_, err = conn.ExecContext(ctx, fmt.Sprintf("KILL CONNECTION %d", id))
+						}
+						if err == nil {
+							kills++
+						}
+					}
+					rounds++
+					time.Sleep(200 * time.Millisecond)
+				}
+				require.Greater(t, kills, rounds, "the loop killed sluice's connections")
+				t.Logf("%d rounds killed %d connections", rounds, kills)
+				return rounds
+			})
+		})
+	}
+}

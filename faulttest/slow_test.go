@@ -1,0 +1,47 @@
+package faulttest
+
+import (
+	"context"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestSlowDatabase holds an ACCESS EXCLUSIVE lock on the jobs table for
+// 3 s, longer than the 2 s lease, twice during the run: heartbeats,
+// completions, claims and rescues all queue behind it. When it is released
+// a rescue may win the race against a heartbeat and take an expired lease;
+// that is allowed, but it must be caught by fencing: every job that ran
+// twice must have been reported "lease lost" by a worker, and the final
+// states must be right.
+func TestSlowDatabase(t *testing.T) {
+	s := startPostgres(t)
+	res := serverFaultRun(t, s, "2s", []float64{0.2, 0.6}, func(t *testing.T, s *server, _ string) int {
+		ctx := context.Background()
+		tx, err := s.adminDB().BeginTx(ctx, nil)
+		require.NoError(t, err)
+		_, err = tx.ExecContext(ctx, "LOCK TABLE "+s.prefix+"jobs IN ACCESS EXCLUSIVE MODE")
+		require.NoError(t, err)
+		time.Sleep(3 * time.Second)
+		require.NoError(t, tx.Commit())
+		return 1
+	})
+	lostIDs := map[int64]bool{}
+	re := regexp.MustCompile(`lease lost.* job_id=(\d+)`)
+	for _, e := range res.stderr {
+		for _, line := range strings.Split(e, "\n") {
+			if m := re.FindStringSubmatch(line); m != nil {
+				id, _ := strconv.ParseInt(m[1], 10, 64)
+				lostIDs[id] = true
+			}
+		}
+	}
+	for _, id := range res.dups {
+		require.True(t, lostIDs[id], "job %d ran %d times but no worker reported its lease lost: a live lease was stolen unfenced", id, len(res.log.runs[id]))
+	}
+	t.Logf("REPORT %s: %d jobs reported lease lost, %d ran twice", t.Name(), len(lostIDs), len(res.dups))
+}
