@@ -140,8 +140,15 @@ func startMariaDB(t *testing.T) *server {
 		}
 	}
 	s := &server{kind: "mysql", dir: serverDir(t, "mysql"), port: freePort(t), t: t}
-	out, err := exec.Command("mariadb-install-db", "--datadir="+s.dir+"/data", "--user=mysql",
-		"--auth-root-authentication-method=normal", "--skip-test-db").CombinedOutput()
+	// A private tmpdir: at start-up mariadbd deletes every #sql* file in
+	// its tmpdir, which in /tmp would include the shared server's
+	// temporary tables and break other tests running at the same time.
+	require.NoError(t, os.Mkdir(s.dir+"/tmp", 0o755))
+	require.NoError(t, exec.Command("chown", "mysql:mysql", s.dir+"/tmp").Run())
+	install := exec.Command("mariadb-install-db", "--datadir="+s.dir+"/data", "--user=mysql",
+		"--auth-root-authentication-method=normal", "--skip-test-db", "--tmpdir="+s.dir+"/tmp")
+	install.Env = append(os.Environ(), "TMPDIR="+s.dir+"/tmp")
+	out, err := install.CombinedOutput()
 	if err != nil {
 		unavailable(t, "mariadb-install-db", err, out)
 	}
@@ -177,7 +184,9 @@ func (s *server) start() {
 	case "mysql":
 		cmd := exec.Command("/usr/sbin/mariadbd", "--no-defaults", "--datadir="+s.dir+"/data", fmt.Sprintf("--port=%d", s.port),
 			"--socket="+s.dir+"/sock", "--bind-address=127.0.0.1", "--user=mysql", "--innodb-flush-log-at-trx-commit=2",
-			"--skip-log-bin", "--innodb-buffer-pool-size=64M", "--max-connections=300", "--pid-file="+s.dir+"/pid")
+			"--skip-log-bin", "--innodb-buffer-pool-size=64M", "--max-connections=300", "--pid-file="+s.dir+"/pid",
+			"--tmpdir="+s.dir+"/tmp")
+		cmd.Env = append(os.Environ(), "TMPDIR="+s.dir+"/tmp")
 		var errb bytes.Buffer
 		cmd.Stderr = &errb
 		if err := cmd.Start(); err != nil {
