@@ -1,0 +1,95 @@
+package faulttest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/dburl"
+	"github.com/sluicehq/sluice/driver"
+)
+
+// A full disk under SQLite: the database lives on a 4 MiB tmpfs. Bulk
+// enqueues fill it until one fails; that one fails with one clear line and
+// writes nothing, the file stays intact, and after the space is freed
+// (the mount grown) enqueues and work go on.
+func TestSQLiteDiskFull(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "small")
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", dir).CombinedOutput(); err != nil {
+		unavailable(t, "a small tmpfs (mount needs root)", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
+	env := []string{"SLUICE_DB=sqlite:" + dir + "/q.db"}
+	r := run(t, env, "migrate")
+	require.Equal(t, 0, r.code, r.stderr)
+
+	// 500 jobs with 1 KiB payloads per file: about 0.6 MiB a batch.
+	pad := strings.Repeat("x", 1024)
+	batchFile := func(n int) string {
+		var b strings.Builder
+		for i := 0; i < 500; i++ {
+			fmt.Fprintf(&b, `{"type":"work","payload":{"batch":%d,"pad":%q}}`+"\n", n, pad)
+		}
+		p := filepath.Join(t.TempDir(), fmt.Sprintf("batch%d.ndjson", n))
+		require.NoError(t, os.WriteFile(p, []byte(b.String()), 0o644))
+		return p
+	}
+	count := func() int {
+		d, err := dburl.Open("sqlite:"+dir+"/q.db", dburl.Options{})
+		require.NoError(t, err)
+		defer d.Close()
+		var n int
+		require.NoError(t, d.DB().QueryRow("SELECT COUNT(*) FROM sluice_jobs").Scan(&n))
+		var check string
+		require.NoError(t, d.DB().QueryRow("PRAGMA integrity_check").Scan(&check))
+		require.Equal(t, "ok", check, "the database file is intact")
+		return n
+	}
+
+	full := false
+	for n := 0; n < 40 && !full; n++ {
+		before := count()
+		r := run(t, env, "enqueue", "--ndjson", batchFile(n))
+		if r.code == 0 {
+			continue
+		}
+		full = true
+		require.Equal(t, 1, r.code, "a full disk is a runtime error: %s", r.stderr)
+		require.Contains(t, r.stderr, "full", "the error says the disk is full")
+		require.Equal(t, 1, strings.Count(r.stderr, "\n"), "one line: %q", r.stderr)
+		require.Equal(t, before, count(), "the failed batch wrote nothing")
+		t.Logf("disk full after %d jobs: %s", before, strings.TrimSpace(r.stderr))
+	}
+	require.True(t, full, "the 4 MiB disk never filled")
+
+	// Free space, then everything goes on: enqueue, and work what is queued.
+	out, err := exec.Command("mount", "-o", "remount,size=256m", dir).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	r = run(t, env, "enqueue", "--ndjson", batchFile(99))
+	require.Equal(t, 0, r.code, r.stderr)
+	cfg := filepath.Join(t.TempDir(), "sluice.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte("types:\n  work: { command: [\"true\"] }\n"), 0o644))
+	total := count()
+	r = run(t, env, "run", "--config", cfg, "--max-jobs", fmt.Sprint(total), "--max-seconds", "120", "--concurrency", "8")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.JSONEq(t, fmt.Sprintf(`{"ok":true,"done":%d,"failed":0}`, total), r.stdout)
+
+	d, err := dburl.Open("sqlite:"+dir+"/q.db", dburl.Options{})
+	require.NoError(t, err)
+	defer d.Close()
+	st, err := d.Stats(context.Background())
+	require.NoError(t, err)
+	for _, s := range st {
+		require.Zero(t, s.Pending+s.Processing+s.Failed)
+	}
+	jobs, err := d.ListJobs(context.Background(), driver.ListParams{Status: driver.StatusSuccess, Limit: 1})
+	require.NoError(t, err)
+	require.NotEmpty(t, jobs)
+}
