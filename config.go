@@ -63,6 +63,12 @@ type Config struct {
 	// Maintenance turns off rescue and purge on this client when false.
 	// Default true for clients that run workers.
 	DisableMaintenance bool
+	// Clock is this process's wall clock, used only for what is local to
+	// it: the minute a finished job is counted in, the roll-up compaction
+	// cutoff, the queue-latency metric. Leases, run times, rescue and
+	// schedules use the database clock, so a skewed node cannot run a job
+	// early, twice or late. Default time.Now; tests skew it.
+	Clock func() time.Time
 	// RescueEvery, LeaderTTL and PollMax tune background loops; zero
 	// picks defaults (5s, 30s, 1s). A dead maintenance leader is replaced
 	// after LeaderTTL.
@@ -77,6 +83,9 @@ type Config struct {
 func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Clock == nil {
+		c.Clock = time.Now
 	}
 	if c.NodeID == "" {
 		host, _ := os.Hostname()

@@ -67,7 +67,7 @@ func (c *Client) workerHooks() worker.Hooks {
 	return worker.Hooks{
 		Claimed: func(queue string, _ int, took time.Duration) { c.metrics.Claimed(queue, took) },
 		Completed: func(job driver.JobRow, o worker.Outcome, ran time.Duration) {
-			now := time.Now()
+			now := c.cfg.Clock()
 			outcome := outcomeOf(o)
 			attrs := []any{"job_id", job.ID, "type", job.Type, "queue", job.Queue, "attempt", job.Attempts,
 				"duration", ran, "outcome", outcome, "status", o.Status}
@@ -111,7 +111,7 @@ func (c *Client) chores(ctx context.Context) {
 	if keep <= 0 {
 		keep = 7 * 24 * time.Hour
 	}
-	if err := c.drv.CompactStats(ctx, time.Now().Add(-keep)); err != nil {
+	if err := c.drv.CompactStats(ctx, c.cfg.Clock().Add(-keep)); err != nil {
 		c.log.Warn("compacting roll-ups failed", "err", err)
 	}
 	if n, err := c.drv.PurgeNodes(ctx, staleNode); err != nil {
@@ -136,7 +136,7 @@ func (c *Client) countCancel(ctx context.Context, id int64) {
 	}
 	c.metrics.Completed(r.Queue, r.Type, metrics.OutcomeCancelled, 0, 0)
 	c.log.Info("job cancelled", "job_id", r.ID, "type", r.Type, "queue", r.Queue, "attempt", r.Attempts, "duration", time.Duration(0))
-	row := driver.StatRow{Queue: r.Queue, Type: r.Type, Outcome: metrics.OutcomeCancelled, Bucket: time.Now().UTC().Truncate(time.Minute), Count: 1}
+	row := driver.StatRow{Queue: r.Queue, Type: r.Type, Outcome: metrics.OutcomeCancelled, Bucket: c.cfg.Clock().UTC().Truncate(time.Minute), Count: 1}
 	if err := c.drv.AddStats(ctx, []driver.StatRow{row}); err != nil {
 		c.log.Warn("counting a cancel in the roll-ups failed", "job_id", id, "err", err)
 	}

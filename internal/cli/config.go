@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"time"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/config"
@@ -85,7 +86,12 @@ func (a *app) workerClient(ctx context.Context, f *config.File) (*sluice.Client,
 	if err != nil {
 		return nil, err
 	}
+	clock, err := clockFromEnv()
+	if err != nil {
+		return nil, err
+	}
 	return sluice.NewClient(sluice.Config{
+		Clock:     clock,
 		Driver:    d,
 		Types:     types,
 		Queues:    queues,
@@ -113,4 +119,19 @@ func schedulesOf(f *config.File) ([]sluice.Schedule, error) {
 			Queue: s.Queue, Overlap: s.Overlap, CatchUp: s.CatchUp})
 	}
 	return out, nil
+}
+
+// clockFromEnv reads SLUICE_CLOCK_OFFSET, a test hook that skews this
+// process's wall clock (never the database's) to show that no job decision
+// depends on it. It is not meant for production, so it has no flag.
+func clockFromEnv() (func() time.Time, error) {
+	v := os.Getenv("SLUICE_CLOCK_OFFSET")
+	if v == "" {
+		return time.Now, nil
+	}
+	off, err := time.ParseDuration(v)
+	if err != nil {
+		return nil, usagef("SLUICE_CLOCK_OFFSET %q: %v", v, err)
+	}
+	return func() time.Time { return time.Now().Add(off) }, nil
 }

@@ -1,0 +1,117 @@
+package faulttest
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/testdb"
+)
+
+// Clock skew: two `sluice work` processes whose own clocks run 5 minutes
+// ahead and 5 minutes behind (SLUICE_CLOCK_OFFSET) share the queue and a
+// schedule. Every lease and run-at decision uses the database clock, so no
+// job runs early, twice or late, and each schedule slot fires once.
+func TestClockSkew(t *testing.T) {
+	for _, name := range []string{"mysql", "postgres"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			d, tg := testdb.OpenURL(t, name)
+			dir := t.TempDir()
+			logPath := filepath.Join(dir, "runs.log")
+			cfg := filepath.Join(dir, "sluice.yaml")
+			// The job logs the host's time when it starts, which is the
+			// database server's clock too: both run on this machine.
+			require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`queues:
+  default: { concurrency: 8 }
+types:
+  stamp: { command: ["sh", "-c", "echo \"$SLUICE_JOB_ID $(date +%%s.%%N)\" >> %s"] }
+  tick: { command: ["true"] }
+schedules:
+  tick: { cron: "@every 1s", type: tick, overlap: allow }
+`, logPath)), 0o644))
+			c, err := sluice.NewClient(sluice.Config{Driver: d})
+			require.NoError(t, err)
+			ps := make([]sluice.EnqueueParams, faultJobs)
+			for i := range ps {
+				ps[i] = sluice.EnqueueParams{Type: "stamp"}
+				if i%2 == 1 {
+					ps[i].Delay = 3 * time.Second // due by the database clock
+				}
+			}
+			_, err = c.EnqueueMany(context.Background(), ps)
+			require.NoError(t, err)
+
+			env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix}
+			ahead := startWork(t, append(env, "SLUICE_CLOCK_OFFSET=5m"), "--config", cfg)
+			behind := startWork(t, append(env, "SLUICE_CLOCK_OFFSET=-5m"), "--config", cfg)
+			waitFor(t, 90*time.Second, "every stamp job done", func() bool {
+				jobs, err := d.ListJobs(context.Background(), driver.ListParams{Type: "stamp", Status: driver.StatusPending, Limit: 1})
+				return err == nil && len(jobs) == 0 && allDone(d)
+			})
+			time.Sleep(2 * time.Second) // a few more schedule slots
+			for _, p := range []*proc{ahead, behind} {
+				_, err := p.term(t, 15*time.Second)
+				require.NoError(t, err)
+			}
+
+			started := map[int64]float64{}
+			f, err := os.Open(logPath)
+			require.NoError(t, err)
+			sc := bufio.NewScanner(f)
+			for sc.Scan() {
+				id, ts, ok := strings.Cut(sc.Text(), " ")
+				require.True(t, ok, sc.Text())
+				n, err := strconv.ParseInt(id, 10, 64)
+				require.NoError(t, err)
+				at, err := strconv.ParseFloat(ts, 64)
+				require.NoError(t, err)
+				_, twice := started[n]
+				require.False(t, twice, "job %d ran twice", n)
+				started[n] = at
+			}
+			f.Close()
+			by := jobsByStatus(t, d)
+			stamps := 0
+			for _, j := range by[driver.StatusSuccess] {
+				if j.Type != "stamp" {
+					continue
+				}
+				stamps++
+				at, ok := started[j.ID]
+				require.True(t, ok, "job %d succeeded without running", j.ID)
+				due := float64(j.NextRunAt.UnixNano()) / 1e9
+				require.GreaterOrEqual(t, at, due-0.05, "job %d ran %.3f s before it was due", j.ID, due-at)
+				require.Less(t, at-due, 10.0, "job %d ran %.1f s late", j.ID, at-due)
+			}
+			require.Equal(t, faultJobs, stamps)
+
+			var slots []string
+			for _, j := range by[driver.StatusSuccess] {
+				if j.Type == "tick" {
+					slots = append(slots, j.Key)
+				}
+			}
+			sort.Strings(slots)
+			require.GreaterOrEqual(t, len(slots), 3)
+			for i := 1; i < len(slots); i++ {
+				a, err := time.Parse("2006-01-02T15:04:05Z", strings.TrimPrefix(slots[i-1], "sched:tick:"))
+				require.NoError(t, err)
+				b, err := time.Parse("2006-01-02T15:04:05Z", strings.TrimPrefix(slots[i], "sched:tick:"))
+				require.NoError(t, err)
+				require.Equal(t, time.Second, b.Sub(a), "slots %s and %s", slots[i-1], slots[i])
+			}
+		})
+	}
+}
