@@ -39,21 +39,7 @@ var bin string
 
 // TestMain builds the real binary once: every fault is injected around
 // processes that run exactly as a user runs them.
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "sluice-fault")
-	if err != nil {
-		panic(err)
-	}
-	bin = filepath.Join(dir, "sluice")
-	out, err := exec.Command("go", "build", "-o", bin, "../cmd/sluice").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "build sluice: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testdb.MainWithBinary(m, &bin) }
 
 // unavailable skips a fault whose environment (a throwaway server, a
 // tmpfs mount) cannot be set up here, loudly, or fails it in CI.

@@ -20,21 +20,7 @@ import (
 var bin string
 
 // TestMain builds the real binary once; every test runs it as a user would.
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "sluice-cli")
-	if err != nil {
-		panic(err)
-	}
-	bin = filepath.Join(dir, "sluice")
-	out, err := exec.Command("go", "build", "-o", bin, "../../cmd/sluice").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "build sluice: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testdb.MainWithBinary(m, &bin) }
 
 type result struct {
 	code           int

@@ -91,6 +91,17 @@ func firstLine(s string, n int) string {
 	return s
 }
 
+// jobClient checks a job id argument before it opens the database, so that
+// a bad id exits 2 without touching it.
+func (a *app) jobClient(cmd *cobra.Command, arg string) (*sluice.Client, int64, error) {
+	id, err := parseID(arg)
+	if err != nil {
+		return nil, 0, err
+	}
+	c, err := a.client(cmd.Context())
+	return c, id, err
+}
+
 func parseID(s string) (int64, error) {
 	id, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || id < 1 {
@@ -106,11 +117,7 @@ func (a *app) jobsShowCommand() *cobra.Command {
 		Short: "Show one job with all its columns",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseID(args[0])
-			if err != nil {
-				return err
-			}
-			c, err := a.client(cmd.Context())
+			c, id, err := a.jobClient(cmd, args[0])
 			if err != nil {
 				return err
 			}
@@ -143,11 +150,11 @@ func (a *app) jobsRetryCommand() *cobra.Command {
 			if failed == (len(args) == 1) || len(args) > 1 {
 				return usagef("retry takes one job ID, or --failed (with an optional --type)")
 			}
-			c, err := a.client(cmd.Context())
-			if err != nil {
-				return err
-			}
 			if failed {
+				c, err := a.client(cmd.Context())
+				if err != nil {
+					return err
+				}
 				n, err := c.RetryFailed(cmd.Context(), typ)
 				if err != nil {
 					return err
@@ -155,7 +162,7 @@ func (a *app) jobsRetryCommand() *cobra.Command {
 				fmt.Fprintf(a.stdout, "retried %d jobs\n", n)
 				return nil
 			}
-			id, err := parseID(args[0])
+			c, id, err := a.jobClient(cmd, args[0])
 			if err != nil {
 				return err
 			}
@@ -177,11 +184,7 @@ func (a *app) jobsCancelCommand() *cobra.Command {
 		Short: "Cancel a pending or failed job",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseID(args[0])
-			if err != nil {
-				return err
-			}
-			c, err := a.client(cmd.Context())
+			c, id, err := a.jobClient(cmd, args[0])
 			if err != nil {
 				return err
 			}

@@ -1,0 +1,30 @@
+package testdb
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// MainWithBinary is a TestMain body for packages that test the real
+// `sluice` binary: it builds it once into a temporary directory, stores its
+// path in *bin, runs the tests and exits with their code.
+func MainWithBinary(m *testing.M, bin *string) {
+	dir, err := os.MkdirTemp("", "sluice-bin")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build sluice: %v\n", err)
+		os.Exit(1)
+	}
+	*bin = filepath.Join(dir, "sluice")
+	out, err := exec.Command("go", "build", "-o", *bin, "github.com/sluicehq/sluice/cmd/sluice").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build sluice: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
