@@ -16,7 +16,7 @@ import (
 	"time"
 )
 
-// Job states. Jobs move between them as DESIGN.md describes.
+// Job states. Jobs move between them as docs/design.md "Job lifecycle" describes.
 const (
 	StatusPending    = "pending"
 	StatusProcessing = "processing"

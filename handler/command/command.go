@@ -1,5 +1,5 @@
-// Package command runs sluice jobs as child processes, as SPEC.md "Handler
-// protocol" describes: the argv runs directly with no shell, in its own
+// Package command runs sluice jobs as child processes, per docs/reference.md "Handler protocol":
+// the argv runs directly with no shell, in its own
 // process group, reads the job as JSON on stdin, and its exit code decides
 // the outcome. On a timeout or cancellation the whole group gets SIGTERM,
 // then SIGKILL after a grace period, so no grandchild outlives its job.
@@ -21,7 +21,7 @@ import (
 	"github.com/sluicehq/sluice/handler/webhook"
 )
 
-// Defaults, as SPEC.md and DESIGN.md give them.
+// Defaults (docs/reference.md "Handler protocol").
 const (
 	// DefaultKillGrace is how long a process group has between SIGTERM
 	// and SIGKILL.
