@@ -46,8 +46,15 @@ types:
 // startWorker starts `sluice <args>` in the background and returns it.
 func startWorker(t *testing.T, env []string, args ...string) *exec.Cmd {
 	t.Helper()
+	return startIn(t, "", env, args...)
+}
+
+// startIn is startWorker in the working directory dir ("" for the test's own).
+func startIn(t *testing.T, dir string, env []string, args ...string) *exec.Cmd {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(append(os.Environ(), "SLUICE_DB=", "SLUICE_PREFIX=", "SLUICE_CONFIG="), env...)
+	cmd.Dir = dir
+	cmd.Env = childEnv(env)
 	var errBuf bytes.Buffer
 	cmd.Stderr = &errBuf
 	require.NoError(t, cmd.Start())
