@@ -33,11 +33,11 @@ func run(t *testing.T, env []string, stdin string, args ...string) result {
 	return runIn(t, "", env, stdin, args...)
 }
 
-// runIn is run in the working directory dir ("" for the test's own).
+// runIn is run in the working directory dir ("" for a fresh empty one).
 func runIn(t *testing.T, dir string, env []string, stdin string, args ...string) result {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
-	cmd.Dir = dir
+	cmd.Dir = workDir(t, dir)
 	cmd.Env = childEnv(env)
 	cmd.Stdin = strings.NewReader(stdin)
 	var so, se bytes.Buffer
@@ -50,6 +50,15 @@ func runIn(t *testing.T, dir string, env []string, stdin string, args ...string)
 		require.NoError(t, err)
 	}
 	return result{code, so.String(), se.String()}
+}
+
+// workDir is dir, or a fresh empty directory, so that a command that
+// falls back to ./sluice.yaml or ./sluice.db never touches the source tree.
+func workDir(t *testing.T, dir string) string {
+	if dir == "" {
+		return t.TempDir()
+	}
+	return dir
 }
 
 // childEnv is the test's environment without the settings that choose a

@@ -21,12 +21,6 @@ import (
 	"github.com/sluicehq/sluice/internal/testdb"
 )
 
-// dbConfig is writeConfig's extra text that names the test's database.
-// SLUICE_PREFIX still picks the tables: it is a test hook with no config key.
-func dbConfig(tg testdb.Target, extra string) string {
-	return "db: " + tg.URL + "\n" + extra
-}
-
 // requireNoDefaultDB fails when a command fell back to the default
 // database, which SQLite would have created as sluice.db in dir.
 func requireNoDefaultDB(t *testing.T, dir string) {
