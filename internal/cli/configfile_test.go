@@ -340,8 +340,8 @@ func TestOnlyMigrateCreatesSQLiteFile(t *testing.T) {
 }
 
 // A broken config file fails every command that uses the database with the
-// file, key and line, even when --db is given; version and lock do not read
-// it.
+// file, key and line, even when --db is given; version, help and lock do
+// not read it.
 func TestBrokenConfigFile(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "sluice.yaml"), []byte("db: sqlite:q.db\nqueues:\n  default: { concurrency: -1 }\n"), 0o644))
@@ -357,6 +357,8 @@ func TestBrokenConfigFile(t *testing.T) {
 	require.NoFileExists(t, filepath.Join(dir, "other.db"))
 
 	r := runIn(t, dir, nil, "", "version")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = runIn(t, dir, nil, "", "help", "migrate")
 	require.Equal(t, 0, r.code, r.stderr)
 	r = runIn(t, dir, nil, "", "lock", "cron-job", "--backend", "file:"+dir, "--", "true")
 	require.Equal(t, 0, r.code, r.stderr)
