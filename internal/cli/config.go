@@ -13,18 +13,25 @@ import (
 	"github.com/sluicehq/sluice/schedule"
 )
 
-// loadConfig reads --config, $SLUICE_CONFIG or ./sluice.yaml; with none of
-// them it returns an empty config. A config's db: applies when neither
-// --db nor $SLUICE_DB is set.
+// loadConfig reads --config, $SLUICE_CONFIG or ./sluice.yaml, once; with
+// none of them it returns an empty config. resolve calls it before every
+// command that uses the database, so later calls return what it read.
 func (a *app) loadConfig() (*config.File, error) {
-	path := a.configPath
+	if a.cfg != nil {
+		return a.cfg, nil
+	}
+	path := a.configFlag
+	if path == "" {
+		path = os.Getenv("SLUICE_CONFIG")
+	}
 	if path == "" {
 		if _, err := os.Stat("sluice.yaml"); err == nil {
 			path = "sluice.yaml"
 		}
 	}
 	if path == "" {
-		return &config.File{}, nil
+		a.cfg = &config.File{}
+		return a.cfg, nil
 	}
 	f, err := config.Load(path)
 	if err != nil {
@@ -34,9 +41,7 @@ func (a *app) loadConfig() (*config.File, error) {
 		}
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
-	if a.dbURL == "" && f.DB != "" {
-		a.dbURL = f.DB
-	}
+	a.cfg, a.cfgPath = f, path
 	return f, nil
 }
 
