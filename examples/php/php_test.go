@@ -136,8 +136,9 @@ func (s *syncBuffer) String() string {
 }
 
 // start runs a long-lived process in its own process group, stopped with
-// SIGTERM to the group when the test ends (php -S forks its workers).
-func start(t *testing.T, env []string, name string, args ...string) (*exec.Cmd, *syncBuffer) {
+// SIGTERM to the group when the test ends (php -S forks its workers), and
+// returns its output so far.
+func start(t *testing.T, env []string, name string, args ...string) *syncBuffer {
 	t.Helper()
 	out := &syncBuffer{}
 	cmd := exec.Command(name, args...)
@@ -158,7 +159,7 @@ func start(t *testing.T, env []string, name string, args ...string) (*exec.Cmd, 
 			t.Logf("%s output:\n%s", name, out)
 		}
 	})
-	return cmd, out
+	return out
 }
 
 func run(t *testing.T, env []string, name string, args ...string) string {
@@ -190,7 +191,7 @@ func runMode(t *testing.T, mode string, server *sql.DB, dbName, appURL string) {
 
 	run(t, env, "php", "setup.php")
 	require.Contains(t, run(t, env, bin, sluice("migrate")...), "schema version")
-	_, recvOut := start(t, env, "php", "-S", receiverAddr, "receiver.php")
+	recvOut := start(t, env, "php", "-S", receiverAddr, "receiver.php")
 	waitListening(t, receiverAddr, recvOut)
 	if mode == "work" {
 		checkSignatures(t, "http://"+receiverAddr+"/jobs/order_sync")
@@ -199,7 +200,7 @@ func runMode(t *testing.T, mode string, server *sql.DB, dbName, appURL string) {
 	stopCron := func() []runPass { return nil }
 	if mode == "cron" {
 		// serve without workers: every job below is run by a cron pass.
-		_, out := start(t, env, bin, sluice("serve", "--no-workers")...)
+		out := start(t, env, bin, sluice("serve", "--no-workers")...)
 		waitListening(t, listen, out)
 		stopCron = cron(t, "http://"+listen+"/v1/run?max_jobs=50&max_seconds=20")
 	} else {
@@ -231,7 +232,9 @@ func runMode(t *testing.T, mode string, server *sql.DB, dbName, appURL string) {
 		require.NoError(t, err)
 	}
 	committed := map[int]int64{} // order -> job id, as the app saw it
-	for _, line := range strings.Split(strings.TrimSpace(strings.Join(outs, "")), "\n") {
+	lines := strings.Split(strings.TrimSpace(strings.Join(outs, "")), "\n")
+	require.Len(t, lines, orders, "one line per order")
+	for _, line := range lines {
 		var r struct {
 			Order     int   `json:"order"`
 			Job       int64 `json:"job"`
