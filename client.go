@@ -4,7 +4,7 @@
 // A Client enqueues jobs and, when configured with queues, runs them:
 // claims are batched under leases, every update after a claim is fenced by
 // the lease token, failed attempts retry with exponential backoff, and a
-// maintenance leader rescues jobs whose worker died. See DESIGN.md.
+// maintenance leader rescues jobs whose worker died.
 package sluice
 
 import (
