@@ -61,7 +61,9 @@ func (r *RunResult) count(outcome string) {
 // queue and type (a lease row, so no other service is needed), rescues
 // expired leases, then claims and executes up to MaxJobs jobs before the
 // deadline. Jobs still running at the deadline are cancelled and returned
-// to pending without charging the attempt.
+// to pending without charging the attempt. Its attempts are logged and
+// counted in the metrics and roll-ups exactly as the workers' are, and the
+// roll-ups are in sluice_stats when it returns.
 func (c *Client) RunOnce(ctx context.Context, p RunParams) (RunResult, error) {
 	if p.Queue == "" {
 		p.Queue = "default"
