@@ -22,10 +22,11 @@ type RunParams struct {
 	Concurrency int
 }
 
-// RunResult is what a pass did with the jobs it claimed. Every attempt
-// that ran is in exactly one count, under the outcome that metrics, roll-ups
-// and logs give it. Skipped is set when another pass for the same queue and
-// type held the run lock.
+// RunResult is what a pass did with the jobs it claimed. Each attempt that
+// ended is in exactly one count, under the outcome that metrics, roll-ups
+// and logs give it (an attempt whose lease was lost ends nowhere: its
+// outcome is dropped, as under sluice work). Skipped is set when another
+// pass for the same queue and type held the run lock.
 type RunResult struct {
 	OK bool `json:"ok"`
 	// Done counts jobs that succeeded.
