@@ -65,7 +65,7 @@ func TestRunOnce(t *testing.T) {
 		require.Equal(t, sluice.RunResult{OK: true, Done: 15}, r)
 		r, err = c.RunOnce(ctx, sluice.RunParams{MaxJobs: 50, Concurrency: 3})
 		require.NoError(t, err)
-		require.Equal(t, sluice.RunResult{OK: true, Done: 6, Failed: 1}, r)
+		require.Equal(t, sluice.RunResult{OK: true, Done: 6, Retried: 1}, r)
 		require.Zero(t, twice.Load())
 
 		// The deadline cancels a job that runs over and requeues it uncharged.
@@ -75,7 +75,7 @@ func TestRunOnce(t *testing.T) {
 		r, err = c.RunOnce(ctx, sluice.RunParams{Type: "slow", MaxDuration: 300 * time.Millisecond})
 		require.NoError(t, err)
 		require.Less(t, time.Since(start), 3*time.Second)
-		require.Equal(t, sluice.RunResult{OK: true}, r)
+		require.Equal(t, sluice.RunResult{OK: true, Requeued: 1}, r)
 		j, err := d.GetJob(ctx, res.ID)
 		require.NoError(t, err)
 		require.Equal(t, driver.StatusPending, j.Status)

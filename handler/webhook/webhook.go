@@ -263,8 +263,10 @@ func statusError(code int, body string) error {
 	if body == "" {
 		return fmt.Errorf("HTTP %d %s", code, http.StatusText(code))
 	}
-	prefix := fmt.Sprintf("HTTP %d: ", code)
-	return errors.New(prefix + driver.Truncate(body, driver.MaxErrorLen-len(prefix), false))
+	// The body is the detail: last_error keeps it, logs show it only at
+	// debug level, since a receiver may echo the payload.
+	status := fmt.Sprintf("HTTP %d", code)
+	return &sluice.DetailError{Err: errors.New(status), Detail: driver.Truncate(body, driver.MaxErrorLen-len(status+": "), false)}
 }
 
 // parseRetryAfter reads a Retry-After value: delay seconds or an HTTP date.

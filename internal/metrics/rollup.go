@@ -21,6 +21,10 @@ type rollKey struct {
 type Rollup struct {
 	mu     sync.Mutex
 	counts map[rollKey]int64
+	// flushing serializes flushes, so that when Flush returns every count
+	// added before the call is in sluice_stats (or kept after a failure),
+	// even if another flush (the heartbeat's) had taken them first.
+	flushing sync.Mutex
 }
 
 // NewRollup returns an empty Rollup.
@@ -35,8 +39,11 @@ func (r *Rollup) Add(queue, typ, outcome string, at time.Time) {
 }
 
 // Flush writes the counts; on failure they are kept for the next flush,
-// so a database outage delays roll-ups but loses none.
+// so a database outage delays roll-ups but loses none. Each count is
+// written by one flush only, however many run at once.
 func (r *Rollup) Flush(ctx context.Context, d driver.Driver) error {
+	r.flushing.Lock()
+	defer r.flushing.Unlock()
 	r.mu.Lock()
 	counts := r.counts
 	r.counts = map[rollKey]int64{}
