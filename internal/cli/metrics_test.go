@@ -273,6 +273,8 @@ batches:
 		exactly(`sluice_jobs_completed_total{outcome="failed",`+bad+`}`, 2),
 		exactly(`sluice_jobs_completed_total{outcome="success",`+sweep+`}`, 1),
 		exactly(`sluice_leases_rescued_total`, 2),
+		// The orphan on its last attempt failed for good in the rescue.
+		exactly(`sluice_jobs_completed_total{outcome="failed",queue="orphans",type="orphan"}`, 1),
 		exactly(`sluice_leases_lost_total{queue="default",type="slow"}`, 1),
 		exactly(`sluice_lock_acquisitions_total{name="run:runq:"}`, 1),
 		exactly(`sluice_lock_busy_total{name="run:runq:"}`, 1),
@@ -358,9 +360,10 @@ batches:
 	}
 
 	var missing []string
+	var after scrape
 	deadline := time.Now().Add(40 * time.Second)
 	for {
-		after := scrapeMetrics(t, base, token)
+		after = scrapeMetrics(t, base, token)
 		missing = missing[:0]
 		for _, c := range checks {
 			missing = append(missing, c.fn(before, after)...)
@@ -384,6 +387,22 @@ batches:
 	require.Equal(t, int64(0), countWhere(t, d, items, "hits <> 1"), "the batch processed every row once")
 	require.NoError(t, srv.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, srv.Wait())
+
+	// The roll-ups, flushed at shutdown, hold every completion that
+	// /metrics counted: this process made them all.
+	want := map[string]float64{}
+	for series, v := range after {
+		if family(series) == "sluice_jobs_completed_total" {
+			want[series] = v
+		}
+	}
+	rows, err := d.ReadStats(ctx, time.Now().Add(-time.Hour))
+	require.NoError(t, err)
+	got := map[string]float64{}
+	for _, r := range rows {
+		got[fmt.Sprintf(`sluice_jobs_completed_total{outcome=%q,queue=%q,type=%q}`, r.Outcome, r.Queue, r.Type)] += float64(r.Count)
+	}
+	require.Equal(t, want, got, "roll-ups against /metrics")
 }
 
 // gauge expects a gauge's absolute value.

@@ -18,6 +18,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sluicehq/sluice/driver"
 )
 
 // Outcome labels of sluice_jobs_completed_total.
@@ -136,8 +138,14 @@ func (m *Metrics) Claimed(queue string, took time.Duration) {
 // LeaseLost counts a fenced update that changed no row.
 func (m *Metrics) LeaseLost(queue, typ string) { m.leaseLost.WithLabelValues(queue, typ).Inc() }
 
-// Rescued counts jobs returned by the rescue pass.
-func (m *Metrics) Rescued(n int) { m.rescued.Add(float64(n)) }
+// Rescued counts a rescue pass: every job it moved, and those it failed
+// for good as failed completions (no attempt ran here: no run time).
+func (m *Metrics) Rescued(r driver.RescueResult) {
+	m.rescued.Add(float64(r.Pending + r.Failed))
+	for k, n := range r.FailedBy {
+		m.completed.WithLabelValues(k.Queue, k.Type, OutcomeFailed).Add(float64(n))
+	}
+}
 
 // ScheduleFired and ScheduleSkipped count schedule slots by the queue and
 // type of the job they enqueue.
