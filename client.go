@@ -73,7 +73,7 @@ func NewClient(cfg Config) (*Client, error) {
 			Retention:   cfg.Retention,
 			RescueEvery: cfg.RescueEvery,
 			LeaderTTL:   cfg.LeaderTTL,
-			Rescued:     func(r driver.RescueResult) { c.metrics.Rescued(r.Pending + r.Failed) },
+			Rescued:     func(r driver.RescueResult) { c.metrics.Rescued(r); c.rollup.AddRescued(r, c.cfg.Clock()) },
 			Chores:      c.chores,
 		})
 	}
@@ -211,8 +211,7 @@ func (c *Client) Rescue(ctx context.Context) (driver.RescueResult, error) {
 		if err != nil {
 			return total, err
 		}
-		total.Pending += r.Pending
-		total.Failed += r.Failed
+		total.Add(r)
 		if r.Pending+r.Failed < 1000 {
 			return total, nil
 		}

@@ -94,8 +94,10 @@ func (c *Client) RunOnce(ctx context.Context, p RunParams) (RunResult, error) {
 		return RunResult{}, err
 	}
 	if !l.Held {
+		c.metrics.LockBusy(lockName)
 		return RunResult{OK: true, Skipped: "another run is active"}, nil
 	}
+	c.metrics.LockAcquired(lockName)
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()

@@ -59,7 +59,7 @@ func (a *app) workerClient(ctx context.Context, f *config.File) (*sluice.Client,
 	if err != nil {
 		return nil, err
 	}
-	batchTypes, err := a.batchTypes(f)
+	batchTypes, batches, err := a.batchTypes(f)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +95,7 @@ func (a *app) workerClient(ctx context.Context, f *config.File) (*sluice.Client,
 	if err != nil {
 		return nil, err
 	}
-	return sluice.NewClient(sluice.Config{
+	c, err := sluice.NewClient(sluice.Config{
 		Clock:     clock,
 		Driver:    d,
 		Types:     types,
@@ -104,6 +104,14 @@ func (a *app) workerClient(ctx context.Context, f *config.File) (*sluice.Client,
 		Retention: f.Retention.Map(),
 		Logger:    a.log,
 	})
+	if err != nil {
+		return nil, err
+	}
+	// Batch shards run as this client's jobs: their chunks count on its /metrics.
+	for _, b := range batches {
+		b.Metrics = c.Metrics()
+	}
+	return c, nil
 }
 
 // schedulesOf converts the config's schedules, in name order.

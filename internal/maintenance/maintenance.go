@@ -145,8 +145,7 @@ func (s *Service) RescueAll(ctx context.Context) driver.RescueResult {
 			s.log.Warn("rescue failed", "err", err)
 			break
 		}
-		total.Pending += r.Pending
-		total.Failed += r.Failed
+		total.Add(r)
 		if r.Pending+r.Failed < 1000 {
 			break
 		}

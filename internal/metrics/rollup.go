@@ -31,10 +31,19 @@ type Rollup struct {
 func NewRollup() *Rollup { return &Rollup{counts: map[rollKey]int64{}} }
 
 // Add counts one attempt that finished at at.
-func (r *Rollup) Add(queue, typ, outcome string, at time.Time) {
+func (r *Rollup) Add(queue, typ, outcome string, at time.Time) { r.addN(queue, typ, outcome, at, 1) }
+
+// AddRescued counts the jobs that a rescue pass at at failed for good.
+func (r *Rollup) AddRescued(res driver.RescueResult, at time.Time) {
+	for k, n := range res.FailedBy {
+		r.addN(k.Queue, k.Type, OutcomeFailed, at, int64(n))
+	}
+}
+
+func (r *Rollup) addN(queue, typ, outcome string, at time.Time, n int64) {
 	k := rollKey{queue, typ, outcome, at.UTC().Truncate(time.Minute)}
 	r.mu.Lock()
-	r.counts[k]++
+	r.counts[k] += n
 	r.mu.Unlock()
 }
 
