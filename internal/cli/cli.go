@@ -253,7 +253,9 @@ func (a *app) openDB(create bool) (driver.Driver, error) {
 }
 
 // client opens the database, checks that its schema is current and
-// returns an enqueue-and-admin client.
+// returns an enqueue-and-admin client. It knows the config file's types, so
+// that an enqueue takes a type's queue, attempts and dedupe exactly as the
+// API of `sluice serve` does; it runs no workers.
 func (a *app) client(ctx context.Context) (*sluice.Client, error) {
 	d, err := a.open()
 	if err != nil {
@@ -262,7 +264,11 @@ func (a *app) client(ctx context.Context) (*sluice.Client, error) {
 	if err := checkSchema(ctx, d); err != nil {
 		return nil, err
 	}
-	return sluice.NewClient(sluice.Config{Driver: d, Logger: a.log})
+	types, err := a.cfg.SluiceTypes()
+	if err != nil {
+		return nil, err
+	}
+	return sluice.NewClient(sluice.Config{Driver: d, Logger: a.log, Types: types})
 }
 
 func checkSchema(ctx context.Context, d driver.Driver) error {

@@ -363,3 +363,38 @@ func TestBrokenConfigFile(t *testing.T) {
 	r = runIn(t, dir, nil, "", "lock", "cron-job", "--backend", "file:"+dir, "--", "true")
 	require.Equal(t, 0, r.code, r.stderr)
 }
+
+// A CLI enqueue takes the type's queue, attempts and dedupe from the config
+// file, as the API does; without them a job of a type that runs in another
+// queue would sit in "default", where no worker of that type looks.
+func TestEnqueueUsesTheConfigTypes(t *testing.T) {
+	d, tg := testdb.OpenURL(t, "sqlite")
+	cfg := filepath.Join(t.TempDir(), "sluice.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte(`db: `+tg.URL+`
+queues:
+  reports: { concurrency: 1 }
+types:
+  report: { command: ["true"], queue: reports, max_attempts: 8, dedupe: active }
+`), 0o600))
+	env := []string{"SLUICE_PREFIX=" + tg.Prefix}
+	r := runIn(t, t.TempDir(), env, "", "--config", cfg, "enqueue", "report", "--key", "r:1")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = runIn(t, t.TempDir(), env, `{"type":"report","key":"r:2"}`+"\n", "--config", cfg, "enqueue", "--ndjson", "-")
+	require.Equal(t, 0, r.code, r.stderr)
+	jobs, err := d.ListJobs(context.Background(), driver.ListParams{Type: "report"})
+	require.NoError(t, err)
+	require.Len(t, jobs, 2)
+	for _, j := range jobs {
+		require.Equal(t, "reports", j.Queue, j.Key)
+		require.Equal(t, 8, j.MaxAttempts, j.Key)
+		require.Equal(t, driver.DedupeActive, j.Dedupe, j.Key)
+	}
+	// An explicit flag still wins over the type's default.
+	r = runIn(t, t.TempDir(), env, "", "--config", cfg, "enqueue", "report", "--key", "r:3", "--queue", "default", "--max-attempts", "2")
+	require.Equal(t, 0, r.code, r.stderr)
+	j, err := d.ListJobs(context.Background(), driver.ListParams{Type: "report", KeyPrefix: "r:3"})
+	require.NoError(t, err)
+	require.Len(t, j, 1)
+	require.Equal(t, "default", j[0].Queue)
+	require.Equal(t, 2, j[0].MaxAttempts)
+}
