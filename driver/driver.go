@@ -44,8 +44,11 @@ const (
 
 // Sentinel errors that drivers map their own errors to.
 var (
-	ErrNotFound      = errors.New("job not found")
-	ErrWrongState    = errors.New("job is not in a state that allows this")
+	ErrNotFound   = errors.New("job not found")
+	ErrWrongState = errors.New("job is not in a state that allows this")
+	// ErrKeyTaken: a retried job's business key is held by another
+	// active job, so it cannot become pending again.
+	ErrKeyTaken      = errors.New("its business key is held by another active job")
 	ErrSchemaTooNew  = errors.New("database schema is newer than this binary")
 	ErrSchemaMissing = errors.New("database schema is missing or too old; run `sluice migrate`")
 )

@@ -15,7 +15,7 @@ import (
 )
 
 // fail answers err: bad input with its own status, a missing job 404, a
-// job in the wrong state 409, anything else 500 with the detail only in
+// job in the wrong state or whose key is taken 409, anything else 500 with the detail only in
 // the log.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var re *requestError
@@ -29,6 +29,8 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusNotFound, driver.ErrNotFound.Error())
 	case errors.Is(err, driver.ErrWrongState):
 		writeError(w, http.StatusConflict, driver.ErrWrongState.Error())
+	case errors.Is(err, driver.ErrKeyTaken):
+		writeError(w, http.StatusConflict, "job cannot be retried: "+driver.ErrKeyTaken.Error())
 	default:
 		s.log.Error("http request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		writeError(w, http.StatusInternalServerError, "internal error; see the server log")

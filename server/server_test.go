@@ -233,6 +233,15 @@ func TestRetryCancel(t *testing.T) {
 		require.Equal(t, http.StatusNotFound, a.do("POST", "/v1/jobs/999999/retry", "").code)
 		require.Equal(t, http.StatusNotFound, a.do("POST", "/v1/jobs/999999/cancel", "").code)
 		require.Equal(t, http.StatusBadRequest, a.do("POST", "/v1/jobs/x/cancel", "").code)
+
+		// Retrying a job whose business key a newer active job holds is a
+		// conflict the caller can act on, not a server error.
+		old := id(a.do("POST", "/v1/jobs", `{"type":"t","key":"k","dedupe":"active"}`))
+		require.Equal(t, http.StatusOK, a.do("POST", fmt.Sprintf("/v1/jobs/%d/cancel", old), "").code)
+		id(a.do("POST", "/v1/jobs", `{"type":"t","key":"k","dedupe":"active"}`))
+		r = a.do("POST", fmt.Sprintf("/v1/jobs/%d/retry", old), "")
+		require.Equal(t, http.StatusConflict, r.code, r.raw)
+		require.Contains(t, r.body["error"], "business key")
 	})
 }
 

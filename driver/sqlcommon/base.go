@@ -357,9 +357,6 @@ func (b *Base) Purge(ctx context.Context, p driver.PurgeParams) (int64, error) {
 	return n, nil
 }
 
-// ErrKeyTaken is returned when a retried job's business key is held by
-// another active job.
-var ErrKeyTaken = errors.New("its business key is held by another active job")
 
 // Retry moves one job, or every failed job (of a type), back to pending.
 func (b *Base) Retry(ctx context.Context, p driver.RetryParams) (int64, error) {
@@ -395,7 +392,7 @@ func (b *Base) Retry(ctx context.Context, p driver.RetryParams) (int64, error) {
 			switch err := b.retryOne(ctx, id); {
 			case err == nil:
 				total++
-			case errors.Is(err, ErrKeyTaken), errors.Is(err, driver.ErrWrongState):
+			case errors.Is(err, driver.ErrKeyTaken), errors.Is(err, driver.ErrWrongState):
 			default:
 				return total, err
 			}
@@ -408,7 +405,7 @@ func (b *Base) retryOne(ctx context.Context, id int64) error {
 	res, err := b.Write.ExecContext(ctx, b.Q["retry"], id)
 	if err != nil {
 		if b.UniqueViolation(err) {
-			return fmt.Errorf("retry job %d: %w", id, ErrKeyTaken)
+			return fmt.Errorf("retry job %d: %w", id, driver.ErrKeyTaken)
 		}
 		return fmt.Errorf("retry job %d: %w", id, err)
 	}
