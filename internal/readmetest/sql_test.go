@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -261,6 +262,9 @@ func TestReadmeSQLEnqueue(t *testing.T) {
 						require.Equal(t, 2, st.keyRows(t, tx))
 					})
 				})
+				if name == "mysql" && strings.Contains(b.Text, "lastInsertId") {
+					t.Run("PDO lastInsertId", func(t *testing.T) { pdoLastInsertID(t, stmts[0]) })
+				}
 				t.Run("an over-long type is refused", func(t *testing.T) {
 					// The same statements with a 65-character type, where
 					// INSERT IGNORE would truncate it and insert the job.
@@ -280,4 +284,41 @@ func TestReadmeSQLEnqueue(t *testing.T) {
 	for name := range dbNames {
 		require.True(t, ran[name], "no README SQL block for %s", name)
 	}
+}
+
+// pdoInsert runs the README's MySQL INSERT from PHP's PDO (exception mode)
+// twice in a transaction, with another insert between, and prints
+// lastInsertId() after each.
+const pdoInsert = `<?php
+$pdo = new PDO(getenv('PDO_DSN'), getenv('PDO_USER'), getenv('PDO_PASS'), [PDO::ATTR_ERRMODE => PDO::ERRMODE_EXCEPTION]);
+$pdo->beginTransaction();
+$pdo->exec(getenv('ENQUEUE_SQL'));
+$first = $pdo->lastInsertId();
+$pdo->exec("INSERT INTO sluice_jobs (type) VALUES ('other')");
+$other = $pdo->lastInsertId();
+$pdo->exec(getenv('ENQUEUE_SQL'));
+echo $first, " ", $other, " ", $pdo->lastInsertId(), "\n";
+$pdo->rollBack();
+`
+
+// pdoLastInsertID checks the README's word that PDO's lastInsertId() gives
+// the job's id after the MySQL statement, new or existing.
+func pdoLastInsertID(t *testing.T, insert string) {
+	_, err := exec.LookPath("php")
+	require.NoError(t, err, "php is needed for the README's PHP examples (.ci/run installs it)")
+	u, err := url.Parse(testdb.URL("mysql", ""))
+	require.NoError(t, err)
+	pass, _ := u.User.Password()
+	script := filepath.Join(t.TempDir(), "enqueue.php")
+	require.NoError(t, os.WriteFile(script, []byte(pdoInsert), 0o644))
+	cmd := exec.Command("php", script)
+	cmd.Env = append(os.Environ(), "PDO_DSN=mysql:host="+u.Hostname()+";port="+u.Port()+";dbname="+readmeDB,
+		"PDO_USER="+u.User.Username(), "PDO_PASS="+pass, "ENQUEUE_SQL="+insert)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	var first, other, again int64
+	_, err = fmt.Sscan(string(out), &first, &other, &again)
+	require.NoError(t, err, "%s", out)
+	require.NotEqual(t, first, other)
+	require.Equal(t, first, again, "lastInsertId() is the existing job's id after a duplicate")
 }
