@@ -10,9 +10,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	gomysql "github.com/go-sql-driver/mysql"
-	_ "github.com/jackc/pgx/v5/stdlib"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/internal/testdb"
@@ -262,6 +264,9 @@ func TestReadmeSQLEnqueue(t *testing.T) {
 						require.Equal(t, 2, st.keyRows(t, tx))
 					})
 				})
+				if name == "postgres" {
+					t.Run("NOTIFY on commit", func(t *testing.T) { notifyOnCommit(t, st, b, stmts) })
+				}
 				if name == "mysql" && strings.Contains(b.Text, "lastInsertId") {
 					t.Run("PDO lastInsertId", func(t *testing.T) { pdoLastInsertID(t, stmts[0]) })
 				}
@@ -321,4 +326,38 @@ func pdoLastInsertID(t *testing.T, insert string) {
 	require.NoError(t, err, "%s", out)
 	require.NotEqual(t, first, other)
 	require.Equal(t, first, again, "lastInsertId() is the existing job's id after a duplicate")
+}
+
+// notifyOnCommit checks the README's word that on PostgreSQL a job inserted
+// by the app wakes listening workers when the app's transaction commits.
+// This case commits, so it deletes its job afterwards.
+func notifyOnCommit(t *testing.T, st sqlTarget, b Block, stmts []string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := st.db.Conn(ctx)
+	require.NoError(t, err)
+	defer conn.Close()
+	var listener *pgx.Conn
+	require.NoError(t, conn.Raw(func(c any) error {
+		listener = c.(*stdlib.Conn).Conn()
+		_, err := listener.Exec(ctx, "LISTEN sluice_jobs")
+		return err
+	}))
+	tx, err := st.db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	got, err := runBlock(ctx, tx, stmts)
+	if err != nil {
+		tx.Rollback()
+	}
+	require.NoError(t, err, "%s", b)
+	id := jobID(t, b, got)
+	require.NoError(t, tx.Commit())
+	t.Cleanup(func() { st.db.Exec("DELETE FROM sluice_jobs WHERE id = $1", id) })
+	require.NoError(t, conn.Raw(func(any) error {
+		n, err := listener.WaitForNotification(ctx)
+		if err == nil && n.Payload != "default" {
+			err = fmt.Errorf("notification for queue %q, want default", n.Payload)
+		}
+		return err
+	}))
 }
