@@ -11,7 +11,7 @@ type Backoff struct {
 	Max  time.Duration // cap; default 1h
 }
 
-// Default retry policy, as DESIGN.md gives it.
+// Default retry policy (docs/design.md "Retries").
 const (
 	DefaultBackoffBase = time.Minute
 	DefaultBackoffMax  = time.Hour

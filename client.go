@@ -4,7 +4,7 @@
 // A Client enqueues jobs and, when configured with queues, runs them:
 // claims are batched under leases, every update after a claim is fenced by
 // the lease token, failed attempts retry with exponential backoff, and a
-// maintenance leader rescues jobs whose worker died. See DESIGN.md.
+// maintenance leader rescues jobs whose worker died. See docs/design.md.
 package sluice
 
 import (
@@ -73,7 +73,7 @@ func NewClient(cfg Config) (*Client, error) {
 			Retention:   cfg.Retention,
 			RescueEvery: cfg.RescueEvery,
 			LeaderTTL:   cfg.LeaderTTL,
-			Rescued:     func(r driver.RescueResult) { c.metrics.Rescued(r.Pending + r.Failed) },
+			Rescued:     c.countRescued,
 			Chores:      c.chores,
 		})
 	}
@@ -205,16 +205,13 @@ func (c *Client) Stop(ctx context.Context) {
 // Rescue returns jobs whose lease expired to pending now, whoever leads
 // maintenance. The cron-triggered runner calls it before claiming.
 func (c *Client) Rescue(ctx context.Context) (driver.RescueResult, error) {
-	var total driver.RescueResult
-	for {
-		r, err := c.drv.Rescue(ctx, driver.RescueParams{Limit: 1000})
-		if err != nil {
-			return total, err
-		}
-		total.Pending += r.Pending
-		total.Failed += r.Failed
-		if r.Pending+r.Failed < 1000 {
-			return total, nil
-		}
-	}
+	return maintenance.Rescue(ctx, c.drv, c.log, c.countRescued)
+}
+
+// countRescued counts rescued jobs, and those the rescue failed for good
+// as failed completions, the same way for the maintenance leader and for
+// a cron pass.
+func (c *Client) countRescued(r driver.RescueResult) {
+	c.metrics.Rescued(r)
+	c.rollup.AddRescued(r, c.cfg.Clock())
 }

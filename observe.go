@@ -2,6 +2,9 @@ package sluice
 
 import (
 	"context"
+	"errors"
+	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/driver"
@@ -46,9 +49,14 @@ func (c *Client) StartGauges(ctx context.Context) {
 	}, func(err error) { c.log.Warn("refreshing queue gauges failed", "err", err) })
 }
 
-// outcomeOf names an attempt's outcome for metrics and roll-ups; "" for
-// an attempt given back without a charge (snooze, shutdown), which is
-// neither a success nor a failure.
+// uncharged is what outcomeOf returns for an attempt given back without
+// using it (a snooze, or a shutdown or pass deadline that cut it short):
+// neither a success nor a failure, so metrics and roll-ups skip it.
+const uncharged = ""
+
+// outcomeOf names an attempt's outcome for metrics, roll-ups, logs and the
+// counts of a RunOnce pass: one of the metrics.Outcome* names, or
+// uncharged.
 func outcomeOf(o worker.Outcome) string {
 	switch {
 	case o.Status == driver.StatusSuccess:
@@ -56,39 +64,104 @@ func outcomeOf(o worker.Outcome) string {
 	case o.Status == driver.StatusFailed:
 		return metrics.OutcomeFailed
 	case o.Refund:
-		return ""
+		return uncharged
 	default:
 		return metrics.OutcomeRetry
 	}
 }
 
-// workerHooks count and log every job event with the same fields.
+// workerHooks count and log every job event with the same fields. Every
+// pool of the client uses them: the long-running workers and each RunOnce
+// pass.
 func (c *Client) workerHooks() worker.Hooks {
 	return worker.Hooks{
 		Claimed: func(queue string, _ int, took time.Duration) { c.metrics.Claimed(queue, took) },
 		Completed: func(job driver.JobRow, o worker.Outcome, ran time.Duration) {
-			now := c.cfg.Clock()
 			outcome := outcomeOf(o)
-			attrs := []any{"job_id", job.ID, "type", job.Type, "queue", job.Queue, "attempt", job.Attempts,
-				"duration", ran, "outcome", outcome, "status", o.Status}
-			if outcome != "" {
+			if outcome != uncharged {
+				now := c.cfg.Clock()
 				c.metrics.Completed(job.Queue, job.Type, outcome, ran, now.Add(-ran).Sub(job.NextRunAt))
 				c.rollup.Add(job.Queue, job.Type, outcome, now)
 			}
-			if o.Error != nil {
-				attrs = append(attrs, "error", driver.Truncate(*o.Error, 512, false))
-			}
-			if c.cfg.LogPayloads {
-				attrs = append(attrs, "payload", string(job.Payload))
-			}
-			if outcome == metrics.OutcomeFailed || outcome == metrics.OutcomeRetry {
-				c.log.Warn("job attempt failed", attrs...)
-				return
-			}
-			c.log.Debug("job finished", attrs...)
+			c.logAttempt(job, o, outcome, ran)
 		},
 		LeaseLost: func(job driver.JobRow, _ string) { c.metrics.LeaseLost(job.Queue, job.Type) },
 	}
+}
+
+// logAttempt writes the one log line of an attempt: a warning when it
+// failed, debug otherwise. Above debug level it carries no user data: the
+// error is its summary (see DetailError), and the payload and the
+// handler's output appear only when debug is enabled.
+func (c *Client) logAttempt(job driver.JobRow, o worker.Outcome, outcome string, ran time.Duration) {
+	debug := c.log.Enabled(context.Background(), slog.LevelDebug)
+	attrs := []any{"job_id", job.ID, "type", job.Type, "queue", job.Queue, "attempt", job.Attempts,
+		"duration", ran, "status", o.Status}
+	if outcome != uncharged {
+		attrs = append(attrs, "outcome", outcome)
+	}
+	if o.Error != nil {
+		summary := o.Summary
+		if summary == "" {
+			summary = *o.Error
+		}
+		attrs = append(attrs, "error", driver.Truncate(summary, maxLoggedError, false))
+		if debug && summary != *o.Error {
+			attrs = append(attrs, "error_detail", driver.Truncate(*o.Error, maxLoggedError, false))
+		}
+	}
+	if debug && c.cfg.LogPayloads {
+		attrs = append(attrs, "payload", string(job.Payload))
+	}
+	switch outcome {
+	case metrics.OutcomeFailed, metrics.OutcomeRetry:
+		c.log.Warn("job attempt failed", attrs...)
+	case uncharged:
+		c.log.Debug("job returned to pending without using its attempt", attrs...)
+	default:
+		c.log.Debug("job finished", attrs...)
+	}
+}
+
+// maxLoggedError bounds an error in a log line; last_error keeps more.
+const maxLoggedError = 512
+
+// DetailError is a handler error whose full text holds what the handler
+// printed or answered (a command's stderr, a webhook's response body),
+// which may repeat the job's payload. Its Error is the full text, kept in
+// the job's last_error; logs above debug level show only Err, so that
+// payloads stay out of them as the README promises.
+type DetailError struct {
+	// Err says how the handler failed in words that carry no user data:
+	// "command report: exit code 3", "HTTP 500". errors.Is and errors.As
+	// see through to it.
+	Err error
+	// Detail is the handler's output, already cut to what last_error holds.
+	Detail string
+}
+
+func (e *DetailError) Error() string {
+	if e.Detail == "" {
+		return e.Err.Error()
+	}
+	return e.Err.Error() + ": " + e.Detail
+}
+
+func (e *DetailError) Unwrap() error { return e.Err }
+
+// summaryOf is err's text with the detail of a DetailError left out. If a
+// wrapper reworded the DetailError's text so that it cannot be found,
+// only the DetailError's summary is given, never the rest.
+func summaryOf(err error) string {
+	var de *DetailError
+	if !errors.As(err, &de) || de.Detail == "" {
+		return err.Error()
+	}
+	full, safe := err.Error(), de.Err.Error()
+	if !strings.Contains(full, de.Error()) {
+		return safe
+	}
+	return strings.ReplaceAll(full, de.Error(), safe)
 }
 
 // scheduleLabels gives the queue and type of a schedule's jobs.

@@ -11,7 +11,7 @@ import (
 )
 
 // run executes one claimed job with its type's handler and classifies the
-// result as DESIGN.md "Retries" describes.
+// result as docs/design.md "Retries" describes.
 func (c *Client) run(ctx context.Context, row driver.JobRow) worker.Outcome {
 	t, ok := c.cfg.Types[row.Type]
 	if !ok || t.Handler == nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/metrics"
 	"github.com/sluicehq/sluice/internal/worker"
 )
 
@@ -21,20 +22,49 @@ type RunParams struct {
 	Concurrency int
 }
 
-// RunResult is what a pass did. Skipped is set when another pass for the
-// same queue and type held the run lock.
+// RunResult is what a pass did with the jobs it claimed. Each attempt that
+// ended is in exactly one count, under the outcome that metrics, roll-ups
+// and logs give it (an attempt whose lease was lost ends nowhere: its
+// outcome is dropped, as under sluice work). Skipped is set when another
+// pass for the same queue and type held the run lock.
 type RunResult struct {
-	OK      bool   `json:"ok"`
-	Done    int    `json:"done"`
-	Failed  int    `json:"failed"`
-	Skipped string `json:"skipped,omitempty"`
+	OK bool `json:"ok"`
+	// Done counts jobs that succeeded.
+	Done int `json:"done"`
+	// Retried counts attempts that failed and used an attempt; the job
+	// runs again after its backoff.
+	Retried int `json:"retried"`
+	// Failed counts jobs that failed for good: a permanent error, or the
+	// last attempt.
+	Failed int `json:"failed"`
+	// Requeued counts jobs given back to pending without using an
+	// attempt: cut short at the deadline (or when the pass was
+	// cancelled), or snoozed by their handler.
+	Requeued int    `json:"requeued"`
+	Skipped  string `json:"skipped,omitempty"`
+}
+
+// count adds one attempt by its outcome (see outcomeOf).
+func (r *RunResult) count(outcome string) {
+	switch outcome {
+	case metrics.OutcomeSuccess:
+		r.Done++
+	case metrics.OutcomeRetry:
+		r.Retried++
+	case metrics.OutcomeFailed:
+		r.Failed++
+	case uncharged:
+		r.Requeued++
+	}
 }
 
 // RunOnce is the cron-triggered runner: it takes the run lock for the
 // queue and type (a lease row, so no other service is needed), rescues
 // expired leases, then claims and executes up to MaxJobs jobs before the
 // deadline. Jobs still running at the deadline are cancelled and returned
-// to pending without charging the attempt.
+// to pending without charging the attempt. Its attempts are logged and
+// counted in the metrics and roll-ups exactly as the workers' are, and the
+// roll-ups are in sluice_stats when it returns.
 func (c *Client) RunOnce(ctx context.Context, p RunParams) (RunResult, error) {
 	if p.Queue == "" {
 		p.Queue = "default"
@@ -64,8 +94,10 @@ func (c *Client) RunOnce(ctx context.Context, p RunParams) (RunResult, error) {
 		return RunResult{}, err
 	}
 	if !l.Held {
+		c.metrics.LockBusy(lockName)
 		return RunResult{OK: true, Skipped: "another run is active"}, nil
 	}
+	c.metrics.LockAcquired(lockName)
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
@@ -79,6 +111,16 @@ func (c *Client) RunOnce(ctx context.Context, p RunParams) (RunResult, error) {
 
 	var mu sync.Mutex
 	res := RunResult{OK: true}
+	// The pass's jobs are observed like any other worker's (logs, metrics,
+	// roll-ups); the pass only adds its own tally.
+	hooks := c.workerHooks()
+	observe := hooks.Completed
+	hooks.Completed = func(job driver.JobRow, o worker.Outcome, ran time.Duration) {
+		observe(job, o, ran)
+		mu.Lock()
+		defer mu.Unlock()
+		res.count(outcomeOf(o))
+	}
 	lease := c.leaseFor(p.Type)
 	for _, q := range c.queueList() {
 		if q.Name == p.Queue {
@@ -91,18 +133,7 @@ func (c *Client) RunOnce(ctx context.Context, p RunParams) (RunResult, error) {
 		Run:      c.run,
 		LeaseFor: c.leaseFor,
 		Logger:   c.log,
-		Hooks: worker.Hooks{Completed: func(_ driver.JobRow, o worker.Outcome, _ time.Duration) {
-			mu.Lock()
-			defer mu.Unlock()
-			// A snoozed job or one interrupted at the deadline (Refund) has
-			// not failed.
-			switch {
-			case o.Status == driver.StatusSuccess:
-				res.Done++
-			case !o.Refund:
-				res.Failed++
-			}
-		}},
+		Hooks:    hooks,
 	})
 	runCtx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
@@ -113,6 +144,16 @@ func (c *Client) RunOnce(ctx context.Context, p RunParams) (RunResult, error) {
 	}
 	// Past the deadline, Stop cancels what still runs and requeues it.
 	pool.Stop(runCtx)
+	// A `sluice run` process ends with the pass and never starts the
+	// heartbeat that flushes roll-ups elsewhere, so the pass flushes its
+	// own counts before it answers. In `sluice serve` the heartbeat may be
+	// flushing at the same moment; Flush waits for it and writes each
+	// count once.
+	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer fcancel()
+	if err := c.rollup.Flush(fctx, c.drv); err != nil {
+		c.log.Warn("flushing the roll-ups of a run pass failed", "err", err)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	return res, nil

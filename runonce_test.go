@@ -65,7 +65,7 @@ func TestRunOnce(t *testing.T) {
 		require.Equal(t, sluice.RunResult{OK: true, Done: 15}, r)
 		r, err = c.RunOnce(ctx, sluice.RunParams{MaxJobs: 50, Concurrency: 3})
 		require.NoError(t, err)
-		require.Equal(t, sluice.RunResult{OK: true, Done: 6, Failed: 1}, r)
+		require.Equal(t, sluice.RunResult{OK: true, Done: 6, Retried: 1}, r)
 		require.Zero(t, twice.Load())
 
 		// The deadline cancels a job that runs over and requeues it uncharged.
@@ -75,10 +75,48 @@ func TestRunOnce(t *testing.T) {
 		r, err = c.RunOnce(ctx, sluice.RunParams{Type: "slow", MaxDuration: 300 * time.Millisecond})
 		require.NoError(t, err)
 		require.Less(t, time.Since(start), 3*time.Second)
-		require.Equal(t, sluice.RunResult{OK: true}, r)
+		require.Equal(t, sluice.RunResult{OK: true, Requeued: 1}, r)
 		j, err := d.GetJob(ctx, res.ID)
 		require.NoError(t, err)
 		require.Equal(t, driver.StatusPending, j.Status)
 		require.Equal(t, 0, j.Attempts)
+	})
+}
+
+// A cron pass rescues expired leases before it claims. A job whose lease
+// expired on its last attempt fails there, and is counted like any failed
+// completion: in the metrics and, once the pass answers, in the roll-ups.
+func TestRunOnceCountsRescuedFailures(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, d driver.Driver) {
+		ctx := context.Background()
+		c, err := sluice.NewClient(sluice.Config{Driver: d, Types: map[string]sluice.Type{
+			"crashy": {Handler: sluice.HandlerFunc(func(context.Context, *sluice.Job) error { return nil }), MaxAttempts: 1},
+		}})
+		require.NoError(t, err)
+		_, err = c.Enqueue(ctx, sluice.EnqueueParams{Type: "crashy", Key: "dead", MaxAttempts: 1})
+		require.NoError(t, err)
+		// A worker that died holding it: claimed under a lease that has
+		// already run out.
+		got, err := d.Claim(ctx, driver.ClaimParams{Queue: "default", Type: "crashy", Limit: 1, Lease: -time.Second, Token: "dead-worker"})
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+
+		r, err := c.RunOnce(ctx, sluice.RunParams{Type: "crashy", MaxDuration: 5 * time.Second})
+		require.NoError(t, err)
+		require.Equal(t, sluice.RunResult{OK: true}, r, "the pass found nothing left to run")
+		require.Equal(t, driver.StatusFailed, waitStatus(t, d, got[0].ID, driver.StatusFailed).Status)
+
+		m := c.Metrics()
+		require.Equal(t, 1.0, m.Value("sluice_leases_rescued_total"))
+		require.Equal(t, 1.0, m.Value("sluice_jobs_completed_total", "default", "crashy", "failed"))
+		rows, err := d.ReadStats(ctx, time.Now().Add(-time.Hour))
+		require.NoError(t, err)
+		var failed int64
+		for _, s := range rows {
+			if s.Type == "crashy" && s.Outcome == "failed" {
+				failed += s.Count
+			}
+		}
+		require.Equal(t, int64(1), failed, "the roll-ups hold the rescued failure when the pass answers")
 	})
 }

@@ -2,6 +2,7 @@ package sluice_test
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -57,21 +58,23 @@ func TestScheduleOverlapForbid(t *testing.T) {
 }
 
 // After downtime, catch_up enqueues at most N missed slots, the most recent.
-// A daily schedule keeps every missed slot well outside the few seconds in
-// which a slot counts as late rather than missed.
+// A daily schedule at the hour half a day from now keeps every missed slot
+// hours away from the few seconds in which a slot counts as late rather
+// than missed, whatever the time of day the test runs.
 func TestScheduleCatchUp(t *testing.T) {
 	d := testdb.Open(t, "sqlite")
 	ctx := context.Background()
 	now, err := d.Now(ctx)
 	require.NoError(t, err)
-	today := now.Truncate(24 * time.Hour)
-	if now.Sub(today) < time.Minute {
-		t.Skip("too close to midnight UTC: today's slot would count as late")
+	hour := (now.UTC().Hour() + 12) % 24
+	last := now.UTC().Truncate(24 * time.Hour).Add(time.Duration(hour) * time.Hour)
+	if last.After(now) {
+		last = last.Add(-24 * time.Hour)
 	}
 	// The schedule last fired ten days ago: no node ran since.
-	require.NoError(t, d.InitSchedule(ctx, "daily", today.Add(-10*24*time.Hour)))
+	require.NoError(t, d.InitSchedule(ctx, "daily", last.Add(-10*24*time.Hour)))
 	c, err := sluice.NewClient(sluice.Config{Driver: d,
-		Schedules: []sluice.Schedule{{Name: "daily", Spec: every(t, "0 0 * * *"), Type: "report", CatchUp: 3}}})
+		Schedules: []sluice.Schedule{{Name: "daily", Spec: every(t, fmt.Sprintf("0 %d * * *", hour)), Type: "report", CatchUp: 3}}})
 	require.NoError(t, err)
 	require.NoError(t, c.Start(ctx))
 	require.Eventually(t, func() bool {
@@ -83,8 +86,8 @@ func TestScheduleCatchUp(t *testing.T) {
 	jobs, err := d.ListJobs(ctx, driver.ListParams{Type: "report"})
 	require.NoError(t, err)
 	require.Len(t, jobs, 3, "at most catch_up missed slots")
-	for i, j := range jobs { // newest first: today, yesterday, the day before
-		want := "sched:daily:" + today.Add(-time.Duration(i)*24*time.Hour).Format("2006-01-02T15:04:05")
+	for i, j := range jobs { // newest first: the last slot, the day before, the one before that
+		want := "sched:daily:" + last.Add(-time.Duration(i)*24*time.Hour).Format("2006-01-02T15:04:05")
 		require.Equal(t, want, j.Key)
 	}
 }

@@ -112,13 +112,22 @@ type Batch struct {
 	// Progress, if set, is called after each chunk and while throttled.
 	// Calls come from the shards' goroutines, one at a time.
 	Progress func(Progress)
-	Log      *slog.Logger
+	// Metrics, if set, counts every committed chunk under the batch's
+	// name: its rows and how long it took. A sluice Client's Metrics() is
+	// one, so that the chunks a process runs show on its /metrics.
+	Metrics ChunkCounter
+	Log     *slog.Logger
 	// Transient classifies errors worth retrying; default: the driver's
 	// deadlock, serialization and busy errors, lost connections, and
 	// errors marked with Retryable.
 	Transient func(error) bool
 	// Owner names this runner in the checkpoints (default host:pid:random).
 	Owner string
+}
+
+// ChunkCounter counts committed chunks.
+type ChunkCounter interface {
+	BatchChunk(batch string, rows int, took time.Duration)
 }
 
 // Shards splits a batch into independent parts, each with its own

@@ -129,6 +129,9 @@ func (r *shardRun) run(ctx context.Context) error {
 		full := n == r.size
 		if n > 0 {
 			r.progress.chunk(r.shard.name, n, r.size, took)
+			if r.b.Metrics != nil {
+				r.b.Metrics.BatchChunk(r.b.Name, n, took)
+			}
 		}
 		if r.adapt != nil && full {
 			r.size = r.adapt.observe(n, took)

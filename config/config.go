@@ -1,4 +1,4 @@
-// Package config reads sluice.yaml, the config file SPEC.md describes.
+// Package config reads sluice.yaml, the config file docs/reference.md "Config file" describes.
 //
 // Validation is strict: an unknown key, a bad value or a reference to
 // something undefined rejects the whole file, with an *Error that names the

@@ -20,8 +20,8 @@ import (
 
 const day = 24 * time.Hour
 
-// The example of SPEC.md "Config file", with order_scan defined: the
-// spec's schedule names a type its types section leaves out.
+// The example of docs/reference.md "Config file", which defines every
+// section, including the order_scan type that its schedule names.
 const specExample = `
 db: mysql://app:secret@127.0.0.1:3306/app
 listen: 127.0.0.1:8080

@@ -5,6 +5,8 @@ package dburl
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strings"
 
 	"github.com/sluicehq/sluice/driver"
@@ -19,9 +21,19 @@ const Default = "sqlite:sluice.db"
 // ErrBadScheme marks a URL whose scheme sluice does not know; the CLI exits 2 on it.
 var ErrBadScheme = errors.New("unknown database URL scheme")
 
+// ErrNoDatabase marks a SQLite file that does not exist, opened with
+// Options.MustExist.
+var ErrNoDatabase = errors.New("no database")
+
 // Options apply to whichever driver the URL selects.
 type Options struct {
 	Prefix string // table prefix; default "sluice_"
+	// MustExist refuses to create a SQLite file that does not exist (the
+	// error wraps ErrNoDatabase). SQLite creates a missing file on open, so
+	// without it a mistyped path, or a setting that was never read, starts
+	// a new empty database instead of failing. In-memory databases and
+	// server databases are unaffected.
+	MustExist bool
 }
 
 // Scheme returns the driver name for a URL: "sqlite", "mysql" or "postgres".
@@ -50,6 +62,15 @@ func Open(url string, opts Options) (driver.Driver, error) {
 	switch scheme {
 	case "sqlite":
 		path := strings.TrimPrefix(strings.TrimPrefix(url, "sqlite:"), "//")
+		if opts.MustExist {
+			// An empty path is left to sqlite.Open, which explains it.
+			file, _, _ := strings.Cut(path, "?")
+			if file != "" && file != ":memory:" {
+				if _, err := os.Stat(file); errors.Is(err, fs.ErrNotExist) {
+					return nil, fmt.Errorf("%w at %s", ErrNoDatabase, url)
+				}
+			}
+		}
 		return sqlite.Open(path, sqlite.Options{Prefix: opts.Prefix})
 	case "mysql":
 		return mysql.Open(url, mysql.Options{Prefix: opts.Prefix})

@@ -16,7 +16,7 @@ import (
 	"time"
 )
 
-// Job states. Jobs move between them as DESIGN.md describes.
+// Job states. Jobs move between them as docs/design.md "Job lifecycle" describes.
 const (
 	StatusPending    = "pending"
 	StatusProcessing = "processing"
@@ -216,6 +216,39 @@ type RescueParams struct {
 type RescueResult struct {
 	Pending int
 	Failed  int
+	// FailedBy counts the failed ones by queue and type; nil when none.
+	// Those jobs finished for good, so they count as failed completions.
+	FailedBy map[QueueType]int
+}
+
+// QueueType names a queue and a job type.
+type QueueType struct{ Queue, Type string }
+
+// Add adds o's counts to r.
+func (r *RescueResult) Add(o RescueResult) {
+	r.Pending += o.Pending
+	r.Failed += o.Failed
+	for k, n := range o.FailedBy {
+		r.failedBy(k, n)
+	}
+}
+
+// failedBy counts n failed jobs of k.
+func (r *RescueResult) failedBy(k QueueType, n int) {
+	if r.FailedBy == nil {
+		r.FailedBy = map[QueueType]int{}
+	}
+	r.FailedBy[k] += n
+}
+
+// CountRescued counts one rescued job from its new status, queue and type.
+func (r *RescueResult) CountRescued(status, queue, typ string) {
+	if status != StatusFailed {
+		r.Pending++
+		return
+	}
+	r.Failed++
+	r.failedBy(QueueType{queue, typ}, 1)
 }
 
 // PurgeParams selects finished jobs to delete.

@@ -79,7 +79,7 @@ func TestSQLiteDiskFull(t *testing.T) {
 	total := count()
 	r = run(t, env, "run", "--config", cfg, "--max-jobs", fmt.Sprint(total), "--max-seconds", "120", "--concurrency", "8")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.JSONEq(t, fmt.Sprintf(`{"ok":true,"done":%d,"failed":0}`, total), r.stdout)
+	require.JSONEq(t, fmt.Sprintf(`{"ok":true,"done":%d,"retried":0,"failed":0,"requeued":0}`, total), r.stdout)
 
 	d, err := dburl.Open("sqlite:"+dir+"/q.db", dburl.Options{})
 	require.NoError(t, err)

@@ -109,6 +109,17 @@ type Options struct {
 	ID string
 	// Prefix is the table prefix of the database backends; default "sluice_".
 	Prefix string
+	// Metrics, if set, counts every TryAcquire that got an answer: a lock
+	// taken, or found held. A sluice Client's Metrics() is one, so that a
+	// program's locks show on its /metrics. The lock name is a label:
+	// count only locks whose names come from a fixed set.
+	Metrics Counter
+}
+
+// Counter counts lock attempts by lock name.
+type Counter interface {
+	LockAcquired(name string)
+	LockBusy(name string)
 }
 
 // Open returns the Locker for url:
@@ -119,6 +130,14 @@ func Open(rawURL string, opts Options) (Locker, error) {
 	if opts.ID == "" {
 		opts.ID = DefaultID()
 	}
+	l, err := open(rawURL, opts)
+	if err != nil || opts.Metrics == nil {
+		return l, err
+	}
+	return counted{l, opts.Metrics}, nil
+}
+
+func open(rawURL string, opts Options) (Locker, error) {
 	base, lease, err := splitLease(rawURL)
 	if err != nil {
 		return nil, err
@@ -143,6 +162,25 @@ func Open(rawURL string, opts Options) (Locker, error) {
 	}
 	scheme, _, _ := strings.Cut(rawURL, ":")
 	return nil, fmt.Errorf("%w %q: use file:DIR, redis://HOST:PORT/DB, mysql://..., postgres://..., sqlite:PATH or a database URL with ?lease=1", ErrBadURL, scheme)
+}
+
+// counted is a Locker whose attempts are counted, whatever the backend.
+type counted struct {
+	Locker
+	m Counter
+}
+
+func (c counted) TryAcquire(ctx context.Context, name string, ttl time.Duration) (Lease, Holder, error) {
+	l, h, err := c.Locker.TryAcquire(ctx, name, ttl)
+	switch {
+	case err != nil:
+		// Neither taken nor busy: the backend did not answer.
+	case l != nil:
+		c.m.LockAcquired(name)
+	default:
+		c.m.LockBusy(name)
+	}
+	return l, h, err
 }
 
 // splitLease removes the lease parameter from a URL's query and reports

@@ -1,6 +1,6 @@
 // Package server is sluice's HTTP API: enqueue, inspect and manage jobs,
-// trigger a bounded run from cron, and report health. See SPEC.md,
-// "HTTP API (JSON)".
+// trigger a bounded run from cron, and report health. See
+// docs/reference.md "HTTP API".
 package server
 
 import (

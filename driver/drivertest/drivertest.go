@@ -62,7 +62,7 @@ func Exercise(t *testing.T, open func(t *testing.T) driver.Driver) {
 	}
 }
 
-// clockSlack absorbs storage precision: DESIGN.md asks for at least
+// clockSlack absorbs storage precision: docs/design.md "Database time" asks for at least
 // millisecond precision, so a driver may round a time the clock reported in
 // microseconds.
 const clockSlack = time.Millisecond

@@ -335,7 +335,7 @@ func exerciseInsert(t *testing.T, open Opener) {
 	t.Run("PlainSQLInsertUsesDefaults", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
-		// DESIGN.md documents the jobs table as a stable contract: an app may
+		// docs/reference.md "Job table" makes the table a stable contract: an app may
 		// enqueue with a plain INSERT naming only the type, and the column
 		// defaults must make a runnable job of it.
 		table := b.jobsTable()

@@ -49,7 +49,7 @@ func exerciseRescue(t *testing.T, open Opener) {
 		res, err := b.d.Rescue(b.ctx, driver.RescueParams{Limit: 10})
 		after := b.now()
 		require.NoError(t, err)
-		require.Equal(t, driver.RescueResult{Failed: 1}, res)
+		require.Equal(t, driver.RescueResult{Failed: 1, FailedBy: map[driver.QueueType]int{{Queue: "default", Type: "killed-last"}: 1}}, res)
 
 		j := b.get(id)
 		require.Equal(t, driver.StatusFailed, j.Status)
@@ -112,10 +112,9 @@ func exerciseRescue(t *testing.T, open Opener) {
 			res, err := b.d.Rescue(b.ctx, driver.RescueParams{Limit: 3})
 			require.NoError(t, err)
 			require.Equal(t, want, res.Pending+res.Failed, "rescued %+v with limit 3", res)
-			total.Pending += res.Pending
-			total.Failed += res.Failed
+			total.Add(res)
 		}
-		require.Equal(t, driver.RescueResult{Pending: 3, Failed: 2}, total)
+		require.Equal(t, driver.RescueResult{Pending: 3, Failed: 2, FailedBy: map[driver.QueueType]int{{Queue: "default", Type: "mixed"}: 2}}, total)
 		require.Len(t, b.listAll(driver.ListParams{Status: driver.StatusFailed}), 2)
 		require.Len(t, b.listAll(driver.ListParams{Status: driver.StatusPending}), 3)
 	})

@@ -470,20 +470,19 @@ func (d *Driver) completeOne(ctx context.Context, c driver.Completion) ([]int64,
 }
 
 // Rescue returns expired leases to pending, or fails jobs out of attempts.
-// MySQL has no UPDATE ... RETURNING, so the two outcomes are two statements
-// whose row counts are the result. They need no common transaction: each
-// moves whole rows atomically, and a row is moved by one or the other.
+// MySQL has no UPDATE ... RETURNING, so the two outcomes are separate: the
+// jobs to fail are locked and read (for their queue and type) and failed
+// by id, then one statement returns the others to pending. They need no
+// common transaction: a row is moved by one or the other.
 func (d *Driver) Rescue(ctx context.Context, p driver.RescueParams) (driver.RescueResult, error) {
-	var r driver.RescueResult
 	limit := p.Limit
 	if limit <= 0 {
 		limit = 1000
 	}
-	failed, err := d.execCount(ctx, d.Q["rescue_failed"], limit)
+	r, err := d.rescueFailed(ctx, limit)
 	if err != nil {
 		return r, fmt.Errorf("rescue expired leases: %w", err)
 	}
-	r.Failed = int(failed)
 	if remaining := limit - r.Failed; remaining > 0 {
 		pending, err := d.execCount(ctx, d.Q["rescue"], remaining)
 		if err != nil {
@@ -492,6 +491,51 @@ func (d *Driver) Rescue(ctx context.Context, p driver.RescueParams) (driver.Resc
 		r.Pending = int(pending)
 	}
 	return r, nil
+}
+
+// rescueFailed fails up to limit jobs whose lease expired on their last
+// attempt, in one transaction that locks them first.
+func (d *Driver) rescueFailed(ctx context.Context, limit int) (driver.RescueResult, error) {
+	var r driver.RescueResult
+	err := driver.RetryTransient(ctx, d.Transient, func() error {
+		r = driver.RescueResult{}
+		tx, err := d.Write.BeginTx(ctx, claimTx)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		rows, err := tx.QueryContext(ctx, d.Q["rescue_failed_lock"], limit)
+		if err != nil {
+			return err
+		}
+		var ids []any
+		var jobs []driver.QueueType
+		for rows.Next() {
+			var id int64
+			var k driver.QueueType
+			if err := rows.Scan(&id, &k.Queue, &k.Type); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, id)
+			jobs = append(jobs, k)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil || len(ids) == 0 {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, d.InList(d.Q["rescue_failed"], 1, len(ids)), ids...); err != nil {
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+		for _, k := range jobs {
+			r.CountRescued(driver.StatusFailed, k.Queue, k.Type)
+		}
+		return nil
+	})
+	return r, err
 }
 
 // execCount runs a statement, retried on deadlock, and returns its row count.

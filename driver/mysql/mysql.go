@@ -171,7 +171,7 @@ func Open(rawURL string, opts Options) (*Driver, error) {
 	q, err := driver.LoadQueries(files, "queries", prefix, append(sqlcommon.Required,
 		"insert", "key_holders", "key_holder_locked", "claim", "claim_type", "claim_update",
 		"claim_fallback", "claim_fallback_type", "claimed", "complete_batch", "complete_batch_first",
-		"rescue_failed", "lease_lock", "lease_insert", "lease_update", "migrate_lock", "migrate_unlock",
+		"rescue_failed", "rescue_failed_lock", "lease_lock", "lease_insert", "lease_update", "migrate_lock", "migrate_unlock",
 		"schema_set")...)
 	if err != nil {
 		return nil, err

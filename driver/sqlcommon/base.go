@@ -319,15 +319,11 @@ func (b *Base) Rescue(ctx context.Context, p driver.RescueParams) (driver.Rescue
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var status string
-			if err := rows.Scan(&status); err != nil {
+			var status, queue, typ string
+			if err := rows.Scan(&status, &queue, &typ); err != nil {
 				return err
 			}
-			if status == driver.StatusFailed {
-				r.Failed++
-			} else {
-				r.Pending++
-			}
+			r.CountRescued(status, queue, typ)
 		}
 		return rows.Err()
 	})

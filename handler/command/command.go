@@ -1,5 +1,5 @@
-// Package command runs sluice jobs as child processes, as SPEC.md "Handler
-// protocol" describes: the argv runs directly with no shell, in its own
+// Package command runs sluice jobs as child processes, per docs/reference.md "Handler protocol":
+// the argv runs directly with no shell, in its own
 // process group, reads the job as JSON on stdin, and its exit code decides
 // the outcome. On a timeout or cancellation the whole group gets SIGTERM,
 // then SIGKILL after a grace period, so no grandchild outlives its job.
@@ -21,7 +21,7 @@ import (
 	"github.com/sluicehq/sluice/handler/webhook"
 )
 
-// Defaults, as SPEC.md and DESIGN.md give them.
+// Defaults (docs/reference.md "Handler protocol").
 const (
 	// DefaultKillGrace is how long a process group has between SIGTERM
 	// and SIGKILL.
@@ -121,25 +121,31 @@ func (h *Handler) Work(ctx context.Context, job *sluice.Job) error {
 	errText := strings.TrimSpace(stderr.String())
 	switch {
 	case stopped:
-		return fmt.Errorf("command %s: stopped after %s: %w; %s", h.argv[0], time.Since(start).Round(time.Millisecond),
-			ctx.Err(), withStderr(state, errText))
+		return withStderr(fmt.Errorf("command %s: stopped after %s: %w; %s", h.argv[0], time.Since(start).Round(time.Millisecond),
+			ctx.Err(), howEnded(state)), errText)
 	case state.Success():
 		job.SetResult(strings.ToValidUTF8(stdout.String(), "\uFFFD"))
 		return nil
 	case slices.Contains(h.permanent, state.ExitCode()):
-		return sluice.Permanent(fmt.Errorf("command %s: %s", h.argv[0], withStderr(state, errText)))
+		return sluice.Permanent(withStderr(fmt.Errorf("command %s: %s", h.argv[0], howEnded(state)), errText))
 	}
-	return fmt.Errorf("command %s: %s", h.argv[0], withStderr(state, errText))
+	return withStderr(fmt.Errorf("command %s: %s", h.argv[0], howEnded(state)), errText)
 }
 
-// withStderr describes how the process ended, followed by its stderr tail.
-func withStderr(state *os.ProcessState, stderr string) string {
-	how := "exit code " + strconv.Itoa(state.ExitCode())
+// howEnded describes how the process ended.
+func howEnded(state *os.ProcessState) string {
 	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		how = fmt.Sprintf("ended by signal %d (%s)", ws.Signal(), ws.Signal())
+		return fmt.Sprintf("ended by signal %d (%s)", ws.Signal(), ws.Signal())
 	}
+	return "exit code " + strconv.Itoa(state.ExitCode())
+}
+
+// withStderr adds the stderr tail to err as its detail: the job's
+// last_error keeps it, but logs show it only at debug level, since a
+// command may well print the payload it was given.
+func withStderr(err error, stderr string) error {
 	if stderr == "" {
-		return how + " (no stderr output)"
+		return fmt.Errorf("%w (no stderr output)", err)
 	}
-	return how + ": " + strings.ToValidUTF8(stderr, "\uFFFD")
+	return &sluice.DetailError{Err: err, Detail: strings.ToValidUTF8(stderr, "\uFFFD")}
 }

@@ -1,5 +1,5 @@
 // Package webhook runs sluice jobs by POSTing them to an HTTP endpoint, as
-// SPEC.md "Handler protocol" describes. The status code decides the
+// docs/reference.md "Handler protocol" describes. The status code decides the
 // outcome: 2xx succeeds, 408, 425, 429, 5xx and network failures retry, a
 // redirect or any other 4xx fails the job at once.
 package webhook
@@ -219,7 +219,7 @@ func (h *Handler) Work(ctx context.Context, job *sluice.Job) error {
 	}
 	defer resp.Body.Close()
 	// Reading one byte past the limit reaches EOF on a body that fits, so
-	// its connection goes back to the pool. The status code alone decides the outcome (SPEC.md), so a body cut
+	// its connection goes back to the pool. The status code alone decides the outcome (docs/reference.md "Handler protocol"), so a body cut
 	// short by a reset or the timeout is kept as far as it came.
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, driver.MaxResultLen+1))
 	text := strings.ToValidUTF8(driver.Truncate(string(data), driver.MaxResultLen, false), "\uFFFD")
@@ -263,8 +263,10 @@ func statusError(code int, body string) error {
 	if body == "" {
 		return fmt.Errorf("HTTP %d %s", code, http.StatusText(code))
 	}
-	prefix := fmt.Sprintf("HTTP %d: ", code)
-	return errors.New(prefix + driver.Truncate(body, driver.MaxErrorLen-len(prefix), false))
+	// The body is the detail: last_error keeps it, logs show it only at
+	// debug level, since a receiver may echo the payload.
+	status := fmt.Sprintf("HTTP %d", code)
+	return &sluice.DetailError{Err: errors.New(status), Detail: driver.Truncate(body, driver.MaxErrorLen-len(status+": "), false)}
 }
 
 // parseRetryAfter reads a Retry-After value: delay seconds or an HTTP date.

@@ -288,13 +288,22 @@ func batchJobType(name string) string { return "batch:" + name }
 
 // batchTypes gives each configured batch a job type whose jobs run one
 // shard each, so that `sluice batch enqueue` spreads a batch over workers.
-func (a *app) batchTypes(f *config.File) (map[string]sluice.Type, error) {
+// It also returns the batches, for the caller to give them the metrics of
+// the client that will run those jobs.
+func (a *app) batchTypes(f *config.File) (map[string]sluice.Type, []*batch.Batch, error) {
 	types := map[string]sluice.Type{}
+	var batches []*batch.Batch
 	for name := range f.Batches {
 		b, err := a.batchOf(f, name)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+		// Defaults are filled in now, so that shard jobs running at once
+		// only read b.
+		if err := b.Validate(); err != nil {
+			return nil, nil, err
+		}
+		batches = append(batches, b)
 		types[batchJobType(name)] = sluice.Type{Queue: config.DefaultQueue, Dedupe: driver.DedupeActive, Handler: sluice.HandlerFunc(
 			func(ctx context.Context, job *sluice.Job) error {
 				var p struct {
@@ -316,7 +325,7 @@ func (a *app) batchTypes(f *config.File) (map[string]sluice.Type, error) {
 				}
 			})}
 	}
-	return types, nil
+	return types, batches, nil
 }
 
 func (a *app) batchEnqueueCommand() *cobra.Command {

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/dburl"
 	"github.com/sluicehq/sluice/driver"
 )
@@ -43,13 +44,21 @@ type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 
-	dbURL      string
-	configPath string
+	dbFlag     string // --db as given
+	configFlag string // --config as given
 	logFormat  string
 	logLevel   string
 	prefix     string
 
 	log *slog.Logger
+
+	// Set by resolve (through loadConfig) before any command that uses the
+	// database runs.
+	cfg     *config.File // the config file's settings; empty without a file
+	cfgPath string       // the config file read; "" for none
+	dbURL   string       // the database in force; "" until resolved
+	dbFrom  string       // where dbURL came from, for messages
+
 	drv driver.Driver
 }
 
@@ -115,18 +124,50 @@ func (a *app) rootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			return a.setup()
+			if err := a.setup(); err != nil {
+				return err
+			}
+			if usesDatabase(cmd) {
+				return a.resolve()
+			}
+			return nil
 		},
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
 	f := root.PersistentFlags()
-	f.StringVar(&a.dbURL, "db", "", "database URL (env SLUICE_DB; default "+dburl.Default+")")
-	f.StringVar(&a.configPath, "config", "", "config file (env SLUICE_CONFIG; ./sluice.yaml if it exists)")
+	f.StringVar(&a.dbFlag, "db", "", "database URL (env SLUICE_DB; else the config's db:; default "+dburl.Default+")")
+	f.StringVar(&a.configFlag, "config", "", "config file (env SLUICE_CONFIG; ./sluice.yaml if it exists)")
 	f.StringVar(&a.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	root.AddCommand(a.migrateCommand(), a.enqueueCommand(), a.jobsCommand(), a.statsCommand(),
-		a.queuesCommand(), a.versionCommand(), a.workCommand(), a.serveCommand(), a.runCommand(), a.schedulesCommand(), a.benchCommand(), a.lockCommand(), a.batchCommand())
+	// Every command on this list gets the config file and the database
+	// resolved before it runs, in one place, so that none of them can read
+	// a different database than the others.
+	for _, c := range []*cobra.Command{a.migrateCommand(), a.enqueueCommand(), a.jobsCommand(), a.statsCommand(),
+		a.queuesCommand(), a.workCommand(), a.serveCommand(), a.runCommand(), a.schedulesCommand(), a.benchCommand(),
+		a.batchCommand()} {
+		c.Annotations = map[string]string{annotationDatabase: "yes"}
+		root.AddCommand(c)
+	}
+	// These never read the config file: version works anywhere, and lock
+	// has its own --backend, so an unrelated broken sluice.yaml in the
+	// directory of a cron job must not stop it. Cobra's help and
+	// completion commands are left out the same way.
+	root.AddCommand(a.versionCommand(), a.lockCommand())
 	return root
+}
+
+// annotationDatabase marks a top-level command that uses the database.
+const annotationDatabase = "sluice/database"
+
+// usesDatabase reports whether cmd, or the top-level command it belongs
+// to, uses the database.
+func usesDatabase(cmd *cobra.Command) bool {
+	for c := cmd; c != nil; c = c.Parent() {
+		if c.Annotations[annotationDatabase] != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // setup applies the global flags and environment.
@@ -144,38 +185,68 @@ func (a *app) setup() error {
 	default:
 		return usagef("--log-format %q: want text or json", a.logFormat)
 	}
-	if a.dbURL == "" {
-		a.dbURL = os.Getenv("SLUICE_DB")
-	}
-	if a.configPath == "" {
-		a.configPath = os.Getenv("SLUICE_CONFIG")
-	}
 	// SLUICE_PREFIX keeps tests' and benchmarks' tables apart; it is not
 	// meant for everyday use, so it has no flag.
 	a.prefix = os.Getenv("SLUICE_PREFIX")
 	return nil
 }
 
-// url is the database URL in force.
-func (a *app) url() string {
-	if a.dbURL != "" {
-		return a.dbURL
+// resolve loads the config file and picks the database, with one
+// precedence for every command: --db, then $SLUICE_DB, then the config
+// file's db:, then dburl.Default. A broken config file fails the command
+// even when --db is given, so that a mistake in it never goes unnoticed.
+func (a *app) resolve() error {
+	f, err := a.loadConfig()
+	if err != nil {
+		return err
 	}
-	return dburl.Default
+	switch {
+	case a.dbFlag != "":
+		a.dbURL, a.dbFrom = a.dbFlag, "--db"
+	case os.Getenv("SLUICE_DB") != "":
+		a.dbURL, a.dbFrom = os.Getenv("SLUICE_DB"), "SLUICE_DB"
+	case f.DB != "":
+		a.dbURL, a.dbFrom = f.DB, "db: in "+a.cfgPath
+	default:
+		a.dbURL, a.dbFrom = dburl.Default, "the default"
+	}
+	if _, err := dburl.Scheme(a.dbURL); err != nil {
+		return fmt.Errorf("%s: %w", a.dbFrom, err)
+	}
+	a.log.Debug("database", "url", dburl.Redact(a.dbURL), "from", a.dbFrom, "prefix", a.prefix)
+	return nil
 }
 
-// open opens the database without checking the schema (for migrate).
+// url is the database URL in force.
+func (a *app) url() string { return a.dbURL }
+
+// open opens the database without checking the schema. A SQLite file must
+// already exist: only migrate creates one (see openOrCreate), so that a
+// command reading the wrong database fails instead of starting a new one.
 func (a *app) open() (driver.Driver, error) {
+	return a.openDB(false)
+}
+
+// openOrCreate is open for migrate, which may create a SQLite file.
+func (a *app) openOrCreate() (driver.Driver, error) {
+	return a.openDB(true)
+}
+
+func (a *app) openDB(create bool) (driver.Driver, error) {
 	if a.drv != nil {
 		return a.drv, nil
 	}
-	u := a.url()
-	if _, err := dburl.Scheme(u); err != nil {
-		return nil, err
+	if a.dbURL == "" {
+		// A command missing from rootCommand's database list.
+		return nil, errors.New("internal error: the database was opened before it was resolved")
 	}
-	d, err := dburl.Open(u, dburl.Options{Prefix: a.prefix})
+	u := dburl.Redact(a.dbURL)
+	d, err := dburl.Open(a.dbURL, dburl.Options{Prefix: a.prefix, MustExist: !create})
+	if errors.Is(err, dburl.ErrNoDatabase) {
+		return nil, fmt.Errorf("no database at %s (from %s): run `sluice migrate` first", u, a.dbFrom)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("cannot open %s: %w (check --db or SLUICE_DB)", dburl.Redact(u), err)
+		return nil, fmt.Errorf("cannot open %s (from %s): %w", u, a.dbFrom, err)
 	}
 	a.drv = d
 	return d, nil

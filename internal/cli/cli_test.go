@@ -30,8 +30,15 @@ type result struct {
 // run runs the binary with env additions and optional stdin.
 func run(t *testing.T, env []string, stdin string, args ...string) result {
 	t.Helper()
+	return runIn(t, "", env, stdin, args...)
+}
+
+// runIn is run in the working directory dir ("" for a fresh empty one).
+func runIn(t *testing.T, dir string, env []string, stdin string, args ...string) result {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(append(os.Environ(), "SLUICE_DB=", "SLUICE_PREFIX=", "SLUICE_CONFIG="), env...)
+	cmd.Dir = workDir(t, dir)
+	cmd.Env = childEnv(env)
 	cmd.Stdin = strings.NewReader(stdin)
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
@@ -43,6 +50,28 @@ func run(t *testing.T, env []string, stdin string, args ...string) result {
 		require.NoError(t, err)
 	}
 	return result{code, so.String(), se.String()}
+}
+
+// workDir is dir, or a fresh empty directory, so that a command that
+// falls back to ./sluice.yaml or ./sluice.db never touches the source tree.
+func workDir(t *testing.T, dir string) string {
+	if dir == "" {
+		return t.TempDir()
+	}
+	return dir
+}
+
+// childEnv is the test's environment without the settings that choose a
+// database or a config file, so that only env (and the arguments) do.
+func childEnv(env []string) []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if k != "SLUICE_DB" && k != "SLUICE_CONFIG" && k != "SLUICE_PREFIX" {
+			out = append(out, kv)
+		}
+	}
+	return append(out, env...)
 }
 
 func TestCLIJobLifecycle(t *testing.T) {

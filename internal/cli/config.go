@@ -13,18 +13,25 @@ import (
 	"github.com/sluicehq/sluice/schedule"
 )
 
-// loadConfig reads --config, $SLUICE_CONFIG or ./sluice.yaml; with none of
-// them it returns an empty config. A config's db: applies when neither
-// --db nor $SLUICE_DB is set.
+// loadConfig reads --config, $SLUICE_CONFIG or ./sluice.yaml, once; with
+// none of them it returns an empty config. resolve calls it before every
+// command that uses the database, so later calls return what it read.
 func (a *app) loadConfig() (*config.File, error) {
-	path := a.configPath
+	if a.cfg != nil {
+		return a.cfg, nil
+	}
+	path := a.configFlag
+	if path == "" {
+		path = os.Getenv("SLUICE_CONFIG")
+	}
 	if path == "" {
 		if _, err := os.Stat("sluice.yaml"); err == nil {
 			path = "sluice.yaml"
 		}
 	}
 	if path == "" {
-		return &config.File{}, nil
+		a.cfg = &config.File{}
+		return a.cfg, nil
 	}
 	f, err := config.Load(path)
 	if err != nil {
@@ -34,9 +41,7 @@ func (a *app) loadConfig() (*config.File, error) {
 		}
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
-	if a.dbURL == "" && f.DB != "" {
-		a.dbURL = f.DB
-	}
+	a.cfg, a.cfgPath = f, path
 	return f, nil
 }
 
@@ -54,7 +59,7 @@ func (a *app) workerClient(ctx context.Context, f *config.File) (*sluice.Client,
 	if err != nil {
 		return nil, err
 	}
-	batchTypes, err := a.batchTypes(f)
+	batchTypes, batches, err := a.batchTypes(f)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +95,7 @@ func (a *app) workerClient(ctx context.Context, f *config.File) (*sluice.Client,
 	if err != nil {
 		return nil, err
 	}
-	return sluice.NewClient(sluice.Config{
+	c, err := sluice.NewClient(sluice.Config{
 		Clock:     clock,
 		Driver:    d,
 		Types:     types,
@@ -99,6 +104,14 @@ func (a *app) workerClient(ctx context.Context, f *config.File) (*sluice.Client,
 		Retention: f.Retention.Map(),
 		Logger:    a.log,
 	})
+	if err != nil {
+		return nil, err
+	}
+	// Batch shards run as this client's jobs: their chunks count on its /metrics.
+	for _, b := range batches {
+		b.Metrics = c.Metrics()
+	}
+	return c, nil
 }
 
 // schedulesOf converts the config's schedules, in name order.

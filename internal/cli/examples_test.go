@@ -86,7 +86,7 @@ func TestExampleWebhookReceiver(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	r = run(t, env, "", "run", "--config", cfg)
 	require.Equal(t, 0, r.code, r.stderr)
-	require.JSONEq(t, `{"ok":true,"done":1,"failed":0}`, r.stdout)
+	require.JSONEq(t, `{"ok":true,"done":1,"retried":0,"failed":0,"requeued":0}`, r.stdout)
 	jobs, err := d.ListJobs(context.Background(), driver.ListParams{})
 	require.NoError(t, err)
 	require.Equal(t, driver.StatusSuccess, jobs[0].Status)

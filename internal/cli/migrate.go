@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/sluicehq/sluice/dburl"
 )
 
 func (a *app) migrateCommand() *cobra.Command {
@@ -12,7 +14,7 @@ func (a *app) migrateCommand() *cobra.Command {
 		Short: "Create or upgrade the schema (idempotent)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			d, err := a.open()
+			d, err := a.openOrCreate()
 			if err != nil {
 				return err
 			}
@@ -24,10 +26,12 @@ func (a *app) migrateCommand() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("migrate: %w", err)
 			}
+			// Naming the database shows at once when it is not the one meant.
+			db := dburl.Redact(a.url())
 			if v == before {
-				fmt.Fprintf(a.stdout, "schema version %d (already up to date)\n", v)
+				fmt.Fprintf(a.stdout, "%s: schema version %d (already up to date)\n", db, v)
 			} else {
-				fmt.Fprintf(a.stdout, "schema version %d (upgraded from %d)\n", v, before)
+				fmt.Fprintf(a.stdout, "%s: schema version %d (upgraded from %d)\n", db, v, before)
 			}
 			return nil
 		},

@@ -18,8 +18,12 @@ func (a *app) runCommand() *cobra.Command {
 		Long: `Take the run lock of the queue and type (a second pass while one is active
 answers {"ok":true,"skipped":"another run is active"}), recover expired leases,
 then claim and execute jobs until --max-jobs or --max-seconds, and print
-{"ok":true,"done":N,"failed":M}. Jobs still running at the deadline return to
-pending without charging the attempt.`,
+{"ok":true,"done":N,"retried":R,"failed":F,"requeued":Q}: jobs that succeeded,
+attempts that failed and will be retried, jobs that failed for good, and jobs
+given back to pending without using an attempt (still running at the
+deadline, or snoozed). Every attempt is logged, counted in the metrics and
+added to the sluice_stats roll-ups before the pass returns, as under
+sluice work.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if p.MaxJobs < 1 || maxSeconds < 1 {

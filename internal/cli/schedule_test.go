@@ -20,10 +20,10 @@ import (
 // every slot gets exactly one job, with no gap after the first.
 func TestScheduleAcrossThreeNodes(t *testing.T) {
 	d, tg := testdb.OpenURL(t, "mysql")
-	cfg, _ := writeConfig(t, `schedules:
+	cfg, _ := writeConfig(t, dbConfig(tg, `schedules:
   tick: { cron: "@every 1s", type: append, overlap: allow }
-`)
-	env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix}
+`))
+	env := []string{"SLUICE_PREFIX=" + tg.Prefix}
 	var nodes []*exec.Cmd
 	for i := 0; i < 3; i++ {
 		nodes = append(nodes, startWorker(t, env, "work", "--config", cfg))
@@ -59,11 +59,11 @@ func TestScheduleAcrossThreeNodes(t *testing.T) {
 
 func TestSchedulesList(t *testing.T) {
 	_, tg := testdb.OpenURL(t, "sqlite")
-	cfg, _ := writeConfig(t, `schedules:
+	cfg, _ := writeConfig(t, dbConfig(tg, `schedules:
   nightly: { cron: "30 2 * * *", timezone: "Asia/Shanghai", type: append }
   tick: { cron: "@every 1m", type: append, overlap: allow }
-`)
-	env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix}
+`))
+	env := []string{"SLUICE_PREFIX=" + tg.Prefix}
 	r := run(t, env, "", "schedules", "list", "--config", cfg, "--json", "--next", "2")
 	require.Equal(t, 0, r.code, r.stderr)
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")

@@ -43,11 +43,24 @@ types:
 	return cfgPath, logPath
 }
 
+// dbConfig is writeConfig's extra text that names the test's database.
+// SLUICE_PREFIX still picks the tables: it is a test hook with no config key.
+func dbConfig(tg testdb.Target, extra string) string {
+	return "db: " + tg.URL + "\n" + extra
+}
+
 // startWorker starts `sluice <args>` in the background and returns it.
 func startWorker(t *testing.T, env []string, args ...string) *exec.Cmd {
 	t.Helper()
+	return startIn(t, "", env, args...)
+}
+
+// startIn is startWorker in the working directory dir ("" for a fresh empty one).
+func startIn(t *testing.T, dir string, env []string, args ...string) *exec.Cmd {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(append(os.Environ(), "SLUICE_DB=", "SLUICE_PREFIX=", "SLUICE_CONFIG="), env...)
+	cmd.Dir = workDir(t, dir)
+	cmd.Env = childEnv(env)
 	var errBuf bytes.Buffer
 	cmd.Stderr = &errBuf
 	require.NoError(t, cmd.Start())
@@ -100,10 +113,10 @@ func TestWorkProcessesShareTheQueue(t *testing.T) {
 	for _, name := range []string{"mysql", "postgres"} {
 		t.Run(name, func(t *testing.T) {
 			d, tg := testdb.OpenURL(t, name)
-			cfg, logPath := writeConfig(t, "")
+			cfg, logPath := writeConfig(t, dbConfig(tg, ""))
 			const jobs = 2000
 			enqueueN(t, d, "append", jobs)
-			env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix}
+			env := []string{"SLUICE_PREFIX=" + tg.Prefix}
 			var procs []*exec.Cmd
 			for i := 0; i < 4; i++ {
 				procs = append(procs, startWorker(t, env, "work", "--config", cfg))
@@ -139,15 +152,15 @@ func TestWorkProcessesShareTheQueue(t *testing.T) {
 // unfinished job returned uncharged.
 func TestRunCommandBounds(t *testing.T) {
 	d, tg := testdb.OpenURL(t, "sqlite")
-	cfg, logPath := writeConfig(t, "")
+	cfg, logPath := writeConfig(t, dbConfig(tg, ""))
 	enqueueN(t, d, "append", 7)
-	env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix}
+	env := []string{"SLUICE_PREFIX=" + tg.Prefix}
 	r := run(t, env, "", "run", "--config", cfg, "--max-jobs", "5")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.JSONEq(t, `{"ok":true,"done":5,"failed":0}`, r.stdout)
+	require.JSONEq(t, `{"ok":true,"done":5,"retried":0,"failed":0,"requeued":0}`, r.stdout)
 	r = run(t, env, "", "run", "--config", cfg, "--max-jobs", "20")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.JSONEq(t, `{"ok":true,"done":2,"failed":0}`, r.stdout)
+	require.JSONEq(t, `{"ok":true,"done":2,"retried":0,"failed":0,"requeued":0}`, r.stdout)
 	b, err := os.ReadFile(logPath)
 	require.NoError(t, err)
 	require.Len(t, strings.Fields(string(b)), 7)
@@ -157,7 +170,7 @@ func TestRunCommandBounds(t *testing.T) {
 	r = run(t, env, "", "run", "--config", cfg, "--type", "sleep", "--max-seconds", "1")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Less(t, time.Since(start), 15*time.Second, "the deadline stopped the 30 s command")
-	require.JSONEq(t, `{"ok":true,"done":0,"failed":0}`, r.stdout)
+	require.JSONEq(t, `{"ok":true,"done":0,"retried":0,"failed":0,"requeued":1}`, r.stdout)
 	jobs, err := d.ListJobs(context.Background(), driver.ListParams{Type: "sleep"})
 	require.NoError(t, err)
 	require.Equal(t, driver.StatusPending, jobs[0].Status)
@@ -172,18 +185,18 @@ func TestRunCommandBounds(t *testing.T) {
 // worker without a restart.
 func TestWorkShutdownAndPause(t *testing.T) {
 	d, tg := testdb.OpenURL(t, "sqlite")
-	cfg, logPath := writeConfig(t, "")
-	env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix}
+	cfg, logPath := writeConfig(t, dbConfig(tg, ""))
+	env := []string{"SLUICE_PREFIX=" + tg.Prefix}
 	w := startWorker(t, env, "work", "--config", cfg, "--shutdown-timeout", "1s")
 
-	r := run(t, env, "", "queues", "pause", "default")
+	r := run(t, env, "", "--config", cfg, "queues", "pause", "default")
 	require.Equal(t, 0, r.code, r.stderr)
 	time.Sleep(1500 * time.Millisecond) // workers re-read paused flags every second
 	enqueueN(t, d, "append", 3)
 	time.Sleep(1500 * time.Millisecond)
 	_, err := os.Stat(logPath)
 	require.True(t, os.IsNotExist(err), "a paused queue ran jobs")
-	r = run(t, env, "", "queues", "resume", "default")
+	r = run(t, env, "", "--config", cfg, "queues", "resume", "default")
 	require.Equal(t, 0, r.code, r.stderr)
 	waitDone(t, d, 20*time.Second)
 
@@ -209,8 +222,8 @@ func TestWorkShutdownAndPause(t *testing.T) {
 // serve refuses a non-loopback address without tokens, and serves the API.
 func TestServe(t *testing.T) {
 	_, tg := testdb.OpenURL(t, "sqlite")
-	cfg, _ := writeConfig(t, "")
-	env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix}
+	cfg, _ := writeConfig(t, dbConfig(tg, ""))
+	env := []string{"SLUICE_PREFIX=" + tg.Prefix}
 	r := run(t, env, "", "serve", "--config", cfg, "--listen", "0.0.0.0:0")
 	require.Equal(t, 2, r.code)
 	require.Contains(t, r.stderr, "token")

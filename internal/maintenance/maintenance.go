@@ -138,26 +138,38 @@ func (s *Service) loop(ctx context.Context) {
 
 // RescueAll returns every expired lease to pending (or failed), in chunks.
 func (s *Service) RescueAll(ctx context.Context) driver.RescueResult {
+	total, err := Rescue(ctx, s.cfg.Driver, s.log, s.cfg.Rescued)
+	if err != nil {
+		s.log.Warn("rescue failed", "err", err)
+	}
+	return total
+}
+
+// Rescue returns every expired lease to pending (or failed), in chunks of
+// 1,000, logs what it moved and hands the total to rescued. The leader and
+// a cron pass (which rescues before it claims) both go through it, so a
+// rescue is logged and counted the same way whoever runs it. On an error
+// it still reports what the chunks before it moved.
+func Rescue(ctx context.Context, d driver.Driver, log *slog.Logger, rescued func(driver.RescueResult)) (driver.RescueResult, error) {
 	var total driver.RescueResult
+	var err error
 	for ctx.Err() == nil {
-		r, err := s.cfg.Driver.Rescue(ctx, driver.RescueParams{Limit: 1000})
-		if err != nil {
-			s.log.Warn("rescue failed", "err", err)
+		var r driver.RescueResult
+		if r, err = d.Rescue(ctx, driver.RescueParams{Limit: 1000}); err != nil {
 			break
 		}
-		total.Pending += r.Pending
-		total.Failed += r.Failed
+		total.Add(r)
 		if r.Pending+r.Failed < 1000 {
 			break
 		}
 	}
 	if total.Pending+total.Failed > 0 {
-		s.log.Warn("rescued jobs with expired leases", "to_pending", total.Pending, "to_failed", total.Failed)
-		if s.cfg.Rescued != nil {
-			s.cfg.Rescued(total)
+		log.Warn("rescued jobs with expired leases", "to_pending", total.Pending, "to_failed", total.Failed)
+		if rescued != nil {
+			rescued(total)
 		}
 	}
-	return total
+	return total, err
 }
 
 // PurgeAll deletes finished jobs past retention, a chunk at a time so that

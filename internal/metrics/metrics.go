@@ -3,8 +3,9 @@
 // in-memory roll-up counts flushed to sluice_stats, and the sluice_nodes
 // heartbeat.
 //
-// Labels are queue and type (and outcome, a fixed set of four), never a
-// job id or key, so the number of series stays bounded by configuration.
+// Labels are queue and type (and outcome, a fixed set of four; name on
+// lock counters), never a job id or key, so the number of series stays
+// bounded by configuration.
 package metrics
 
 import (
@@ -17,6 +18,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sluicehq/sluice/driver"
 )
 
 // Outcome labels of sluice_jobs_completed_total.
@@ -40,9 +43,9 @@ type Metrics struct {
 	labels map[string][]string // metric name -> label names, for Value
 
 	enqueued, deduplicated, completed, leaseLost *prometheus.CounterVec
-	fires, skips                                 *prometheus.CounterVec
+	fires, skips, lockAcquired, lockBusy         *prometheus.CounterVec
 	batchRows, batchChunks                       *prometheus.CounterVec
-	rescued, lockAcquired, lockBusy              prometheus.Counter
+	rescued                                      prometheus.Counter
 	runDuration, queueLatency                    *prometheus.HistogramVec
 	claimDuration, chunkDuration                 *prometheus.HistogramVec
 	pending, processing, failed, oldestPending   *prometheus.GaugeVec
@@ -86,8 +89,8 @@ func New(db *sql.DB) *Metrics {
 	m.leaseLost = c("sluice_leases_lost_total", "Fenced updates that changed no row: the job's lease had moved on, so this worker's outcome was dropped.", "queue", "type")
 	m.fires = c("sluice_schedule_fires_total", "Schedule slots that enqueued a job on this node.", "queue", "type")
 	m.skips = c("sluice_schedule_skips_total", "Schedule slots skipped because the previous run was still active (overlap forbid).", "queue", "type")
-	m.lockAcquired = c0("sluice_lock_acquisitions_total", "Named locks acquired.")
-	m.lockBusy = c0("sluice_lock_busy_total", "Attempts to take a named lock that another holder had.")
+	m.lockAcquired = c("sluice_lock_acquisitions_total", "Named locks taken: the /v1/run run lock (run:QUEUE:TYPE) and the locks of package lock given these metrics.", "name")
+	m.lockBusy = c("sluice_lock_busy_total", "Attempts to take a named lock that another holder had: a skipped /v1/run pass, or a busy lock of package lock.", "name")
 	m.batchRows = c("sluice_batch_rows_total", "Rows processed by batch jobs; type is the batch name.", "type")
 	m.batchChunks = c("sluice_batch_chunks_total", "Chunks committed by batch jobs; type is the batch name.", "type")
 	m.runDuration = h("sluice_job_run_duration_seconds", "Handler run time of one attempt.", longBuckets, "queue", "type")
@@ -135,21 +138,29 @@ func (m *Metrics) Claimed(queue string, took time.Duration) {
 // LeaseLost counts a fenced update that changed no row.
 func (m *Metrics) LeaseLost(queue, typ string) { m.leaseLost.WithLabelValues(queue, typ).Inc() }
 
-// Rescued counts jobs returned by the rescue pass.
-func (m *Metrics) Rescued(n int) { m.rescued.Add(float64(n)) }
+// Rescued counts a rescue pass: every job it moved, and those it failed
+// for good as failed completions (no attempt ran here: no run time).
+func (m *Metrics) Rescued(r driver.RescueResult) {
+	m.rescued.Add(float64(r.Pending + r.Failed))
+	for k, n := range r.FailedBy {
+		m.completed.WithLabelValues(k.Queue, k.Type, OutcomeFailed).Add(float64(n))
+	}
+}
 
 // ScheduleFired and ScheduleSkipped count schedule slots by the queue and
 // type of the job they enqueue.
 func (m *Metrics) ScheduleFired(queue, typ string)   { m.fires.WithLabelValues(queue, typ).Inc() }
 func (m *Metrics) ScheduleSkipped(queue, typ string) { m.skips.WithLabelValues(queue, typ).Inc() }
 
-// LockAcquired and LockBusy are for package lock: a lock taken, and an
-// attempt that found the lock held by someone else.
-func (m *Metrics) LockAcquired() { m.lockAcquired.Inc() }
-func (m *Metrics) LockBusy()     { m.lockBusy.Inc() }
+// LockAcquired and LockBusy count a named lock taken, and an attempt that
+// found it held by someone else: the run lock of a /v1/run pass, and the
+// locks of package lock opened with these metrics. The name is a label,
+// so callers use names from a fixed set (never a job id or key).
+func (m *Metrics) LockAcquired(name string) { m.lockAcquired.WithLabelValues(name).Inc() }
+func (m *Metrics) LockBusy(name string)     { m.lockBusy.WithLabelValues(name).Inc() }
 
-// BatchChunk is for package batch: one committed chunk of rows of the
-// named batch, and how long it took.
+// BatchChunk counts one committed chunk of rows of the named batch, and
+// how long it took; package batch calls it through Batch.Metrics.
 func (m *Metrics) BatchChunk(batch string, rows int, took time.Duration) {
 	m.batchChunks.WithLabelValues(batch).Inc()
 	m.batchRows.WithLabelValues(batch).Add(float64(rows))

@@ -21,22 +21,38 @@ type rollKey struct {
 type Rollup struct {
 	mu     sync.Mutex
 	counts map[rollKey]int64
+	// flushing serializes flushes, so that when Flush returns every count
+	// added before the call is in sluice_stats (or kept after a failure),
+	// even if another flush (the heartbeat's) had taken them first.
+	flushing sync.Mutex
 }
 
 // NewRollup returns an empty Rollup.
 func NewRollup() *Rollup { return &Rollup{counts: map[rollKey]int64{}} }
 
 // Add counts one attempt that finished at at.
-func (r *Rollup) Add(queue, typ, outcome string, at time.Time) {
+func (r *Rollup) Add(queue, typ, outcome string, at time.Time) { r.addN(queue, typ, outcome, at, 1) }
+
+// AddRescued counts the jobs that a rescue pass at at failed for good.
+func (r *Rollup) AddRescued(res driver.RescueResult, at time.Time) {
+	for k, n := range res.FailedBy {
+		r.addN(k.Queue, k.Type, OutcomeFailed, at, int64(n))
+	}
+}
+
+func (r *Rollup) addN(queue, typ, outcome string, at time.Time, n int64) {
 	k := rollKey{queue, typ, outcome, at.UTC().Truncate(time.Minute)}
 	r.mu.Lock()
-	r.counts[k]++
+	r.counts[k] += n
 	r.mu.Unlock()
 }
 
 // Flush writes the counts; on failure they are kept for the next flush,
-// so a database outage delays roll-ups but loses none.
+// so a database outage delays roll-ups but loses none. Each count is
+// written by one flush only, however many run at once.
 func (r *Rollup) Flush(ctx context.Context, d driver.Driver) error {
+	r.flushing.Lock()
+	defer r.flushing.Unlock()
 	r.mu.Lock()
 	counts := r.counts
 	r.counts = map[rollKey]int64{}

@@ -23,7 +23,10 @@ type Outcome struct {
 	Delay  time.Duration
 	Refund bool
 	Error  *string
-	Result *string
+	// Summary, when set, is what logs above debug level show of Error:
+	// the same text without what may carry user data. Only hooks read it.
+	Summary string
+	Result  *string
 	// Tx, when set, is the handler's completing transaction: the fenced
 	// outcome is written in it and it is committed, or rolled back if the
 	// lease was lost.

@@ -12,4 +12,4 @@ WHERE id IN (
   SELECT id FROM sluice_jobs WHERE status = 'processing' AND locked_until < now()
   LIMIT $1
   FOR UPDATE SKIP LOCKED)
-RETURNING status
+RETURNING status, queue, type

@@ -6,4 +6,4 @@ SET status = CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'pending' END
     locked_by = NULL, locked_until = NULL, updated_at = strftime('%Y-%m-%d %H:%M:%f', 'now')
 WHERE id IN (
   SELECT id FROM sluice_jobs WHERE status = 'processing' AND locked_until < strftime('%Y-%m-%d %H:%M:%f', 'now') LIMIT ?)
-RETURNING status
+RETURNING status, queue, type

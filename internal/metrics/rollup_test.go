@@ -1,0 +1,56 @@
+package metrics_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/internal/metrics"
+	"github.com/sluicehq/sluice/internal/testdb"
+)
+
+// When Flush returns, every count added before the call is in sluice_stats,
+// even while another flush (the heartbeat's in `sluice serve`) has taken
+// them and is still writing; and no count is written twice.
+func TestFlushWritesEachCountOnceAndBeforeReturning(t *testing.T) {
+	for _, name := range testdb.Names {
+		t.Run(name, func(t *testing.T) {
+			d := testdb.Open(t, name)
+			ctx := context.Background()
+			r := metrics.NewRollup()
+			total := func() int64 {
+				rows, err := d.ReadStats(ctx, time.Now().Add(-time.Hour))
+				if !assert.NoError(t, err) {
+					return 0
+				}
+				n := int64(0)
+				for _, row := range rows {
+					n += row.Count
+				}
+				return n
+			}
+			const flushers, rounds = 6, 10
+			var added atomic.Int64
+			var wg sync.WaitGroup
+			for range flushers {
+				wg.Go(func() {
+					for range rounds {
+						r.Add("default", "t", metrics.OutcomeSuccess, time.Now())
+						before := added.Add(1)
+						if !assert.NoError(t, r.Flush(ctx, d)) {
+							return
+						}
+						assert.GreaterOrEqual(t, total(), before, "a count added before Flush was not written when it returned")
+					}
+				})
+			}
+			wg.Wait()
+			require.Equal(t, int64(flushers*rounds), total())
+		})
+	}
+}
