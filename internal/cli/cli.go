@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/dburl"
 	"github.com/sluicehq/sluice/driver"
 )
@@ -49,8 +50,9 @@ type app struct {
 	logLevel   string
 	prefix     string
 
-	log *slog.Logger
-	drv driver.Driver
+	log  *slog.Logger
+	drv  driver.Driver
+	file *config.File // the loaded config, once loadConfig has run
 }
 
 // Main runs the CLI and returns the process exit code.
@@ -168,6 +170,11 @@ func (a *app) url() string {
 func (a *app) open() (driver.Driver, error) {
 	if a.drv != nil {
 		return a.drv, nil
+	}
+	// Every command honours the config's db:, not only those that run
+	// workers: `sluice --config x.yaml enqueue` must reach x.yaml's database.
+	if _, err := a.loadConfig(); err != nil {
+		return nil, err
 	}
 	u := a.url()
 	if _, err := dburl.Scheme(u); err != nil {

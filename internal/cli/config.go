@@ -17,6 +17,9 @@ import (
 // them it returns an empty config. A config's db: applies when neither
 // --db nor $SLUICE_DB is set.
 func (a *app) loadConfig() (*config.File, error) {
+	if a.file != nil {
+		return a.file, nil
+	}
 	path := a.configPath
 	if path == "" {
 		if _, err := os.Stat("sluice.yaml"); err == nil {
@@ -24,7 +27,8 @@ func (a *app) loadConfig() (*config.File, error) {
 		}
 	}
 	if path == "" {
-		return &config.File{}, nil
+		a.file = &config.File{}
+		return a.file, nil
 	}
 	f, err := config.Load(path)
 	if err != nil {
@@ -37,6 +41,7 @@ func (a *app) loadConfig() (*config.File, error) {
 	if a.dbURL == "" && f.DB != "" {
 		a.dbURL = f.DB
 	}
+	a.file = f
 	return f, nil
 }
 
