@@ -94,7 +94,10 @@ func TestScheduleCatchUp(t *testing.T) {
 	// The schedule last fired ten days ago: no node ran since.
 	require.NoError(t, d.InitSchedule(ctx, "daily", today.Add(-10*24*time.Hour)))
 	c, err := sluice.NewClient(sluice.Config{Driver: d,
-		Schedules: []sluice.Schedule{{Name: "daily", Spec: every(t, "0 0 * * *"), Type: "report", CatchUp: 3}}})
+		// Allow: with forbid, the first caught-up job, still pending with no
+		// workers here, would make the scheduler skip the other slots.
+		Schedules: []sluice.Schedule{{Name: "daily", Spec: every(t, "0 0 * * *"), Type: "report", CatchUp: 3,
+			Overlap: sluice.OverlapAllow}}})
 	require.NoError(t, err)
 	require.NoError(t, c.Start(ctx))
 	require.Eventually(t, func() bool {
