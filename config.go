@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/scheduler"
 	"github.com/sluicehq/sluice/schedule"
 )
 
@@ -31,6 +32,14 @@ type QueueConfig struct {
 	Rate float64
 }
 
+// Schedule overlap policies; the scheduler owns them, the config file
+// package uses them too.
+const (
+	OverlapForbid  = scheduler.OverlapForbid
+	OverlapAllow   = scheduler.OverlapAllow
+	DefaultOverlap = scheduler.DefaultOverlap
+)
+
 // Schedule enqueues a job of Type at every slot of Spec. Every node may
 // run the same schedules: each slot's job is keyed sched:<name>:<slot>.
 type Schedule struct {
@@ -39,8 +48,9 @@ type Schedule struct {
 	Type    string
 	Payload json.RawMessage // nil means {}
 	Queue   string          // default: the type's queue
-	// Overlap "forbid" skips a slot while the previous slot's job is
-	// pending or processing; "allow" (the default here) does not.
+	// Overlap is OverlapForbid (skip a slot while the previous slot's
+	// job is pending or processing) or OverlapAllow; empty means
+	// DefaultOverlap, the same as in the config file.
 	Overlap string
 	CatchUp int // missed slots to enqueue after downtime; default 1
 }
@@ -159,8 +169,8 @@ func (c Config) validate() error {
 			return fmt.Errorf("sluice config: schedule name %q is empty or used twice", s.Name)
 		case s.Spec == nil:
 			return fmt.Errorf("sluice config: schedule %s: no cron spec", s.Name)
-		case s.Overlap != "" && s.Overlap != "allow" && s.Overlap != "forbid":
-			return fmt.Errorf("sluice config: schedule %s: overlap %q: want allow or forbid", s.Name, s.Overlap)
+		case s.Overlap != "" && s.Overlap != OverlapForbid && s.Overlap != OverlapAllow:
+			return fmt.Errorf("sluice config: schedule %s: overlap %q: want %s or %s", s.Name, s.Overlap, OverlapForbid, OverlapAllow)
 		}
 		if err := checkName("type", s.Type, driver.MaxTypeLen); err != nil {
 			return fmt.Errorf("sluice config: schedule %s: %w", s.Name, err)

@@ -57,6 +57,29 @@ func TestScheduleOverlapForbid(t *testing.T) {
 	require.LessOrEqual(t, st.Fires, int64(runs.Load())+1)
 }
 
+// A Go schedule that leaves Overlap empty gets the same default as the
+// config file: forbid. With no workers the first slot's job stays pending,
+// so every later slot is skipped.
+func TestScheduleOverlapDefaultsToForbid(t *testing.T) {
+	d := testdb.Open(t, "sqlite")
+	c, err := sluice.NewClient(sluice.Config{Driver: d,
+		Schedules: []sluice.Schedule{{Name: "tick", Spec: every(t, "@every 1s"), Type: "pending"}}})
+	require.NoError(t, err)
+	require.NoError(t, c.Start(context.Background()))
+	t.Cleanup(func() { c.Stop(context.Background()) })
+	require.Eventually(t, func() bool {
+		st, err := d.ScheduleState(context.Background(), "tick")
+		require.NoError(t, err)
+		return st.Skips >= 2
+	}, 10*time.Second, 50*time.Millisecond, "later slots are skipped while the first job is pending")
+	st, err := d.ScheduleState(context.Background(), "tick")
+	require.NoError(t, err)
+	require.Equal(t, int64(1), st.Fires)
+	jobs, err := d.ListJobs(context.Background(), driver.ListParams{Type: "pending"})
+	require.NoError(t, err)
+	require.Len(t, jobs, 1)
+}
+
 // After downtime, catch_up enqueues at most N missed slots, the most recent.
 // A daily schedule at the hour half a day from now keeps every missed slot
 // hours away from the few seconds in which a slot counts as late rather
@@ -74,7 +97,10 @@ func TestScheduleCatchUp(t *testing.T) {
 	// The schedule last fired ten days ago: no node ran since.
 	require.NoError(t, d.InitSchedule(ctx, "daily", last.Add(-10*24*time.Hour)))
 	c, err := sluice.NewClient(sluice.Config{Driver: d,
-		Schedules: []sluice.Schedule{{Name: "daily", Spec: every(t, fmt.Sprintf("0 %d * * *", hour)), Type: "report", CatchUp: 3}}})
+		// Allow: with forbid, the first caught-up job, still pending with no
+		// workers here, would make the scheduler skip the other slots.
+		Schedules: []sluice.Schedule{{Name: "daily", Spec: every(t, fmt.Sprintf("0 %d * * *", hour)), Type: "report", CatchUp: 3,
+			Overlap: sluice.OverlapAllow}}})
 	require.NoError(t, err)
 	require.NoError(t, c.Start(ctx))
 	require.Eventually(t, func() bool {

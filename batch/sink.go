@@ -1,17 +1,16 @@
 package batch
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"regexp"
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/handler/webhook"
 )
 
@@ -145,25 +144,43 @@ func (c *Chunk) column(col string) ([]any, error) {
 //
 //	{"batch":"...","shard":"...","cursor_before":"...","rows":[{...},...]}
 //
-// with Idempotency-Key batch:<name>:<shard>:<cursor before> and, when
-// Secret is set, X-Sluice-Signature as for job webhooks. A 2xx reply
-// advances the checkpoint; 408, 429, 5xx and network errors retry the
-// chunk; other statuses fail the shard. Delivery is at-least-once: a crash
-// after the reply and before the checkpoint sends that chunk again, with
-// the same key.
+// with Idempotency-Key batch:<name>:<shard>:<cursor before>. It delivers
+// through the same webhook.Endpoint as job webhooks, so the protocol is
+// theirs: signed in X-Sluice-Signature when Secret is set, redirects never
+// followed, a 2xx reply advances the checkpoint, 408, 425, 429, 5xx and
+// network errors retry the chunk (not before a Retry-After, capped at
+// MaxRetryAfter), a redirect or any other 4xx fails the shard. Delivery is
+// at-least-once: a crash after the reply and before the checkpoint sends
+// that chunk again, with the same key.
 type HTTPSink struct {
 	URL     string
 	Secret  string
-	Timeout time.Duration // per request; default 30s
+	Timeout time.Duration // per request; default webhook.DefaultTimeout
 	Headers map[string]string
-	Client  *http.Client // default http.DefaultClient
+	Client  *http.Client // default: webhook's shared client
+	// MaxRetryAfter caps the wait a Retry-After asks for; default
+	// DefaultMaxRetryAfter. The shard's lease is not renewed while the
+	// sink waits, so the cap stays well inside DefaultLease.
+	MaxRetryAfter time.Duration
 }
+
+// DefaultMaxRetryAfter is HTTPSink's default cap on a Retry-After wait.
+const DefaultMaxRetryAfter = 15 * time.Second
 
 // InTx is false: the receiver is outside the database.
 func (HTTPSink) InTx() bool { return false }
 
 // Write delivers the chunk.
 func (s HTTPSink) Write(ctx context.Context, c *Chunk) error {
+	maxWait := s.MaxRetryAfter
+	if maxWait <= 0 {
+		maxWait = DefaultMaxRetryAfter
+	}
+	ep, err := webhook.NewEndpoint(webhook.Config{URL: s.URL, Timeout: s.Timeout, Secret: s.Secret, Headers: s.Headers,
+		Client: s.Client, MaxRetryAfter: maxWait})
+	if err != nil {
+		return fmt.Errorf("http sink: %w", err)
+	}
 	body, err := json.Marshal(struct {
 		Batch        string `json:"batch"`
 		Shard        string `json:"shard"`
@@ -173,40 +190,23 @@ func (s HTTPSink) Write(ctx context.Context, c *Chunk) error {
 	if err != nil {
 		return fmt.Errorf("http sink: encode rows: %w", err)
 	}
-	timeout := s.Timeout
-	if timeout <= 0 {
-		timeout = webhook.DefaultTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL, bytes.NewReader(body))
-	if err != nil {
+	_, err = ep.Post(ctx, body, c.IdempotencyKey(), nil)
+	switch {
+	case err == nil:
+		return nil
+	case sluice.IsPermanent(err):
 		return fmt.Errorf("http sink: %w", err)
 	}
-	for k, v := range s.Headers {
-		req.Header.Set(k, v)
+	if d, ok := sluice.RetryAfterDelay(err); ok {
+		// The retry loop knows only its own backoff, so the wait the
+		// receiver asked for happens here, before the chunk is retried.
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("http sink: %w", err)
+		case <-t.C:
+		}
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", c.IdempotencyKey())
-	if s.Secret != "" {
-		req.Header.Set("X-Sluice-Signature", webhook.Sign(s.Secret, time.Now(), body))
-	}
-	client := s.Client
-	if client == nil {
-		client = http.DefaultClient
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return Retryable(fmt.Errorf("http sink: %w", err))
-	}
-	defer resp.Body.Close()
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
-	switch code := resp.StatusCode; {
-	case code >= 200 && code < 300:
-		return nil
-	case code == http.StatusRequestTimeout, code == http.StatusTooManyRequests, code >= 500:
-		return Retryable(fmt.Errorf("http sink: %s: %s", resp.Status, bytes.TrimSpace(msg)))
-	default:
-		return fmt.Errorf("http sink: %s: %s", resp.Status, bytes.TrimSpace(msg))
-	}
+	return Retryable(fmt.Errorf("http sink: %w", err))
 }

@@ -126,15 +126,9 @@ type Schedule struct {
 	Payload  json.RawMessage `yaml:"payload"` // any YAML value, as JSON; nil when absent
 	Key      string          `yaml:"key"`
 	Queue    string          `yaml:"queue"`    // empty means the type's queue
-	Overlap  string          `yaml:"overlap"`  // "forbid" (default) or "allow"
+	Overlap  string          `yaml:"overlap"`  // sluice.OverlapForbid or OverlapAllow; default sluice.DefaultOverlap
 	CatchUp  int             `yaml:"catch_up"` // missed slots to run after downtime
 }
-
-// Schedule overlap policies.
-const (
-	OverlapForbid = "forbid"
-	OverlapAllow  = "allow"
-)
 
 // Retention is how long finished jobs are kept, per status.
 type Retention struct {
@@ -172,7 +166,7 @@ func (t *Type) setDefaults() {
 
 func (s *Schedule) setDefaults() {
 	s.Timezone = "UTC"
-	s.Overlap = OverlapForbid
+	s.Overlap = sluice.DefaultOverlap
 }
 
 // Error is a problem in a config file.

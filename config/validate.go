@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/dburl"
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/handler/command"
@@ -255,8 +256,8 @@ func (d *decoder) validateSchedule(f *File, name string, s *Schedule) error {
 	if len(s.Key) > driver.MaxKeyLen {
 		return d.failf(path+".key", "%d characters, at most %d allowed", len(s.Key), driver.MaxKeyLen)
 	}
-	if s.Overlap != OverlapForbid && s.Overlap != OverlapAllow {
-		return d.failf(path+".overlap", "invalid value %q: want %s or %s", s.Overlap, OverlapForbid, OverlapAllow)
+	if s.Overlap != sluice.OverlapForbid && s.Overlap != sluice.OverlapAllow {
+		return d.failf(path+".overlap", "invalid value %q: want %s or %s", s.Overlap, sluice.OverlapForbid, sluice.OverlapAllow)
 	}
 	if s.CatchUp < 0 {
 		return d.failf(path+".catch_up", "must not be negative, got %d", s.CatchUp)

@@ -79,6 +79,8 @@ type Driver interface {
 
 	// Insert adds jobs, deduplicated by business key. With tx nil the driver
 	// uses its own transaction; either way all rows are inserted or none.
+	// Results are in the order of jobs. Batches that share keys in any
+	// order must not deadlock each other, in tx or not.
 	Insert(ctx context.Context, tx *sql.Tx, jobs []InsertParams) ([]InsertResult, error)
 	// Claim moves up to Limit runnable pending jobs to processing under a fresh lease.
 	Claim(ctx context.Context, p ClaimParams) ([]JobRow, error)

@@ -49,6 +49,7 @@ func Exercise(t *testing.T, open func(t *testing.T) driver.Driver) {
 		{"Lease", exerciseLease},
 		{"Schedule", exerciseSchedule},
 		{"Concurrency", exerciseConcurrency},
+		{"Bulk", exerciseBulk},
 		{"Observe", exerciseObserve},
 		{"Plans", exercisePlans},
 	}

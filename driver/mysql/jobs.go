@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/driver/sqlcommon"
 )
 
 // Statements are cut into chunks of at most this many rows and roughly this
@@ -38,11 +39,19 @@ func chunks(n, maxRows int, size func(i int) int) [][2]int {
 	return out
 }
 
-// Insert adds jobs in one transaction: the caller's, or its own retried on
+// Insert adds jobs with their keys taken in one global order (see
+// sqlcommon.InKeyOrder), so that overlapping batches cannot deadlock.
+func (d *Driver) Insert(ctx context.Context, tx *sql.Tx, jobs []driver.InsertParams) ([]driver.InsertResult, error) {
+	return sqlcommon.InKeyOrder(jobs, func(jobs []driver.InsertParams) ([]driver.InsertResult, error) {
+		return d.insertAll(ctx, tx, jobs)
+	})
+}
+
+// insertAll adds jobs in one transaction: the caller's, or its own retried on
 // deadlock. Keys already held are found with one query, the remaining rows
 // go in with multi-row INSERTs, and a key taken meanwhile by a concurrent
 // enqueue sends its chunk down a row-by-row path that tells which rows lost.
-func (d *Driver) Insert(ctx context.Context, tx *sql.Tx, jobs []driver.InsertParams) ([]driver.InsertResult, error) {
+func (d *Driver) insertAll(ctx context.Context, tx *sql.Tx, jobs []driver.InsertParams) ([]driver.InsertResult, error) {
 	if len(jobs) == 0 {
 		return nil, nil
 	}
@@ -86,18 +95,27 @@ func (d *Driver) insert(ctx context.Context, tx *sql.Tx, jobs []driver.InsertPar
 			keyed = append(keyed, i)
 		}
 	}
+	// Keyless rows go first and in statements of their own. Their NULL
+	// keys sit at the low end of the unique key index, in the gap that a
+	// duplicate-key check on the lowest key locks; inserted after our keyed
+	// rows, or again in the row-by-row path that follows a duplicate, they
+	// would wait on a writer that waits on us, a deadlock that the key
+	// order cannot prevent.
 	if d.consecutiveIDs {
-		if err := d.insertChunks(ctx, tx, jobs, append(keyed, keyless...), out, false); err != nil {
+		if err := d.insertChunks(ctx, tx, jobs, keyless, out, false); err != nil {
+			return nil, err
+		}
+		if err := d.insertChunks(ctx, tx, jobs, keyed, out, false); err != nil {
 			return nil, err
 		}
 	} else {
 		// With interleaved auto-increment (lock mode 2) a multi-row INSERT
-		// gets no usable id range: keyed rows are found again by key, and
-		// keyless rows go in one statement each.
-		if err := d.insertChunks(ctx, tx, jobs, keyed, out, true); err != nil {
+		// gets no usable id range: keyless rows go in one statement each,
+		// and keyed rows are found again by key.
+		if err := d.insertEach(ctx, tx, jobs, keyless, out); err != nil {
 			return nil, err
 		}
-		if err := d.insertEach(ctx, tx, jobs, keyless, out); err != nil {
+		if err := d.insertChunks(ctx, tx, jobs, keyed, out, true); err != nil {
 			return nil, err
 		}
 	}
@@ -235,7 +253,7 @@ func (d *Driver) insertEach(ctx context.Context, tx *sql.Tx, jobs []driver.Inser
 	defer ins.Close()
 	for _, i := range idx {
 		if out[i], err = d.insertOne(ctx, tx, ins, jobs[i]); err != nil {
-			return fmt.Errorf("job %d: %w", i, err)
+			return fmt.Errorf("%s: %w", sqlcommon.RowName(i, jobs[i]), err)
 		}
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/driver/sqlcommon"
 )
 
 const (
@@ -22,8 +23,16 @@ const (
 	insertRounds = 10
 )
 
-// Insert adds jobs with one INSERT ... SELECT FROM unnest(...) per chunk.
+// Insert adds jobs with their keys taken in one global order (see
+// sqlcommon.InKeyOrder), so that overlapping batches cannot deadlock.
 func (d *Driver) Insert(ctx context.Context, tx *sql.Tx, jobs []driver.InsertParams) ([]driver.InsertResult, error) {
+	return sqlcommon.InKeyOrder(jobs, func(jobs []driver.InsertParams) ([]driver.InsertResult, error) {
+		return d.insertAll(ctx, tx, jobs)
+	})
+}
+
+// insertAll adds jobs with one INSERT ... SELECT FROM unnest(...) per chunk.
+func (d *Driver) insertAll(ctx context.Context, tx *sql.Tx, jobs []driver.InsertParams) ([]driver.InsertResult, error) {
 	if len(jobs) == 0 {
 		return nil, nil
 	}

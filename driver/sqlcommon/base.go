@@ -9,6 +9,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -81,6 +82,51 @@ func (b *Base) InTx(ctx context.Context, tx *sql.Tx, fn func(*sql.Tx) error) err
 		}
 		return own.Commit()
 	})
+}
+
+// InKeyOrder runs insert on jobs with the keyed rows sorted by business key
+// (byte order, which is how every schema compares keys) and returns the
+// results in the order of jobs. Inserting a key waits for any uncommitted
+// writer of the same key, so two batches that reach shared keys in
+// different orders can wait on each other until the database kills one as
+// a deadlock victim; in one global order no such cycle exists. Keyless rows
+// take no key lock and keep their places, so their ids still follow the
+// input; rows with the same key keep their input order, so the first
+// occurrence in the batch is still the one inserted.
+func InKeyOrder(jobs []driver.InsertParams, insert func([]driver.InsertParams) ([]driver.InsertResult, error)) ([]driver.InsertResult, error) {
+	var slots []int // the positions of the keyed rows
+	for i, j := range jobs {
+		if j.Key != "" {
+			slots = append(slots, i)
+		}
+	}
+	order := slices.Clone(slots)
+	slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(jobs[a].Key, jobs[b].Key) })
+	if slices.Equal(order, slots) {
+		return insert(jobs)
+	}
+	sorted := slices.Clone(jobs)
+	for n, s := range slots {
+		sorted[s] = jobs[order[n]]
+	}
+	res, err := insert(sorted)
+	if err != nil {
+		return nil, err
+	}
+	out := slices.Clone(res)
+	for n, s := range slots {
+		out[order[n]] = res[s]
+	}
+	return out, nil
+}
+
+// RowName names row i of a batch passed through InKeyOrder in an error:
+// keyless rows keep their input position, keyed rows are named by key.
+func RowName(i int, j driver.InsertParams) string {
+	if j.Key != "" {
+		return fmt.Sprintf("job with key %q", j.Key)
+	}
+	return fmt.Sprintf("job %d", i)
 }
 
 // InList expands the marker /*IDS*/ in q to n placeholders numbered from start.

@@ -7,11 +7,20 @@ import (
 	"fmt"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/driver/sqlcommon"
 )
 
-// Insert adds jobs in one transaction with a prepared statement per row,
-// which in-process SQLite runs about as fast as a multi-row insert.
+// Insert adds jobs with their keys taken in one global order (see
+// sqlcommon.InKeyOrder), so that overlapping batches cannot deadlock.
 func (d *Driver) Insert(ctx context.Context, tx *sql.Tx, jobs []driver.InsertParams) ([]driver.InsertResult, error) {
+	return sqlcommon.InKeyOrder(jobs, func(jobs []driver.InsertParams) ([]driver.InsertResult, error) {
+		return d.insertAll(ctx, tx, jobs)
+	})
+}
+
+// insertAll adds jobs in one transaction with a prepared statement per row,
+// which in-process SQLite runs about as fast as a multi-row insert.
+func (d *Driver) insertAll(ctx context.Context, tx *sql.Tx, jobs []driver.InsertParams) ([]driver.InsertResult, error) {
 	if len(jobs) == 0 {
 		return nil, nil
 	}
@@ -33,13 +42,13 @@ func (d *Driver) Insert(ctx context.Context, tx *sql.Tx, jobs []driver.InsertPar
 				// The key is taken; the writer lock we hold means its holder
 				// cannot change under us.
 				if err := tx.QueryRowContext(ctx, d.Q["key_holder"], j.Key).Scan(&out[i].ID); err != nil {
-					return nil, fmt.Errorf("job %d: find holder of key %q: %w", i, j.Key, err)
+					return nil, fmt.Errorf("%s: find its holder: %w", sqlcommon.RowName(i, j), err)
 				}
 				out[i].Duplicate = true
 				continue
 			}
 			if err != nil {
-				return nil, fmt.Errorf("job %d: %w", i, err)
+				return nil, fmt.Errorf("%s: %w", sqlcommon.RowName(i, j), err)
 			}
 		}
 		return out, nil

@@ -1,24 +1,19 @@
-// Package webhook runs sluice jobs by POSTing them to an HTTP endpoint, as
-// docs/reference.md "Handler protocol" describes. The status code decides the
-// outcome: 2xx succeeds, 408, 425, 429, 5xx and network failures retry, a
-// redirect or any other 4xx fails the job at once.
+// Package webhook runs sluice jobs by POSTing them to an HTTP endpoint. The
+// status code decides the outcome: 2xx succeeds, 408, 425, 429, 5xx and
+// network failures retry (after Retry-After when the server sends one), a
+// redirect or any other 4xx fails the job at once. The batch HTTP sink
+// delivers chunks through the same Endpoint.
 package webhook
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/driver"
 )
 
 // DefaultTimeout bounds a request when Config.Timeout is zero, so that an
@@ -52,239 +47,37 @@ func Encode(job *sluice.Job) ([]byte, error) {
 	return b, nil
 }
 
-// Config configures a webhook handler.
-type Config struct {
-	// URL receives the POST; it must be an absolute http or https URL.
-	URL string
-	// Timeout bounds the whole request, response body included. Zero
-	// means DefaultTimeout.
-	Timeout time.Duration
-	// Secret signs each request in X-Sluice-Signature when set.
-	Secret string
-	// Headers are sent with every request. They cannot replace the
-	// headers of the protocol.
-	Headers map[string]string
-	// Client sends the requests. Nil uses a client shared by every
-	// webhook handler, whose connections are pooled. Redirects are never
-	// followed, whichever client is used.
-	Client *http.Client
-	// MaxRetryAfter caps the delay a Retry-After header can ask for. Zero
-	// leaves the cap to the job type's maximum backoff.
-	MaxRetryAfter time.Duration
-}
-
-// sharedTransport pools connections for every handler that does not bring
-// its own client: most deployments call a handful of hosts from many
-// workers, and a new TLS handshake per job would dominate small jobs.
-var sharedTransport = func() *http.Transport {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConns = 512
-	t.MaxIdleConnsPerHost = 64
-	return t
-}()
-
-var sharedClient = &http.Client{Transport: sharedTransport, CheckRedirect: noRedirects}
-
-// noRedirects stops at the first response: following a 301 or 302 would
-// turn the POST into a GET somewhere else and report success for a job
-// that never ran.
-func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-
-// reservedHeaders are set by the protocol and cannot be configured.
-var reservedHeaders = []string{"Content-Type", "Idempotency-Key", "X-Sluice-Job-Id", "X-Sluice-Attempt", "X-Sluice-Signature"}
-
-// Handler POSTs jobs to one URL. It is safe for concurrent use.
+// Handler POSTs jobs to one endpoint. It is safe for concurrent use.
 type Handler struct {
-	url           string
-	shownURL      string // url without its password, for messages
-	timeout       time.Duration
-	secret        string
-	headers       http.Header
-	client        *http.Client
-	maxRetryAfter time.Duration
+	ep *Endpoint
 }
 
 var _ sluice.Handler = (*Handler)(nil)
 
 // New checks cfg and builds a handler.
 func New(cfg Config) (*Handler, error) {
-	u, err := parseURL(cfg.URL)
+	ep, err := NewEndpoint(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("webhook: %w", err)
 	}
-	if cfg.Timeout < 0 {
-		return nil, fmt.Errorf("webhook: timeout %s is negative", cfg.Timeout)
-	}
-	h := &Handler{url: cfg.URL, shownURL: u.Redacted(), timeout: cfg.Timeout, secret: cfg.Secret, headers: http.Header{},
-		client: sharedClient, maxRetryAfter: cfg.MaxRetryAfter}
-	if h.timeout == 0 {
-		h.timeout = DefaultTimeout
-	}
-	for name, value := range cfg.Headers {
-		if err := CheckHeader(name, value); err != nil {
-			return nil, fmt.Errorf("webhook: %w", err)
-		}
-		h.headers.Set(name, value)
-	}
-	if cfg.Client != nil {
-		c := *cfg.Client
-		c.CheckRedirect = noRedirects
-		h.client = &c
-	}
-	return h, nil
+	return &Handler{ep: ep}, nil
 }
 
-// CheckURL reports whether u can receive webhooks: an absolute http or
-// https URL with a host.
-func CheckURL(u string) error {
-	_, err := parseURL(u)
-	return err
-}
-
-// parseURL checks u as CheckURL does. Its errors show the URL without a
-// password, since it often comes from the environment.
-func parseURL(u string) (*url.URL, error) {
-	p, err := url.Parse(u)
-	if err != nil {
-		// url.Error repeats the whole URL; keep only what is wrong with it.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return nil, fmt.Errorf("invalid URL: %w", err)
-	}
-	if p.Scheme != "http" && p.Scheme != "https" {
-		return nil, fmt.Errorf("invalid URL %q: want an absolute http:// or https:// URL", p.Redacted())
-	}
-	if p.Hostname() == "" {
-		return nil, fmt.Errorf("invalid URL %q: no host", p.Redacted())
-	}
-	return p, nil
-}
-
-// CheckHeader reports whether a configured header can be sent: a valid
-// name that the protocol does not set itself, and a value on one line.
-func CheckHeader(name, value string) error {
-	if name == "" || strings.IndexFunc(name, func(r rune) bool { return !isTokenChar(r) }) >= 0 {
-		return fmt.Errorf("invalid header name %q", name)
-	}
-	for _, r := range reservedHeaders {
-		if strings.EqualFold(name, r) {
-			return fmt.Errorf("header %s is set by sluice and cannot be configured", r)
-		}
-	}
-	if strings.ContainsAny(value, "\r\n\x00") {
-		return fmt.Errorf("header %s: the value must be a single line", name)
-	}
-	return nil
-}
-
-// isTokenChar reports whether r may appear in a header name (RFC 9110 token).
-func isTokenChar(r rune) bool {
-	return r < 0x7f && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' ||
-		strings.ContainsRune("!#$%&'*+-.^_`|~", r))
-}
-
-// Work POSTs job and classifies the response.
+// Work POSTs job and classifies the response as Endpoint.Post does; a
+// success keeps the response body as the job's result.
 func (h *Handler) Work(ctx context.Context, job *sluice.Job) error {
 	body, err := Encode(job)
 	if err != nil {
 		// A stored payload that is not JSON will never encode.
 		return sluice.Permanent(err)
 	}
-	key := job.IdempotencyKey()
-	if strings.ContainsFunc(key, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
-		// HTTP cannot carry it, so no attempt would ever be sent.
-		return sluice.Permanent(fmt.Errorf("webhook: key %q has control characters, which an Idempotency-Key header cannot carry", key))
-	}
-	reqCtx, cancel := context.WithTimeout(ctx, h.timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(reqCtx, http.MethodPost, h.url, bytes.NewReader(body))
+	extra := http.Header{}
+	extra.Set("X-Sluice-Job-Id", strconv.FormatInt(job.ID, 10))
+	extra.Set("X-Sluice-Attempt", strconv.Itoa(job.Attempt))
+	result, err := h.ep.Post(ctx, body, job.IdempotencyKey(), extra)
 	if err != nil {
-		return sluice.Permanent(fmt.Errorf("webhook: build request: %w", err))
+		return err
 	}
-	req.Header = h.headers.Clone()
-	req.Header.Set("User-Agent", "sluice-webhook")
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", key)
-	req.Header.Set("X-Sluice-Job-Id", strconv.FormatInt(job.ID, 10))
-	req.Header.Set("X-Sluice-Attempt", strconv.Itoa(job.Attempt))
-	if h.secret != "" {
-		req.Header.Set("X-Sluice-Signature", Sign(h.secret, time.Now(), body))
-	}
-
-	resp, err := h.client.Do(req)
-	if err != nil {
-		return h.transportError(ctx, err)
-	}
-	defer resp.Body.Close()
-	// Reading one byte past the limit reaches EOF on a body that fits, so
-	// its connection goes back to the pool. The status code alone decides the outcome (docs/reference.md "Handler protocol"), so a body cut
-	// short by a reset or the timeout is kept as far as it came.
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, driver.MaxResultLen+1))
-	text := strings.ToValidUTF8(driver.Truncate(string(data), driver.MaxResultLen, false), "\uFFFD")
-	code := resp.StatusCode
-	switch {
-	case code >= 200 && code < 300:
-		job.SetResult(text)
-		return nil
-	case code >= 300 && code < 400:
-		return sluice.Permanent(fmt.Errorf("HTTP %d: redirect to %q not followed: set the type's url to the final address",
-			code, resp.Header.Get("Location")))
-	case code >= 400 && code < 500 && code != http.StatusRequestTimeout && code != http.StatusTooEarly &&
-		code != http.StatusTooManyRequests:
-		return sluice.Permanent(statusError(code, text))
-	}
-	err = statusError(code, text)
-	if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
-		if h.maxRetryAfter > 0 {
-			d = min(d, h.maxRetryAfter)
-		}
-		return sluice.RetryAfter(err, d)
-	}
-	return err
-}
-
-// transportError explains a request that got no response. It is
-// transient either way. When the caller's context ended (the type's
-// timeout, or a shutdown) the context error stays wrapped so the worker
-// sees it; the handler's own timeout is reported as such instead.
-func (h *Handler) transportError(ctx context.Context, err error) error {
-	if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("POST %s: no response within %s", h.shownURL, h.timeout)
-	}
-	return fmt.Errorf("webhook: %w", err)
-}
-
-// statusError keeps the start of the response body, where an error
-// message usually is, within what the job's last_error column holds.
-func statusError(code int, body string) error {
-	body = strings.TrimSpace(body)
-	if body == "" {
-		return fmt.Errorf("HTTP %d %s", code, http.StatusText(code))
-	}
-	// The body is the detail: last_error keeps it, logs show it only at
-	// debug level, since a receiver may echo the payload.
-	status := fmt.Sprintf("HTTP %d", code)
-	return &sluice.DetailError{Err: errors.New(status), Detail: driver.Truncate(body, driver.MaxErrorLen-len(status+": "), false)}
-}
-
-// parseRetryAfter reads a Retry-After value: delay seconds or an HTTP date.
-func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if secs < 0 {
-			return 0, false
-		}
-		// Cap before converting so a huge value cannot overflow.
-		return time.Duration(min(secs, int64(365*24*time.Hour/time.Second))) * time.Second, true
-	}
-	t, err := http.ParseTime(v)
-	if err != nil {
-		return 0, false
-	}
-	return max(t.Sub(now), 0), true
+	job.SetResult(result)
+	return nil
 }

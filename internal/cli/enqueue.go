@@ -142,32 +142,25 @@ func (a *app) enqueueNDJSON(ctx context.Context, path string) error {
 	if err := sc.Err(); err != nil {
 		return usagef("--ndjson: %v (nothing was enqueued)", err)
 	}
-	tx, err := c.Driver().DB().BeginTx(ctx, nil)
+	// One EnqueueMany for the whole file: the driver takes its keys in one
+	// global order, so that other enqueues of the same keys cannot deadlock
+	// with it, and retries its own transaction if the database still picks
+	// it as a victim.
+	rs, err := c.EnqueueMany(ctx, ps)
 	if err != nil {
-		return fmt.Errorf("enqueue: %w", err)
+		var ie *sluice.InputError
+		if errors.As(err, &ie) {
+			return usagef("--ndjson: %v (nothing was enqueued)", err)
+		}
+		return fmt.Errorf("%w (nothing was enqueued)", err)
 	}
-	defer tx.Rollback()
 	inserted, dups := 0, 0
-	const chunk = 5000
-	for i := 0; i < len(ps); i += chunk {
-		rs, err := c.EnqueueManyTx(ctx, tx, ps[i:min(i+chunk, len(ps))])
-		if err != nil {
-			var ie *sluice.InputError
-			if errors.As(err, &ie) {
-				return usagef("--ndjson: %v (nothing was enqueued)", err)
-			}
-			return fmt.Errorf("enqueue: %w (nothing was enqueued)", err)
+	for _, r := range rs {
+		if r.Duplicate {
+			dups++
+		} else {
+			inserted++
 		}
-		for _, r := range rs {
-			if r.Duplicate {
-				dups++
-			} else {
-				inserted++
-			}
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("enqueue: commit: %w", err)
 	}
 	return json.NewEncoder(a.stdout).Encode(map[string]int{"inserted": inserted, "duplicates": dups})
 }

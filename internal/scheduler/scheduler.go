@@ -5,6 +5,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,17 +17,24 @@ import (
 	"github.com/sluicehq/sluice/schedule"
 )
 
-// Overlap policies.
+// Overlap policies, for the config file and the Go API alike.
 const (
-	OverlapAllow  = "allow"
+	// OverlapForbid skips a slot while the previous slot's job is pending
+	// or processing, so that two runs of a schedule never overlap.
 	OverlapForbid = "forbid"
+	// OverlapAllow fires every slot whatever the previous run is doing.
+	OverlapAllow = "allow"
+	// DefaultOverlap is the policy of a schedule that names none. Forbid,
+	// because a cron job replaced by a schedule is one that must not run
+	// twice at once.
+	DefaultOverlap = OverlapForbid
 )
 
 // Entry is one schedule.
 type Entry struct {
 	Name     string
 	Schedule *schedule.Schedule
-	Overlap  string // OverlapAllow (default) or OverlapForbid
+	Overlap  string // OverlapForbid or OverlapAllow; empty means DefaultOverlap
 	CatchUp  int    // missed slots to enqueue after downtime; default 1
 }
 
@@ -158,9 +166,10 @@ func (s *Scheduler) fire(ctx context.Context, e Entry, now time.Time) error {
 	if len(due) == 0 {
 		return nil
 	}
+	forbid := cmp.Or(e.Overlap, DefaultOverlap) == OverlapForbid
 	lastJob, fired, skipped := st.LastJobID, 0, 0
 	for _, slot := range due {
-		if e.Overlap == OverlapForbid && lastJob > 0 {
+		if forbid && lastJob > 0 {
 			active, err := s.active(ctx, lastJob)
 			if err != nil {
 				return err
