@@ -61,8 +61,9 @@ func (c *Client) failure(row driver.JobRow, t Type, err error) worker.Outcome {
 	if errors.As(err, &snooze) {
 		return worker.Outcome{Status: driver.StatusPending, Delay: snooze.d, Refund: true}
 	}
+	summary := summaryOf(err)
 	if IsPermanent(err) || row.Attempts >= row.MaxAttempts {
-		return worker.Outcome{Status: driver.StatusFailed, Error: &msg}
+		return worker.Outcome{Status: driver.StatusFailed, Error: &msg, Summary: summary}
 	}
 	b := t.Backoff.withDefaults()
 	delay := b.Delay(row.Attempts)
@@ -70,5 +71,5 @@ func (c *Client) failure(row driver.JobRow, t Type, err error) worker.Outcome {
 	if errors.As(err, &ra) {
 		delay = min(ra.d, b.Max)
 	}
-	return worker.Outcome{Status: driver.StatusPending, Delay: delay, Error: &msg}
+	return worker.Outcome{Status: driver.StatusPending, Delay: delay, Error: &msg, Summary: summary}
 }

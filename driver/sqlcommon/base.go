@@ -403,7 +403,6 @@ func (b *Base) Purge(ctx context.Context, p driver.PurgeParams) (int64, error) {
 	return n, nil
 }
 
-
 // Retry moves one job, or every failed job (of a type), back to pending.
 func (b *Base) Retry(ctx context.Context, p driver.RetryParams) (int64, error) {
 	if !p.AllFailed {
