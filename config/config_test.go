@@ -258,6 +258,9 @@ func TestRejectUnknownKey(t *testing.T) {
 	requireRejected(t, "types:\n  r:\n    http: { url: 'http://h', retries: 3 }", "types.r.http.retries", "unknown key")
 	requireRejected(t, "queues: { default: { workers: 3 } }", "queues.default.workers", "unknown key")
 	requireRejected(t, "auth: { token: x }", "auth.token", "unknown key")
+	// A schedule's jobs are keyed sched:<name>:<slot>, so that a slot fires once;
+	// there is no key to set.
+	requireRejected(t, "types: { x: { command: [x] } }\nschedules: { s: { cron: '@daily', type: x, key: mine } }", "schedules.s.key", "unknown key")
 	requireRejected(t, "types: { x: { command: [x], backoff: { min: 1s } } }", "types.x.backoff.min", "unknown key")
 }
 

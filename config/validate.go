@@ -253,9 +253,6 @@ func (d *decoder) validateSchedule(f *File, name string, s *Schedule) error {
 			return err
 		}
 	}
-	if len(s.Key) > driver.MaxKeyLen {
-		return d.failf(path+".key", "%d characters, at most %d allowed", len(s.Key), driver.MaxKeyLen)
-	}
 	if s.Overlap != sluice.OverlapForbid && s.Overlap != sluice.OverlapAllow {
 		return d.failf(path+".overlap", "invalid value %q: want %s or %s", s.Overlap, sluice.OverlapForbid, sluice.OverlapAllow)
 	}
