@@ -106,7 +106,10 @@ func (pr *producer) loop(ctx context.Context) {
 		if err != nil {
 			pr.giveBack(free)
 			pr.p.log.Error("claim failed; retrying", "queue", pr.q.Name, "err", err)
-			if !pr.release(ctx, token) || !pr.p.reach.retryWait(ctx, &errWait) {
+			// Wait for the database first: the hand-back needs it, and
+			// after an outage the claim that follows then goes at once.
+			waited := pr.p.reach.retryWait(ctx, &errWait)
+			if !pr.release(ctx, token) || !waited {
 				return
 			}
 			continue
