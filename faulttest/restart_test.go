@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/driver"
 )
 
-// run1Config is shared by the faults that hit the database server while
-// 2,000 jobs run on 2 processes. The lease is short (6s, not the default
-// 5m) so that a claim whose commit acknowledgement was lost to the fault
-// (jobs left processing under a token nobody holds) is rescued within the
-// test's time; default maintenance rescues every 5s.
+// The faults that hit the database server run 2,000 jobs on 2 processes.
+// Their lease is short (6s, not the default 5m) so that an outage can
+// outlast it: jobs whose lease ran out while the server was away are
+// rescued within the test's time (maintenance rescues every 5s).
 const (
 	faultJobs  = 2000
 	faultProcs = 2
@@ -131,7 +132,8 @@ func serverFaultRun(t *testing.T, s *server, lease string, at []float64, inject 
 	for _, p := range procs {
 		stderr = append(stderr, p.stderr())
 	}
-	return faultResult{log: l, dups: dups, stderr: stderr, recoveries: recoveries}
+	return faultResult{log: l, dups: dups, stderr: stderr, recoveries: recoveries,
+		succeeded: jobsByStatus(t, d)[driver.StatusSuccess]}
 }
 
 // faultResult is what a run leaves for fault-specific checks.
@@ -140,6 +142,7 @@ type faultResult struct {
 	dups       []int64
 	stderr     []string        // per process
 	recoveries []time.Duration // per fault
+	succeeded  []driver.JobRow // the jobs at the end, all in success
 }
 
 // successCount counts finished jobs on the admin connection (the driver's
@@ -183,12 +186,16 @@ func startServer(t *testing.T, kind string) *server {
 }
 
 // TestConnectionsKilled has the server kill every sluice connection to the
-// test database every 200 ms from 5% to 85% of the run.
+// test database every 200 ms from 5% to 85% of the run. The server itself
+// stays up, so every lease is renewed in time and nothing may run twice: a
+// completion whose reply was killed is retried and fenced out, and a claim
+// whose reply was killed is handed back before any handler saw its jobs,
+// without charging them an attempt.
 func TestConnectionsKilled(t *testing.T) {
 	for _, kind := range []string{"postgres", "mysql"} {
 		t.Run(kind, func(t *testing.T) {
 			s := startServer(t, kind)
-			serverFaultRun(t, s, "6s", []float64{0.05}, func(t *testing.T, s *server, logPath string) (int, time.Time) {
+			res := serverFaultRun(t, s, "6s", []float64{0.05}, func(t *testing.T, s *server, logPath string) (int, time.Time) {
 				ctx := context.Background()
 				// One pinned connection, excluded from the kills by its own id.
 				conn, err := s.adminDB().Conn(ctx)
@@ -229,6 +236,10 @@ func TestConnectionsKilled(t *testing.T) {
 				t.Logf("%d rounds killed %d connections", rounds, kills)
 				return rounds, time.Time{}
 			})
+			require.Empty(t, res.dups, "jobs ran twice")
+			for _, j := range res.succeeded {
+				require.Equal(t, 1, j.Attempts, "job %d was charged an attempt it never ran", j.ID)
+			}
 		})
 	}
 }
