@@ -86,7 +86,7 @@ func (pr *producer) loop(ctx context.Context) {
 			if pr.q.MaxJobs > 0 {
 				return // a bounded pass skips a paused queue
 			}
-			if !pr.sleep(ctx, pr.p.paused.interval) {
+			if !sleepCtx(ctx, pr.p.paused.interval) {
 				return
 			}
 			continue
@@ -245,15 +245,6 @@ func (pr *producer) allowed(ctx context.Context, free int) (int, bool) {
 func (pr *producer) giveBack(n int) {
 	for i := 0; i < n; i++ {
 		pr.slots <- struct{}{}
-	}
-}
-
-func (pr *producer) sleep(ctx context.Context, d time.Duration) bool {
-	select {
-	case <-ctx.Done():
-		return false
-	case <-time.After(d):
-		return true
 	}
 }
 

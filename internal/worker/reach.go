@@ -86,14 +86,9 @@ func (r *reach) run(ctx context.Context, p *probe) {
 			r.log.Warn("database unreachable; probing until it answers", "every", probeEvery, "err", err)
 			p.down = true
 		}
-		t := time.NewTimer(probeEvery)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-		case <-t.C:
-			continue
+		if !sleepCtx(ctx, probeEvery) {
+			break
 		}
-		break
 	}
 	if p.down && p.ok {
 		r.log.Info("database answers again", "unreachable_for", time.Since(start).Round(time.Millisecond))
@@ -113,9 +108,15 @@ func (r *reach) retryWait(ctx context.Context, wait *time.Duration) bool {
 		*wait = retryMin
 		return true
 	}
-	t := time.NewTimer(*wait)
-	defer t.Stop()
+	d := *wait
 	*wait = min(*wait*2, retryMax)
+	return sleepCtx(ctx, d)
+}
+
+// sleepCtx sleeps for d and reports false if ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return false
