@@ -84,6 +84,12 @@ type Driver interface {
 	Insert(ctx context.Context, tx *sql.Tx, jobs []InsertParams) ([]InsertResult, error)
 	// Claim moves up to Limit runnable pending jobs to processing under a fresh lease.
 	Claim(ctx context.Context, p ClaimParams) ([]JobRow, error)
+	// ReleaseClaim returns the jobs still processing under p.Token to
+	// pending and gives their attempt back, and reports how many it
+	// returned. A worker calls it for a claim whose reply it never got: the
+	// claim may have committed, but its jobs were never delivered, so they
+	// never ran and must not wait for their lease to expire.
+	ReleaseClaim(ctx context.Context, p ReleaseClaimParams) (int64, error)
 	// Heartbeat extends the leases of jobs still held with p.Token and
 	// returns the ids whose lease was lost.
 	Heartbeat(ctx context.Context, p HeartbeatParams) (lost []int64, err error)
@@ -188,6 +194,13 @@ type ClaimParams struct {
 	Limit int
 	Lease time.Duration
 	Token string // the fresh lease token written to locked_by
+}
+
+// ReleaseClaimParams names the claim to hand back by its lease token. The
+// token must be one the caller never received jobs under: a worker makes a
+// fresh one for every claim call.
+type ReleaseClaimParams struct {
+	Token string
 }
 
 // HeartbeatParams extends the leases of the given jobs held under Token.

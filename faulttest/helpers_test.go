@@ -193,6 +193,49 @@ func (s *server) start() {
 	}
 }
 
+// startWatched is start, and returns when the server accepted a
+// connection again: the start of the first ping that got through, made
+// every 10 ms from a client of its own while the server starts.
+func (s *server) startWatched() time.Time {
+	drv := "pgx"
+	if s.kind == "mysql" {
+		drv = "mysql"
+	}
+	db, err := sql.Open(drv, s.admin)
+	require.NoError(s.t, err)
+	defer db.Close()
+	db.SetMaxIdleConns(0) // every ping is a new connection
+	back := make(chan time.Time, 1)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			began := time.Now()
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			err := db.PingContext(ctx)
+			cancel()
+			if err == nil {
+				back <- began
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	s.start()
+	select {
+	case t := <-back:
+		return t
+	case <-time.After(10 * time.Second):
+		s.t.Fatalf("%s started but refused connections for 10 s", s.kind)
+		return time.Time{}
+	}
+}
+
 // stop stops the instance: cleanly, or as a crash (SIGKILL / immediate).
 func (s *server) stop(crash bool) {
 	t := s.t

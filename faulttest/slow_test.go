@@ -20,7 +20,7 @@ import (
 // states must be right.
 func TestSlowDatabase(t *testing.T) {
 	s := startPostgres(t)
-	res := serverFaultRun(t, s, "2s", []float64{0.2, 0.6}, func(t *testing.T, s *server, _ string) int {
+	res := serverFaultRun(t, s, "2s", []float64{0.2, 0.6}, func(t *testing.T, s *server, _ string) (int, time.Time) {
 		ctx := context.Background()
 		tx, err := s.adminDB().BeginTx(ctx, nil)
 		require.NoError(t, err)
@@ -28,7 +28,7 @@ func TestSlowDatabase(t *testing.T) {
 		require.NoError(t, err)
 		time.Sleep(3 * time.Second)
 		require.NoError(t, tx.Commit())
-		return 1
+		return 1, time.Time{}
 	})
 	lostIDs := map[int64]bool{}
 	re := regexp.MustCompile(`lease lost.* job_id=(\d+)`)

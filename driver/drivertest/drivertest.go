@@ -42,6 +42,7 @@ func Exercise(t *testing.T, open func(t *testing.T) driver.Driver) {
 		{"Complete", exerciseComplete},
 		{"Fencing", exerciseFencing},
 		{"Rescue", exerciseRescue},
+		{"Release", exerciseRelease},
 		{"Admin", exerciseAdmin},
 		{"Purge", exercisePurge},
 		{"List", exerciseList},

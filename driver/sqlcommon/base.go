@@ -24,7 +24,7 @@ var Required = []string{
 	"lease_get", "lease_release", "schema_version",
 	"schedule_get", "schedule_init", "schedule_advance", "schedule_list", "schedule_fires",
 	"stats_add", "stats_read", "stats_range", "stats_delete_range", "lease_list", "checkpoint_list",
-	"node_upsert", "node_delete", "node_list", "node_purge",
+	"node_upsert", "node_delete", "node_list", "node_purge", "release_claim",
 }
 
 // Dialect is what Base needs to know about a database beyond its SQL files.

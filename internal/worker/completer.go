@@ -99,7 +99,7 @@ func (c *completer) flush(ctx context.Context, batch []pending) {
 		cs[i] = driver.Completion{ID: it.x.job.ID, Token: it.x.job.LockedBy, Status: it.o.Status,
 			Delay: it.o.Delay, Refund: it.o.Refund, Error: it.o.Error, Result: it.o.Result}
 	}
-	wait := 50 * time.Millisecond
+	wait := retryMin
 	var lost []int64
 	for attempt := 0; ; attempt++ {
 		var err error
@@ -109,7 +109,7 @@ func (c *completer) flush(ctx context.Context, batch []pending) {
 		if err == nil {
 			break
 		}
-		c.p.log.Error("writing job outcomes failed; retrying", "jobs", len(cs), "err", err, "retry_in", wait)
+		c.p.log.Error("writing job outcomes failed; retrying", "jobs", len(cs), "err", err)
 		if ctx.Err() != nil && attempt >= 3 {
 			// Shutting down and the database is gone: the leases will
 			// expire and the jobs will be rescued and run again.
@@ -119,8 +119,9 @@ func (c *completer) flush(ctx context.Context, batch []pending) {
 			}
 			return
 		}
-		time.Sleep(wait)
-		wait = min(wait*2, 5*time.Second)
+		// While the database is down this waits for it to answer again,
+		// so the outcomes are written as soon as it is back.
+		c.p.reach.retryWait(ctx, &wait)
 	}
 	lostSet := make(map[int64]bool, len(lost))
 	for _, id := range lost {

@@ -55,7 +55,7 @@ func (pr *producer) wake() {
 
 func (pr *producer) loop(ctx context.Context) {
 	poll := pr.p.cfg.PollMin
-	errWait := 100 * time.Millisecond
+	errWait := retryMin
 	claimed := 0
 	busy := false // the last claim was full: the queue has a backlog
 	for {
@@ -86,7 +86,7 @@ func (pr *producer) loop(ctx context.Context) {
 			if pr.q.MaxJobs > 0 {
 				return // a bounded pass skips a paused queue
 			}
-			if !pr.sleep(ctx, pr.p.paused.interval) {
+			if !sleepCtx(ctx, pr.p.paused.interval) {
 				return
 			}
 			continue
@@ -95,24 +95,26 @@ func (pr *producer) loop(ctx context.Context) {
 		// commit would leave jobs processing under a lease nobody renews.
 		// Claimed jobs that cannot start any more go straight back.
 		start := time.Now()
+		// Every claim gets a token of its own, so that a failed claim's
+		// token names only jobs this worker never received.
+		token := newToken()
 		claimCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		jobs, err := pr.p.cfg.Driver.Claim(claimCtx, driver.ClaimParams{
-			Queue: pr.q.Name, Type: pr.q.Type, Limit: free, Lease: pr.q.Lease, Token: newToken(),
+			Queue: pr.q.Name, Type: pr.q.Type, Limit: free, Lease: pr.q.Lease, Token: token,
 		})
 		cancel()
 		if err != nil {
 			pr.giveBack(free)
-			if ctx.Err() != nil {
+			pr.p.log.Error("claim failed; retrying", "queue", pr.q.Name, "err", err)
+			// Wait for the database first: the hand-back needs it, and
+			// after an outage the claim that follows then goes at once.
+			waited := pr.p.reach.retryWait(ctx, &errWait)
+			if !pr.release(ctx, token) || !waited {
 				return
 			}
-			pr.p.log.Error("claim failed; retrying", "queue", pr.q.Name, "err", err, "retry_in", errWait)
-			if !pr.sleep(ctx, errWait) {
-				return
-			}
-			errWait = min(errWait*2, 5*time.Second)
 			continue
 		}
-		errWait = 100 * time.Millisecond
+		errWait = retryMin
 		if h := pr.p.cfg.Hooks.Claimed; h != nil {
 			h(pr.q.Name, len(jobs), time.Since(start))
 		}
@@ -140,6 +142,47 @@ func (pr *producer) loop(ctx context.Context) {
 			return
 		case <-pr.wakeC:
 		case <-time.After(poll):
+		}
+	}
+}
+
+// releaseAtStop bounds the one try at handing back a failed claim once
+// shutdown has begun.
+const releaseAtStop = 2 * time.Second
+
+// release hands back the jobs of a failed claim before the next one. The
+// error cannot tell whether the claim committed: a connection cut after
+// the commit looks like one cut before it, and then the claimed jobs would
+// sit in processing, charged an attempt, until their lease expired. The
+// worker never received them, so they go back to pending uncharged. It
+// retries until the database answers, and reports false if ctx ended
+// first; the jobs then wait for their lease to expire, as no one runs them.
+func (pr *producer) release(ctx context.Context, token string) bool {
+	wait := retryMin
+	for {
+		timeout := 30 * time.Second
+		if ctx.Err() != nil {
+			// Shutting down: one short try, so that a database that is
+			// down does not hold up the exit.
+			timeout = releaseAtStop
+		}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+		n, err := pr.p.cfg.Driver.ReleaseClaim(rctx, driver.ReleaseClaimParams{Token: token})
+		cancel()
+		if err == nil {
+			if n > 0 {
+				pr.p.log.Warn("a failed claim had committed; its jobs are back in the queue, uncharged", "queue", pr.q.Name, "jobs", n)
+			}
+			return true
+		}
+		if ctx.Err() != nil {
+			pr.p.log.Warn("shutting down before a failed claim could be handed back; if it committed, its jobs run once their lease expires",
+				"queue", pr.q.Name, "err", err)
+			return false
+		}
+		pr.p.log.Error("handing back a failed claim failed; retrying", "queue", pr.q.Name, "err", err)
+		if !pr.p.reach.retryWait(ctx, &wait) {
+			return false
 		}
 	}
 }
@@ -202,15 +245,6 @@ func (pr *producer) allowed(ctx context.Context, free int) (int, bool) {
 func (pr *producer) giveBack(n int) {
 	for i := 0; i < n; i++ {
 		pr.slots <- struct{}{}
-	}
-}
-
-func (pr *producer) sleep(ctx context.Context, d time.Duration) bool {
-	select {
-	case <-ctx.Done():
-		return false
-	case <-time.After(d):
-		return true
 	}
 }
 

@@ -97,6 +97,7 @@ type Pool struct {
 	running   *registry
 	completer *completer
 	paused    *pausedCache
+	reach     *reach
 	stopping  chan struct{} // closed when Stop begins
 
 	stopClaims context.CancelFunc
@@ -130,6 +131,7 @@ func New(cfg Config) *Pool {
 	p.running = newRegistry()
 	p.completer = newCompleter(p)
 	p.paused = &pausedCache{d: cfg.Driver, log: cfg.Logger, interval: time.Second}
+	p.reach = &reach{d: cfg.Driver, log: cfg.Logger}
 	for _, q := range cfg.Queues {
 		p.producers[q.Name] = newProducer(p, q)
 	}
