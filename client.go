@@ -57,13 +57,14 @@ func NewClient(cfg Config) (*Client, error) {
 			Logger:   cfg.Logger,
 			PollMax:  cfg.PollMax,
 			Hooks:    c.workerHooks(),
+			Clock:    cfg.Clock,
 		})
 		concurrency := 0
 		for _, q := range cfg.Queues {
 			concurrency += q.Concurrency
 		}
 		c.beat = &metrics.Heartbeat{Driver: cfg.Driver, Node: driver.Node{ID: cfg.NodeID, Concurrency: concurrency},
-			Running: c.pool.Running, Rollup: c.rollup, Logger: cfg.Logger}
+			Running: c.pool.Running, Rollup: c.rollup, Logger: cfg.Logger, Clock: cfg.Clock}
 	}
 	if len(cfg.Queues) > 0 && !cfg.DisableMaintenance {
 		c.maint = maintenance.New(maintenance.Config{
@@ -75,6 +76,7 @@ func NewClient(cfg Config) (*Client, error) {
 			LeaderTTL:   cfg.LeaderTTL,
 			Rescued:     c.countRescued,
 			Chores:      c.chores,
+			Clock:       cfg.Clock,
 		})
 	}
 	if len(cfg.Schedules) > 0 {

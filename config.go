@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/scheduler"
 	"github.com/sluicehq/sluice/schedule"
 )
@@ -73,11 +74,14 @@ type Config struct {
 	// Maintenance turns off rescue and purge on this client when false.
 	// Default true for clients that run workers.
 	DisableMaintenance bool
-	// Clock is this process's wall clock, used only for what is local to
-	// it: the minute a finished job is counted in, the roll-up compaction
-	// cutoff, the queue-latency metric. Leases, run times, rescue and
-	// schedules use the database clock, so a skewed node cannot run a job
-	// early, twice or late. Default time.Now; tests skew it.
+	// Clock is this process's wall clock, and every read of it by the
+	// client, its workers and maintenance goes through it. It is used only
+	// for what is local to the process: the minute a finished job is
+	// counted in, the roll-up compaction cutoff, the queue-latency metric,
+	// when to renew a running job's lease, durations in logs and metrics.
+	// Leases, run times, rescue and schedules use the database clock, so a
+	// skewed node cannot run a job early, twice or late. Default the host's
+	// clock; tests skew it.
 	Clock func() time.Time
 	// RescueEvery, LeaderTTL and PollMax tune background loops; zero
 	// picks defaults (5s, 30s, 1s). A dead maintenance leader is replaced
@@ -95,7 +99,7 @@ func (c Config) withDefaults() Config {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	if c.Clock == nil {
-		c.Clock = time.Now
+		c.Clock = clock.System
 	}
 	if c.NodeID == "" {
 		host, _ := os.Hostname()

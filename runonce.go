@@ -86,7 +86,10 @@ func (c *Client) RunOnce(ctx context.Context, p RunParams) (RunResult, error) {
 			return RunResult{}, err
 		}
 	}
-	deadline := time.Now().Add(p.MaxDuration)
+	// A timeout, not a deadline read from the clock: the runtime measures
+	// it on its own monotonic clock, which a skewed Config.Clock cannot move.
+	runCtx, cancel := context.WithTimeout(ctx, p.MaxDuration)
+	defer cancel()
 	lockName := "run:" + p.Queue + ":" + p.Type
 	holder := c.cfg.NodeID + ":" + randomHex()
 	l, err := c.drv.AcquireLease(ctx, driver.LeaseParams{Name: lockName, Holder: holder, TTL: p.MaxDuration + 30*time.Second})
@@ -134,9 +137,8 @@ func (c *Client) RunOnce(ctx context.Context, p RunParams) (RunResult, error) {
 		LeaseFor: c.leaseFor,
 		Logger:   c.log,
 		Hooks:    hooks,
+		Clock:    c.cfg.Clock,
 	})
-	runCtx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
 	pool.Start(runCtx)
 	select {
 	case <-pool.Drained():

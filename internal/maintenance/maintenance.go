@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/clock"
 )
 
 // LeaderLease names the leadership row.
@@ -21,6 +22,8 @@ type Config struct {
 	Driver driver.Driver
 	NodeID string
 	Logger *slog.Logger
+	// Clock is the client's clock, required; it only paces the chores.
+	Clock clock.Clock
 	// Retention per finished status; zero keeps that status forever.
 	Retention map[string]time.Duration
 	// RescueEvery defaults to 5s, PurgeEvery to 1m, LeaderTTL to 30s.
@@ -45,6 +48,9 @@ type Service struct {
 
 // New builds a Service.
 func New(cfg Config) *Service {
+	if cfg.Clock == nil {
+		panic("maintenance: Config.Clock is nil")
+	}
 	if cfg.RescueEvery <= 0 {
 		cfg.RescueEvery = 5 * time.Second
 	}
@@ -115,7 +121,7 @@ func (s *Service) loop(ctx context.Context) {
 			s.setLeader(l.Held)
 		}
 		if s.IsLeader() {
-			now := time.Now()
+			now := s.cfg.Clock.Now()
 			if now.Sub(lastRescue) >= s.cfg.RescueEvery {
 				s.RescueAll(ctx)
 				lastRescue = now

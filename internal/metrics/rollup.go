@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/clock"
 )
 
 type rollKey struct {
@@ -84,6 +85,7 @@ type Heartbeat struct {
 	Rollup  *Rollup
 	Every   time.Duration
 	Logger  *slog.Logger
+	Clock   clock.Clock // the client's; StartedAt is read from it
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -94,7 +96,7 @@ func (h *Heartbeat) Start(ctx context.Context) {
 	if h.Every <= 0 {
 		h.Every = 5 * time.Second
 	}
-	h.Node.StartedAt = time.Now()
+	h.Node.StartedAt = h.Clock.Now()
 	if h.Node.Version == "" {
 		h.Node.Version = version()
 	}

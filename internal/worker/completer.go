@@ -152,7 +152,7 @@ func (p *Pool) completeInTx(x *running, o Outcome) {
 	case err != nil:
 		// Nothing committed: the lease will expire and the job run again.
 		p.log.Error("transactional completion failed; the job will be rescued", "job_id", x.job.ID, "type", x.job.Type,
-			"queue", x.job.Queue, "attempt", x.job.Attempts, "duration", time.Since(x.claimed), "err", err)
+			"queue", x.job.Queue, "attempt", x.job.Attempts, "duration", p.cfg.Clock.Since(x.claimed), "err", err)
 		p.running.remove(x.job.ID)
 	case !ok:
 		p.leaseLost(x, "transactional completion")

@@ -18,7 +18,7 @@ func (p *Pool) heartbeatLoop(ctx context.Context) {
 			return
 		case <-time.After(wait):
 		}
-		p.beat(ctx, time.Now())
+		p.beat(ctx, p.cfg.Clock.Now())
 	}
 }
 
@@ -63,7 +63,7 @@ func (p *Pool) leaseLost(x *running, where string) {
 		return // already reported
 	}
 	p.log.Warn("job lease lost; its outcome will be dropped", "job_id", x.job.ID, "type", x.job.Type,
-		"queue", x.job.Queue, "attempt", x.job.Attempts, "duration", time.Since(x.claimed), "during", where)
+		"queue", x.job.Queue, "attempt", x.job.Attempts, "duration", p.cfg.Clock.Since(x.claimed), "during", where)
 	if h := p.cfg.Hooks.LeaseLost; h != nil {
 		h(x.job, where)
 	}

@@ -94,7 +94,7 @@ func (pr *producer) loop(ctx context.Context) {
 		// A claim is not cancelled by shutdown: one cut off after its
 		// commit would leave jobs processing under a lease nobody renews.
 		// Claimed jobs that cannot start any more go straight back.
-		start := time.Now()
+		start := pr.p.cfg.Clock.Now()
 		// Every claim gets a token of its own, so that a failed claim's
 		// token names only jobs this worker never received.
 		token := newToken()
@@ -116,7 +116,7 @@ func (pr *producer) loop(ctx context.Context) {
 		}
 		errWait = retryMin
 		if h := pr.p.cfg.Hooks.Claimed; h != nil {
-			h(pr.q.Name, len(jobs), time.Since(start))
+			h(pr.q.Name, len(jobs), pr.p.cfg.Clock.Since(start))
 		}
 		pr.giveBack(free - len(jobs))
 		for _, j := range jobs {
@@ -253,7 +253,8 @@ func (pr *producer) start(j driver.JobRow) {
 	p := pr.p
 	lease := p.cfg.LeaseFor(j.Type)
 	ctx, cancel := context.WithCancelCause(context.Background())
-	x := &running{job: j, lease: lease, lastBeat: time.Now(), claimed: time.Now(), cancel: cancel}
+	now := p.cfg.Clock.Now()
+	x := &running{job: j, lease: lease, lastBeat: now, claimed: now, cancel: cancel}
 	p.running.add(x)
 	p.jobWG.Add(1)
 	go func() {
@@ -265,7 +266,7 @@ func (pr *producer) start(j driver.JobRow) {
 			p.completer.add(x, Outcome{Status: driver.StatusPending, Refund: true})
 			return
 		}
-		began := time.Now()
+		began := p.cfg.Clock.Now()
 		o := safeRun(ctx, p.cfg.Run, j)
 		pr.run <- struct{}{}
 		cause := context.Cause(ctx)
@@ -281,7 +282,7 @@ func (pr *producer) start(j driver.JobRow) {
 			o = Outcome{Status: driver.StatusPending, Refund: true, Error: &msg}
 		}
 		if h := p.cfg.Hooks.Completed; h != nil {
-			h(j, o, time.Since(began))
+			h(j, o, p.cfg.Clock.Since(began))
 		}
 		if o.Tx != nil {
 			p.completeInTx(x, o)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/clock"
 )
 
 // Retry pacing after a failed database call.
@@ -33,8 +34,9 @@ const (
 // many queues and writers it runs, and they all resume as soon as one ping
 // gets through.
 type reach struct {
-	d   driver.Driver
-	log *slog.Logger
+	d     driver.Driver
+	log   *slog.Logger
+	clock clock.Clock
 
 	mu  sync.Mutex
 	cur *probe // nil while no probe runs
@@ -73,7 +75,7 @@ func (r *reach) wait(ctx context.Context) bool {
 // loop that is shutting down ends with it; a loop still waiting then starts
 // the next one.
 func (r *reach) run(ctx context.Context, p *probe) {
-	start := time.Now()
+	start := r.clock.Now()
 	for {
 		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 		err := r.d.DB().PingContext(pctx)
@@ -91,7 +93,7 @@ func (r *reach) run(ctx context.Context, p *probe) {
 		}
 	}
 	if p.down && p.ok {
-		r.log.Info("database answers again", "unreachable_for", time.Since(start).Round(time.Millisecond))
+		r.log.Info("database answers again", "unreachable_for", r.clock.Since(start).Round(time.Millisecond))
 	}
 	r.mu.Lock()
 	r.cur = nil

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/clock"
 )
 
 // Outcome is what became of one attempt.
@@ -67,6 +68,9 @@ type Config struct {
 	LeaseFor func(jobType string) time.Duration
 	Logger   *slog.Logger
 	Hooks    Hooks
+	// Clock is the client's clock, required: the pool reads the time only
+	// through it.
+	Clock clock.Clock
 	// PollMin and PollMax bound the adaptive poll: fast while claims find
 	// work, backing off to PollMax while idle. Defaults 5ms and 1s.
 	PollMin, PollMax time.Duration
@@ -109,6 +113,9 @@ type Pool struct {
 
 // New builds a pool; Start runs it.
 func New(cfg Config) *Pool {
+	if cfg.Clock == nil {
+		panic("worker: Config.Clock is nil")
+	}
 	if cfg.PollMin <= 0 {
 		cfg.PollMin = 5 * time.Millisecond
 	}
@@ -131,7 +138,7 @@ func New(cfg Config) *Pool {
 	p.running = newRegistry()
 	p.completer = newCompleter(p)
 	p.paused = &pausedCache{d: cfg.Driver, log: cfg.Logger, interval: time.Second}
-	p.reach = &reach{d: cfg.Driver, log: cfg.Logger}
+	p.reach = &reach{d: cfg.Driver, log: cfg.Logger, clock: cfg.Clock}
 	for _, q := range cfg.Queues {
 		p.producers[q.Name] = newProducer(p, q)
 	}
