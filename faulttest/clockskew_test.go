@@ -21,8 +21,10 @@ import (
 
 // Clock skew: two `sluice work` processes whose own clocks run 5 minutes
 // ahead and 5 minutes behind (SLUICE_CLOCK_OFFSET) share the queue and a
-// schedule. Every lease and run-at decision uses the database clock, so no
-// job runs early, twice or late, and each schedule slot fires once.
+// schedule. The offset reaches every time read of their engines (the
+// clock package's test keeps any other read out), and every lease,
+// run-at, rescue and schedule decision uses the database clock, so no job
+// runs early, twice or late, and each schedule slot fires once.
 func TestClockSkew(t *testing.T) {
 	for _, name := range []string{"mysql", "postgres"} {
 		t.Run(name, func(t *testing.T) {
@@ -54,6 +56,8 @@ schedules:
 			require.NoError(t, err)
 
 			env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix}
+			launched, err := d.Now(context.Background())
+			require.NoError(t, err)
 			ahead := startWork(t, append(env, "SLUICE_CLOCK_OFFSET=5m"), "--config", cfg)
 			behind := startWork(t, append(env, "SLUICE_CLOCK_OFFSET=-5m"), "--config", cfg)
 			waitFor(t, 90*time.Second, "every stamp job done", func() bool {
@@ -61,6 +65,16 @@ schedules:
 				return err == nil && len(jobs) == 0 && allDone(d)
 			})
 			time.Sleep(2 * time.Second) // a few more schedule slots
+			// The skew did reach the engines: each node row's start time
+			// was read from its process's clock.
+			nodes, err := d.ListNodes(context.Background())
+			require.NoError(t, err)
+			var skews []time.Duration
+			for _, n := range nodes {
+				skews = append(skews, n.StartedAt.Sub(launched).Round(time.Minute))
+			}
+			sort.Slice(skews, func(i, j int) bool { return skews[i] < skews[j] })
+			require.Equal(t, []time.Duration{-5 * time.Minute, 5 * time.Minute}, skews)
 			for _, p := range []*proc{ahead, behind} {
 				_, err := p.term(t, 15*time.Second)
 				require.NoError(t, err)
