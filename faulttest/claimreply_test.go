@@ -45,7 +45,7 @@ func TestClaimReplyLost(t *testing.T) {
 				q.Set("sslmode", "disable")
 				u.RawQuery = q.Encode()
 			}
-			env := []string{"SLUICE_DB=" + u.String(), "SLUICE_PREFIX=" + tg.Prefix}
+			env := []string{"SLUICE_PREFIX=" + tg.Prefix}
 
 			c, err := sluice.NewClient(sluice.Config{Driver: d})
 			require.NoError(t, err)
@@ -58,7 +58,7 @@ func TestClaimReplyLost(t *testing.T) {
 
 			// The default lease (5m): a claim left to expire would hold its
 			// jobs far beyond this test's patience.
-			cfg, logPath := writeConfig(t, 4, "0.01", "", "")
+			cfg, logPath := writeConfig(t, u.String(), 4, "0.01", "", "")
 			start := time.Now()
 			w := startWork(t, env, "--config", cfg, "--shutdown-timeout", "5s")
 			waitFor(t, 30*time.Second, "every job finished", func() bool { return allDone(d) })

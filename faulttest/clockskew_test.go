@@ -30,19 +30,17 @@ func TestClockSkew(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			d, tg := testdb.OpenURL(t, name)
-			dir := t.TempDir()
-			logPath := filepath.Join(dir, "runs.log")
-			cfg := filepath.Join(dir, "sluice.yaml")
+			logPath := filepath.Join(t.TempDir(), "runs.log")
 			// The job logs the host's time when it starts, which is the
 			// database server's clock too: both run on this machine.
-			require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`queues:
+			cfg := dbConfig(t, tg.URL, fmt.Sprintf(`queues:
   default: { concurrency: 8 }
 types:
   stamp: { command: ["sh", "-c", "echo \"$SLUICE_JOB_ID $(date +%%s.%%N)\" >> %s"] }
   tick: { command: ["true"] }
 schedules:
   tick: { cron: "@every 1s", type: tick, overlap: allow }
-`, logPath)), 0o644))
+`, logPath))
 			c, err := sluice.NewClient(sluice.Config{Driver: d})
 			require.NoError(t, err)
 			ps := make([]sluice.EnqueueParams, faultJobs)
@@ -55,7 +53,7 @@ schedules:
 			_, err = c.EnqueueMany(context.Background(), ps)
 			require.NoError(t, err)
 
-			env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix}
+			env := []string{"SLUICE_PREFIX=" + tg.Prefix}
 			launched, err := d.Now(context.Background())
 			require.NoError(t, err)
 			ahead := startWork(t, append(env, "SLUICE_CLOCK_OFFSET=5m"), "--config", cfg)

@@ -26,8 +26,8 @@ func TestSQLiteDiskFull(t *testing.T) {
 		unavailable(t, "a small tmpfs (mount needs root)", err, out)
 	}
 	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
-	env := []string{"SLUICE_DB=sqlite:" + dir + "/q.db"}
-	r := run(t, env, "migrate")
+	cfg := dbConfig(t, "sqlite:"+dir+"/q.db", "types:\n  work: { command: [\"true\"] }\n")
+	r := run(t, nil, "migrate", "--config", cfg)
 	require.Equal(t, 0, r.code, r.stderr)
 
 	// 500 jobs with 1 KiB payloads per file: about 0.6 MiB a batch.
@@ -56,7 +56,7 @@ func TestSQLiteDiskFull(t *testing.T) {
 	full := false
 	for n := 0; n < 40 && !full; n++ {
 		before := count()
-		r := run(t, env, "enqueue", "--ndjson", batchFile(n))
+		r := run(t, nil, "enqueue", "--config", cfg, "--ndjson", batchFile(n))
 		if r.code == 0 {
 			continue
 		}
@@ -72,12 +72,10 @@ func TestSQLiteDiskFull(t *testing.T) {
 	// Free space, then everything goes on: enqueue, and work what is queued.
 	out, err := exec.Command("mount", "-o", "remount,size=256m", dir).CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	r = run(t, env, "enqueue", "--ndjson", batchFile(99))
+	r = run(t, nil, "enqueue", "--config", cfg, "--ndjson", batchFile(99))
 	require.Equal(t, 0, r.code, r.stderr)
-	cfg := filepath.Join(t.TempDir(), "sluice.yaml")
-	require.NoError(t, os.WriteFile(cfg, []byte("types:\n  work: { command: [\"true\"] }\n"), 0o644))
 	total := count()
-	r = run(t, env, "run", "--config", cfg, "--max-jobs", fmt.Sprint(total), "--max-seconds", "120", "--concurrency", "8")
+	r = run(t, nil, "run", "--config", cfg, "--max-jobs", fmt.Sprint(total), "--max-seconds", "120", "--concurrency", "8")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.JSONEq(t, fmt.Sprintf(`{"ok":true,"done":%d,"retried":0,"failed":0,"requeued":0}`, total), r.stdout)
 

@@ -272,17 +272,29 @@ func (s *server) adminDB() *sql.DB {
 	return db
 }
 
-// target migrates sluice's tables on the instance and returns a driver on them.
+// target migrates sluice's tables on the instance and returns a driver on
+// them, and the environment that gives a sluice process its table prefix.
 func (s *server) target(t *testing.T) (driver.Driver, []string) {
 	prefix := testdb.Prefix()
 	s.prefix = prefix
-	env := []string{"SLUICE_DB=" + s.url, "SLUICE_PREFIX=" + prefix}
-	r := run(t, env, "migrate")
+	env := []string{"SLUICE_PREFIX=" + prefix}
+	r := run(t, env, "migrate", "--config", dbConfig(t, s.url, ""))
 	require.Equal(t, 0, r.code, r.stderr)
 	d, err := dburl.Open(s.url, dburl.Options{Prefix: prefix})
 	require.NoError(t, err)
 	t.Cleanup(func() { d.Close() })
 	return d, env
+}
+
+// dbConfig writes a config file that names its database with db: url,
+// followed by body, and returns its path. Every sluice process here finds
+// its database that way, as users run it: run and startWork blank
+// SLUICE_DB, which would win over db:, and no test passes --db.
+func dbConfig(t *testing.T, url, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "sluice.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf("db: %q\n%s", url, body)), 0o644))
+	return path
 }
 
 type result struct {
@@ -385,12 +397,11 @@ func logScript(logPath, sleep string) string {
 	return fmt.Sprintf(`echo "start $SLUICE_JOB_ID $SLUICE_JOB_ATTEMPT $PPID" >> %[1]s; sleep %[2]s; echo "end $SLUICE_JOB_ID $SLUICE_JOB_ATTEMPT $PPID" >> %[1]s`, logPath, sleep)
 }
 
-// writeConfig writes a config with a "work" command type built by logScript.
-func writeConfig(t *testing.T, concurrency int, sleep string, typeExtra string, extra string) (cfgPath, logPath string) {
+// writeConfig writes a config on the database at url with a "work"
+// command type built by logScript.
+func writeConfig(t *testing.T, url string, concurrency int, sleep string, typeExtra string, extra string) (cfgPath, logPath string) {
 	t.Helper()
-	dir := t.TempDir()
-	logPath = filepath.Join(dir, "exec.log")
-	cfgPath = filepath.Join(dir, "sluice.yaml")
+	logPath = filepath.Join(t.TempDir(), "exec.log")
 	cfg := fmt.Sprintf(`queues:
   default: { concurrency: %d }
 types:
@@ -400,8 +411,7 @@ types:
     backoff: { base: 100ms, max: 1s }
 %s
 %s`, concurrency, logScript(logPath, sleep), typeExtra, extra)
-	require.NoError(t, os.WriteFile(cfgPath, []byte(cfg), 0o644))
-	return cfgPath, logPath
+	return dbConfig(t, url, cfg), logPath
 }
 
 func enqueue(t *testing.T, d driver.Driver, typ string, n int) {

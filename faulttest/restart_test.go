@@ -43,7 +43,7 @@ const maxRecovery = time.Second
 // server being back to the first job success committed after it.
 func serverFaultRun(t *testing.T, s *server, lease string, at []float64, inject fault) faultResult {
 	d, env := s.target(t)
-	cfg, logPath := writeConfig(t, faultConc, "0.01", "    lease: "+lease, "")
+	cfg, logPath := writeConfig(t, s.url, faultConc, "0.01", "    lease: "+lease, "")
 	enqueue(t, d, "work", faultJobs)
 	// The test's own pool keeps no idle connection, so a fault that kills
 	// connections cannot leave it a dead one for the final checks.

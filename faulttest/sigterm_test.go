@@ -22,10 +22,10 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel() // the jobs sleep; three databases at once fit two cores
 			d, tg := testdb.OpenURL(t, name)
-			env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix}
+			env := []string{"SLUICE_PREFIX=" + tg.Prefix}
 			// 20 to 100 ms per job by id, and 3 s for one job in 50, longer
 			// than the shutdown deadline, so that some runs are cut.
-			cfg, logPath := writeConfig(t, 20, "$(( SLUICE_JOB_ID % 50 == 0 ? 3 : 0 )).0$(( SLUICE_JOB_ID % 5 * 2 + 2 ))", "", "")
+			cfg, logPath := writeConfig(t, tg.URL, 20, "$(( SLUICE_JOB_ID % 50 == 0 ? 3 : 0 )).0$(( SLUICE_JOB_ID % 5 * 2 + 2 ))", "", "")
 			enqueue(t, d, "work", faultJobs)
 			var procs []*proc
 			for i := 0; i < 2; i++ {

@@ -7,8 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -79,8 +77,7 @@ func TestBadWebhookTargets(t *testing.T) {
 	cfg := "queues:\n  default: { concurrency: 8 }\ntypes:\n" +
 		bad("hang", hang.URL) + bad("reset", reset.URL) + bad("bad502", bad502.URL) + bad("ok200", ok200.URL) +
 		fmt.Sprintf("  fast:\n    http: { url: %q, timeout: 5s }\n", fast.URL)
-	cfgPath := filepath.Join(t.TempDir(), "sluice.yaml")
-	require.NoError(t, os.WriteFile(cfgPath, []byte(cfg), 0o644))
+	cfgPath := dbConfig(t, tg.URL, cfg)
 
 	const nBad, nFast = 4, 2000
 	c, err := sluice.NewClient(sluice.Config{Driver: d})
@@ -101,7 +98,7 @@ func TestBadWebhookTargets(t *testing.T) {
 	_, err = c.EnqueueMany(context.Background(), ps)
 	require.NoError(t, err)
 
-	env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix}
+	env := []string{"SLUICE_PREFIX=" + tg.Prefix}
 	t0 := time.Now()
 	w := startWork(t, env, "--config", cfgPath, "--shutdown-timeout", "1s")
 	waitFor(t, 60*time.Second, "every fast job called", func() bool {

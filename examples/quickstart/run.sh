@@ -16,7 +16,12 @@ if [ -z "$bin" ]; then
   go build -o "$work/sluice" ./cmd/sluice
   bin=$work/sluice
 fi
-export SLUICE_CONFIG=examples/quickstart/sluice.yaml SLUICE_DB="sqlite:$work/quickstart.db"
+# The config's db: (a SQLite file relative to the working directory) is
+# the database, as for any user; running in $work makes it a fresh file.
+# A SLUICE_DB left in the shell would win over db:, so it goes.
+unset SLUICE_DB
+export SLUICE_CONFIG="$PWD/examples/quickstart/sluice.yaml"
+cd "$work"
 
 echo "== sluice migrate"
 "$bin" migrate

@@ -74,21 +74,26 @@ func TestExampleWebhookReceiver(t *testing.T) {
 	require.Equal(t, 200, code)
 	require.Equal(t, first, second, "a repeated delivery is answered from the first, not applied again")
 
-	// End to end: a signed webhook job run by `sluice run`.
-	d, tg := testdb.OpenURL(t, "sqlite")
-	cfg := filepath.Join(dir, "sluice.yaml")
-	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`types:
-  order_sync:
-    http: { url: "%s/jobs/order_sync", timeout: 5s, secret: "${HOOK_SECRET}" }
-`, base)), 0o644))
-	env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix, "HOOK_SECRET=" + secret}
-	r := run(t, env, "", "enqueue", "order_sync", "--key", "order:8", "--payload", `{"order":8}`)
+	// End to end: the example's own config, run as its header says, with
+	// its database and the app's address given by the variables it names:
+	// a signed webhook job enqueued and run by `sluice run`. Nothing passes
+	// --db, and run drops any SLUICE_DB of the test's environment, which
+	// would win over the config's db:.
+	d, tg := testdb.OpenURL(t, "mysql")
+	cfg, err := filepath.Abs("../../examples/mysql-webhook/sluice.yaml")
+	require.NoError(t, err)
+	env := []string{"SLUICE_PREFIX=" + tg.Prefix, "SLUICE_EXAMPLE_DB=" + tg.URL, "SLUICE_EXAMPLE_APP=" + base,
+		"HOOK_SECRET=" + secret, "SLUICE_TOKEN=example-token"}
+	r := run(t, env, "", "--config", cfg, "migrate")
 	require.Equal(t, 0, r.code, r.stderr)
-	r = run(t, env, "", "run", "--config", cfg)
+	r = run(t, env, "", "--config", cfg, "enqueue", "order_sync", "--key", "order:8", "--payload", `{"order":8}`)
+	require.Equal(t, 0, r.code, r.stderr)
+	r = run(t, env, "", "--config", cfg, "run")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.JSONEq(t, `{"ok":true,"done":1,"retried":0,"failed":0,"requeued":0}`, r.stdout)
 	jobs, err := d.ListJobs(context.Background(), driver.ListParams{})
 	require.NoError(t, err)
+	require.Len(t, jobs, 1, "the job is in the database the config's db: names")
 	require.Equal(t, driver.StatusSuccess, jobs[0].Status)
 	require.True(t, strings.Contains(jobs[0].Result, `"applied": "order_sync"`), jobs[0].Result)
 }
