@@ -420,10 +420,12 @@ func completionSize(c driver.Completion) int {
 	return n
 }
 
-func (d *Driver) completeChunk(ctx context.Context, cs []driver.Completion) ([]int64, error) {
-	if len(cs) == 1 {
-		return d.completeOne(ctx, cs[0])
-	}
+// completeBatchQuery builds the one UPDATE that writes several outcomes:
+// the outcomes as a derived table, joined to the jobs by primary key. The
+// join order and the index are forced, so that the statement reads, and
+// locks, only the jobs it writes whatever the table's statistics say: a
+// claim running meanwhile skips every row it has locked.
+func (d *Driver) completeBatchQuery(cs []driver.Completion) (string, []any) {
 	firstRow := d.Q["complete_batch_first"]
 	nextRow := " UNION ALL SELECT ?" + strings.Repeat(", ?", strings.Count(firstRow, "?")-1)
 	var sb strings.Builder
@@ -436,7 +438,14 @@ func (d *Driver) completeChunk(ctx context.Context, cs []driver.Completion) ([]i
 		}
 		args = append(args, d.CompletionArgs(c)...)
 	}
-	q := strings.Replace(d.Q["complete_batch"], "/*ROWS*/", sb.String(), 1)
+	return strings.Replace(d.Q["complete_batch"], "/*ROWS*/", sb.String(), 1), args
+}
+
+func (d *Driver) completeChunk(ctx context.Context, cs []driver.Completion) ([]int64, error) {
+	if len(cs) == 1 {
+		return d.completeOne(ctx, cs[0])
+	}
+	q, args := d.completeBatchQuery(cs)
 	applied := false
 	err := driver.RetryTransient(ctx, d.Transient, func() error {
 		tx, err := d.Write.BeginTx(ctx, nil)

@@ -124,7 +124,16 @@ func (pr *producer) loop(ctx context.Context) {
 		}
 		claimed += len(jobs)
 		if pr.q.MaxJobs > 0 && len(jobs) < free {
-			return // a bounded pass ends when nothing more is runnable
+			// A bounded pass ends when a claim comes back short and none of
+			// its jobs is still in flight. Until then it claims again each
+			// time an outcome is written: a short claim alone does not prove
+			// the queue empty, as SKIP LOCKED passes over rows that a
+			// concurrent write holds (seen on MariaDB while the pass's own
+			// outcomes commit), and a retry may already be due again.
+			if !pr.waitOutcome(ctx) {
+				return
+			}
+			continue
 		}
 		busy = len(jobs) == free
 		if busy {
@@ -143,6 +152,21 @@ func (pr *producer) loop(ctx context.Context) {
 		case <-pr.wakeC:
 		case <-time.After(poll):
 		}
+	}
+}
+
+// waitOutcome waits until the outcome of one of the pool's jobs has been
+// written, and reports false when no job is in flight or ctx ends first.
+func (pr *producer) waitOutcome(ctx context.Context) bool {
+	gone, n := pr.p.running.left()
+	if n == 0 {
+		return false
+	}
+	select {
+	case <-gone:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 

@@ -21,9 +21,12 @@ type running struct {
 type registry struct {
 	mu   sync.Mutex
 	jobs map[int64]*running
+	gone chan struct{} // closed, and replaced, when a job leaves
 }
 
-func newRegistry() *registry { return &registry{jobs: map[int64]*running{}} }
+func newRegistry() *registry {
+	return &registry{jobs: map[int64]*running{}, gone: make(chan struct{})}
+}
 
 func (r *registry) add(x *running) {
 	r.mu.Lock()
@@ -37,7 +40,19 @@ func (r *registry) remove(id int64) bool {
 	defer r.mu.Unlock()
 	_, ok := r.jobs[id]
 	delete(r.jobs, id)
+	if ok {
+		close(r.gone)
+		r.gone = make(chan struct{})
+	}
 	return ok
+}
+
+// left returns a channel that is closed when the next job leaves, and how
+// many jobs are registered now; read together, no departure is missed.
+func (r *registry) left() (<-chan struct{}, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.gone, len(r.jobs)
 }
 
 func (r *registry) beaten(x *running, at time.Time) {
