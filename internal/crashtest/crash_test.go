@@ -139,7 +139,7 @@ func runCrash(t *testing.T, d driver.Driver, tg testdb.Target) bool {
 		runs := readLog(t, logPath, false)
 		return runs.ended >= jobs/4 && len(runs.unfinished(killedPID)) > 0
 	})
-	t.Logf("quarter done after %s", time.Since(t0))
+	t.Logf("kill after %s", time.Since(t0))
 	require.NoError(t, victim.Process.Signal(syscall.SIGKILL))
 	victim.Wait()
 	inFlight := readLog(t, logPath, false).unfinished(killedPID)
