@@ -129,16 +129,25 @@ func runCrash(t *testing.T, d driver.Driver, tg testdb.Target) bool {
 		}
 	}()
 
-	// Kill one worker once a fair share of the run is done and the log
-	// shows it running a job. The job may still end before the signal
-	// lands; the log, final once the process is dead, tells afterwards.
-	victim := procs[0]
-	killedPID := victim.Process.Pid
+	// Kill a worker once a fair share of the run is done, choosing one the
+	// log shows running jobs. A job may still end before the signal lands;
+	// the log, final for the victim once it is dead, tells afterwards.
+	var victim *exec.Cmd
 	t0 := time.Now()
 	waitFor(t, 60*time.Second, func() bool {
 		runs := readLog(t, logPath, false)
-		return runs.ended >= jobs/4 && len(runs.unfinished(killedPID)) > 0
+		if runs.ended < jobs/4 {
+			return false
+		}
+		for _, p := range procs {
+			if len(runs.unfinished(p.Process.Pid)) > 0 {
+				victim = p
+				return true
+			}
+		}
+		return false
 	})
+	killedPID := victim.Process.Pid
 	t.Logf("kill after %s", time.Since(t0))
 	require.NoError(t, victim.Process.Signal(syscall.SIGKILL))
 	victim.Wait()
@@ -161,7 +170,10 @@ func runCrash(t *testing.T, d driver.Driver, tg testdb.Target) bool {
 	t.Logf("all done after %s", time.Since(t0))
 	// The survivors stop cleanly: exit status 0 after SIGTERM (and, when
 	// built with -race, no data race reported, which would exit 66).
-	for _, p := range procs[1:] {
+	for _, p := range procs {
+		if p == victim {
+			continue
+		}
 		require.NoError(t, p.Process.Signal(syscall.SIGTERM))
 		require.NoError(t, p.Wait(), "surviving worker %d after SIGTERM", p.Process.Pid)
 	}
