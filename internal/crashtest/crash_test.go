@@ -1,6 +1,6 @@
 // Package crashtest kills real worker processes in the middle of a run and
-// checks, from an execution log, that no job is lost and that only jobs in
-// flight in the killed process ran twice.
+// checks, from an execution log, that no job is lost and that only jobs the
+// killed process held ran twice.
 package crashtest
 
 import (
