@@ -19,6 +19,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicehq/sluice/batch"
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/handler/webhook"
 	"github.com/sluicehq/sluice/internal/testdb"
@@ -66,22 +67,46 @@ func countWhere(t *testing.T, d driver.Driver, tbl, where string) int64 {
 	return n
 }
 
-// killRuns starts `sluice batch run NAME` and SIGKILLs it at a random
-// point, kills times, then runs it to the end.
-func killRuns(t *testing.T, env []string, name string, kills int) {
+// killRuns starts `sluice batch run NAME` and SIGKILLs it mid-run, kills
+// times, then runs it to the end. A kill counts only if it lands inside a
+// run: after that run committed chunks of its own (the checkpoint moved,
+// so the kill is not before the first chunk) and while the process still
+// ran (it dies of the signal, the batch not done).
+func killRuns(t *testing.T, d driver.Driver, prefix string, env []string, name string, kills int) {
 	t.Helper()
+	checkpoint := func() batch.Checkpoint {
+		cps, err := batch.Status(context.Background(), d, prefix, name)
+		require.NoError(t, err)
+		if len(cps) == 0 {
+			return batch.Checkpoint{}
+		}
+		require.Len(t, cps, 1)
+		return cps[0]
+	}
 	for i := range kills {
+		before := checkpoint().RowsDone
 		cmd := startWorker(t, env, "batch", "run", name, "--interval", "100ms")
-		time.Sleep(time.Duration(300+rand.IntN(500)) * time.Millisecond)
+		waitFor(t, 60*time.Second, func() bool { return checkpoint().RowsDone > before },
+			fmt.Sprintf("kill %d: the run committed no chunk within 60s", i))
+		// A random delay further, so that kills land at different points of a chunk.
+		time.Sleep(time.Duration(rand.IntN(200)) * time.Millisecond)
 		require.NoError(t, cmd.Process.Kill(), "kill %d", i)
-		cmd.Wait()
+		err := cmd.Wait()
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee, "kill %d: the run had already exited", i)
+		ws := ee.Sys().(syscall.WaitStatus)
+		require.True(t, ws.Signaled() && ws.Signal() == syscall.SIGKILL, "kill %d: the run exited (%v) before the kill", i, err)
+		cp := checkpoint()
+		require.Greater(t, cp.RowsDone, before, "kill %d landed before the run's first chunk", i)
+		require.NotEqual(t, batch.StatusDone, cp.Status, "kill %d landed after the batch was done", i)
+		t.Logf("kill %d: rows done %d -> %d", i, before, cp.RowsDone)
 	}
 	r := run(t, env, "", "batch", "run", name)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "batch "+name+": done")
 }
 
-// SIGKILL at random points, three times: with a same-database sink every
+// SIGKILL mid-run, three times: with a same-database sink every
 // row is still processed exactly once.
 func TestBatchCrashExactlyOnce(t *testing.T) {
 	for _, name := range testdb.Names {
@@ -99,7 +124,7 @@ func TestBatchCrashExactlyOnce(t *testing.T) {
     throttle: { sleep: 10ms }
 `, tbl, tbl))
 			env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix, "SLUICE_CONFIG=" + cfg}
-			killRuns(t, env, "touch", 3)
+			killRuns(t, d, tg.Prefix, env, "touch", 3)
 			require.Zero(t, countWhere(t, d, tbl, "hits <> 1"), "rows not processed exactly once")
 			r := run(t, env, "", "batch", "status", "touch", "--json")
 			require.Equal(t, 0, r.code, r.stderr)
@@ -152,7 +177,7 @@ func TestBatchCrashWebhook(t *testing.T) {
 `, tbl, srv.URL))
 	env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix, "SLUICE_CONFIG=" + cfg}
 	const kills = 3
-	killRuns(t, env, "export", kills)
+	killRuns(t, d, tg.Prefix, env, "export", kills)
 	mu.Lock()
 	defer mu.Unlock()
 	require.Len(t, seen, n, "every row delivered")

@@ -1,6 +1,6 @@
 // Package crashtest kills real worker processes in the middle of a run and
-// checks, from an execution log, that no job is lost and that only jobs in
-// flight in the killed process ran twice.
+// checks, from an execution log, that no job is lost and that only jobs the
+// killed process held ran twice.
 package crashtest
 
 import (
@@ -49,7 +49,11 @@ func workerMain() int {
 		Queues:      map[string]sluice.QueueConfig{"default": {Concurrency: 8}},
 		RescueEvery: 300 * time.Millisecond,
 		LeaderTTL:   2 * time.Second,
-		Types: map[string]sluice.Type{"work": {Lease: 2 * time.Second, Handler: sluice.HandlerFunc(func(ctx context.Context, j *sluice.Job) error {
+		// The lease bounds how long the killed worker's jobs wait for rescue.
+		// It must also outlast a heartbeat stalled behind other processes'
+		// writes, or a survivor's job is rescued and runs twice: with 2s,
+		// SQLite under -race on a loaded 2-core machine did that.
+		Types: map[string]sluice.Type{"work": {Lease: 5 * time.Second, Handler: sluice.HandlerFunc(func(ctx context.Context, j *sluice.Job) error {
 			// One write per line: O_APPEND makes each line land whole.
 			fmt.Fprintf(logf, "start %d %d %d\n", j.ID, j.Attempt, pid)
 			time.Sleep(15 * time.Millisecond)
@@ -78,13 +82,28 @@ func workerMain() int {
 func TestKillWorkerMidRun(t *testing.T) {
 	for _, name := range testdb.Names {
 		t.Run(name, func(t *testing.T) {
-			d, tg := testdb.OpenURL(t, name)
-			runCrash(t, d, tg)
+			// A kill that lands between jobs proves nothing about jobs in
+			// flight, so a run whose kill hit none is tried again on a fresh
+			// table, a bounded number of times.
+			const attempts = 3
+			for i := 1; ; i++ {
+				d, tg := testdb.OpenURL(t, name)
+				if runCrash(t, d, tg) {
+					return
+				}
+				if i == attempts {
+					t.Fatalf("in %d attempts the killed worker never had a job in flight at the kill", attempts)
+				}
+				t.Logf("attempt %d: the kill hit no job in flight; trying again", i)
+			}
 		})
 	}
 }
 
-func runCrash(t *testing.T, d driver.Driver, tg testdb.Target) {
+// runCrash runs three workers on a fresh queue, SIGKILLs one mid-run and
+// checks the outcome. It reports false, having checked nothing, when the
+// killed worker turns out to have had no job in flight at the kill.
+func runCrash(t *testing.T, d driver.Driver, tg testdb.Target) bool {
 	const jobs = 1000
 	ctx := context.Background()
 	c, err := sluice.NewClient(sluice.Config{Driver: d})
@@ -105,22 +124,61 @@ func runCrash(t *testing.T, d driver.Driver, tg testdb.Target) {
 		require.NoError(t, cmd.Start())
 		procs = append(procs, cmd)
 	}
-	t.Cleanup(func() {
+	defer func() {
 		for _, p := range procs {
-			p.Process.Kill()
-			p.Wait()
+			if p.ProcessState == nil {
+				p.Process.Kill()
+				p.Wait()
+			}
 		}
-	})
+	}()
 
-	// Kill one worker once a fair share of the run is done, while it has
-	// jobs in flight.
-	victim := procs[0]
+	// Kill a worker once a fair share of the run is done, choosing one the
+	// log shows running jobs. A job may still end before the signal lands;
+	// the log, final for the victim once it is dead, tells afterwards.
+	var victim *exec.Cmd
 	t0 := time.Now()
-	waitFor(t, 60*time.Second, func() bool { return countLines(logPath, "end ") >= jobs/4 })
-	t.Logf("quarter done after %s", time.Since(t0))
+	waitFor(t, 60*time.Second, func() bool {
+		runs := readLog(t, logPath, false)
+		if runs.ended < jobs/4 {
+			return false
+		}
+		for _, p := range procs {
+			if len(runs.unfinished(p.Process.Pid)) > 0 {
+				victim = p
+				return true
+			}
+		}
+		return false
+	})
+	killedPID := victim.Process.Pid
+	t.Logf("kill after %s", time.Since(t0))
 	require.NoError(t, victim.Process.Signal(syscall.SIGKILL))
 	victim.Wait()
-	killedPID := victim.Process.Pid
+	inFlight := readLog(t, logPath, false).unfinished(killedPID)
+	if len(inFlight) == 0 {
+		return false
+	}
+	// The jobs the dead worker held stay processing, frozen, until their
+	// leases expire: read them now. Lease tokens are per claim, so the log
+	// says which are the dead worker's: those it started at that attempt.
+	// (Jobs it had claimed but not started would run once, elsewhere.)
+	processing, err := d.ListJobs(ctx, driver.ListParams{Status: driver.StatusProcessing, Limit: 1000})
+	require.NoError(t, err)
+	require.Less(t, len(processing), 1000, "processing rows fit in one page")
+	atKill := readLog(t, logPath, false)
+	held := map[int64]bool{}
+	for _, j := range processing {
+		for _, r := range atKill.starts[j.ID] {
+			if r == fmt.Sprintf("%d %d", killedPID, j.Attempts) {
+				held[j.ID] = true
+			}
+		}
+	}
+	for _, id := range inFlight {
+		require.True(t, held[id], "job %d, unfinished in the killed worker, is not processing at that attempt", id)
+	}
+	t.Logf("killed pid %d with %d jobs in flight, holding %d", killedPID, len(inFlight), len(held))
 
 	waitFor(t, 90*time.Second, func() bool {
 		st, err := d.Stats(ctx)
@@ -133,9 +191,14 @@ func runCrash(t *testing.T, d driver.Driver, tg testdb.Target) {
 		return true
 	})
 	t.Logf("all done after %s", time.Since(t0))
-	for _, p := range procs[1:] {
-		p.Process.Signal(syscall.SIGTERM)
-		p.Wait()
+	// The survivors stop cleanly: exit status 0 after SIGTERM (and, when
+	// built with -race, no data race reported, which would exit 66).
+	for _, p := range procs {
+		if p == victim {
+			continue
+		}
+		require.NoError(t, p.Process.Signal(syscall.SIGTERM))
+		require.NoError(t, p.Wait(), "surviving worker %d after SIGTERM", p.Process.Pid)
 	}
 
 	// Every job succeeded.
@@ -143,12 +206,62 @@ func runCrash(t *testing.T, d driver.Driver, tg testdb.Target) {
 	require.NoError(t, err)
 	require.Len(t, rows, jobs)
 
-	// Only jobs that were in flight in the killed process ran twice: their
-	// first run was there, and it either never ended or ended without its
-	// outcome being written before the kill.
-	starts := map[int64][]string{} // id -> "pid attempt" per run, in log order
-	ended := map[string]bool{}     // "id pid attempt"
-	f, err := os.Open(logPath)
+	// Only jobs the killed process held ran twice: their first run was
+	// there, and it either never ended or ended without its outcome being
+	// written before the kill.
+	runs := readLog(t, logPath, true)
+	require.Len(t, runs.starts, jobs, "every job ran")
+	killed := fmt.Sprintf("%d ", killedPID)
+	unfinished, twice := 0, 0
+	for id, rs := range runs.starts {
+		for _, r := range rs {
+			if !runs.ends[fmt.Sprintf("%d %s", id, r)] {
+				unfinished++
+				require.True(t, strings.HasPrefix(r, killed), "job %d: run %q never ended, but only the killed process may leave one", id, r)
+			}
+		}
+		if len(rs) > 1 {
+			twice++
+			require.Len(t, rs, 2, "job %d ran %d times: %v", id, len(rs), rs)
+			require.True(t, strings.HasPrefix(rs[0], killed), "job %d ran twice (%v) but its first run was not in the killed process %d", id, rs, killedPID)
+			require.True(t, held[id], "job %d ran twice (%v) but the killed process did not hold it at the kill", id, rs)
+		}
+	}
+	t.Logf("%s: %d jobs, killed pid %d: %d runs unfinished, %d jobs ran twice, of %d held", tg.Name, jobs, killedPID, unfinished, twice, len(held))
+	return true
+}
+
+// execLog is the execution log as read: every run of every job.
+type execLog struct {
+	starts map[int64][]string // id -> "pid attempt" per run, in log order
+	ends   map[string]bool    // "id pid attempt"
+	ended  int                // end lines
+}
+
+// unfinished lists the jobs pid started and did not end.
+func (l execLog) unfinished(pid int) []int64 {
+	prefix := fmt.Sprintf("%d ", pid)
+	var ids []int64
+	for id, rs := range l.starts {
+		for _, r := range rs {
+			if strings.HasPrefix(r, prefix) && !l.ends[fmt.Sprintf("%d %s", id, r)] {
+				ids = append(ids, id)
+			}
+		}
+	}
+	return ids
+}
+
+// readLog reads the log at path. While workers run, the last line may be
+// caught mid-write and is skipped; once they are stopped (complete), every
+// line must parse, since each is written whole by one O_APPEND write.
+func readLog(t *testing.T, path string, complete bool) execLog {
+	t.Helper()
+	l := execLog{starts: map[int64][]string{}, ends: map[string]bool{}}
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		return l
+	}
 	require.NoError(t, err)
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -156,34 +269,19 @@ func runCrash(t *testing.T, d driver.Driver, tg testdb.Target) {
 		var kind string
 		var id int64
 		var attempt, pid int
-		_, err := fmt.Sscanf(sc.Text(), "%s %d %d %d", &kind, &id, &attempt, &pid)
-		require.NoError(t, err, "log line %q", sc.Text())
+		if _, err := fmt.Sscanf(sc.Text(), "%s %d %d %d", &kind, &id, &attempt, &pid); err != nil {
+			require.False(t, complete, "log line %q: %v", sc.Text(), err)
+			continue
+		}
 		if kind == "start" {
-			starts[id] = append(starts[id], fmt.Sprintf("%d %d", pid, attempt))
+			l.starts[id] = append(l.starts[id], fmt.Sprintf("%d %d", pid, attempt))
 		} else {
-			ended[fmt.Sprintf("%d %d %d", id, pid, attempt)] = true
+			l.ends[fmt.Sprintf("%d %d %d", id, pid, attempt)] = true
+			l.ended++
 		}
 	}
-	require.Len(t, starts, jobs, "every job ran")
-	killed := fmt.Sprintf("%d ", killedPID)
-	unfinished, twice := 0, 0
-	for id, runs := range starts {
-		for _, r := range runs {
-			if !ended[fmt.Sprintf("%d %s", id, r)] {
-				unfinished++
-				require.True(t, strings.HasPrefix(r, killed), "job %d: run %q never ended, but only the killed process may leave one", id, r)
-			}
-		}
-		if len(runs) > 1 {
-			twice++
-			require.Len(t, runs, 2, "job %d ran %d times: %v", id, len(runs), runs)
-			require.True(t, strings.HasPrefix(runs[0], killed), "job %d ran twice (%v) but its first run was not in the killed process %d", id, runs, killedPID)
-		}
-	}
-	// The killed process held at most its 8 running jobs plus the finished
-	// ones whose outcomes were still queued for the next batched write.
-	require.LessOrEqual(t, twice, 16, "jobs run twice")
-	t.Logf("%s: %d jobs, killed pid %d: %d runs unfinished, %d jobs ran twice", tg.Name, jobs, killedPID, unfinished, twice)
+	require.NoError(t, sc.Err())
+	return l
 }
 
 func waitFor(t *testing.T, limit time.Duration, cond func() bool) {
@@ -195,18 +293,4 @@ func waitFor(t *testing.T, limit time.Duration, cond func() bool) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-func countLines(path, prefix string) int {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0
-	}
-	n := 0
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, prefix) {
-			n++
-		}
-	}
-	return n
 }
