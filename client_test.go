@@ -241,3 +241,32 @@ func TestQueueRateLimit(t *testing.T) {
 	// A burst of 20, then 10 more at 20/s: at least half a second.
 	require.GreaterOrEqual(t, time.Since(start), 450*time.Millisecond)
 }
+
+// A Retry-After from the handler replaces the backoff, but never beyond the
+// type's backoff.max: a receiver asking for an hour waits only as long as
+// the type allows.
+func TestRetryAfterCappedAtBackoffMax(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, d driver.Driver) {
+		ctx := context.Background()
+		c, err := sluice.NewClient(sluice.Config{Driver: d, Types: map[string]sluice.Type{
+			"later": {Backoff: sluice.Backoff{Base: time.Millisecond, Max: 2 * time.Second},
+				Handler: sluice.HandlerFunc(func(context.Context, *sluice.Job) error {
+					return sluice.RetryAfter(errors.New("busy"), time.Hour)
+				})},
+		}})
+		require.NoError(t, err)
+		r, err := c.Enqueue(ctx, sluice.EnqueueParams{Type: "later"})
+		require.NoError(t, err)
+		res, err := c.RunOnce(ctx, sluice.RunParams{Type: "later"})
+		require.NoError(t, err)
+		require.Equal(t, 1, res.Retried)
+		now, err := d.Now(ctx)
+		require.NoError(t, err)
+		j, err := d.GetJob(ctx, r.ID)
+		require.NoError(t, err)
+		require.Equal(t, driver.StatusPending, j.Status)
+		wait := j.NextRunAt.Sub(now)
+		require.LessOrEqual(t, wait, 2*time.Second, "capped at backoff.max, not the hour asked for")
+		require.Greater(t, wait, time.Second, "the Retry-After still replaces the 1 ms backoff")
+	})
+}
