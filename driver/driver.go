@@ -166,6 +166,16 @@ type Listener interface {
 	Listen(ctx context.Context, wake func(queue string), log *slog.Logger)
 }
 
+// Prober is implemented by drivers that cannot push wake-ups but can tell,
+// with one indexed read that locks nothing, whether a queue has a runnable
+// job. Idle workers probe often instead of claiming often, so that a job
+// inserted by another process starts soon without loading the database.
+type Prober interface {
+	// Runnable reports whether Claim with this queue and type (empty: any)
+	// would find a job now.
+	Runnable(ctx context.Context, queue, typ string) (bool, error)
+}
+
 // InsertParams is one job to enqueue.
 type InsertParams struct {
 	Queue       string

@@ -18,7 +18,7 @@ type querier interface {
 }
 
 // exercisePlans EXPLAINs the dashboard's and the CLI's count and listing
-// queries on a table that holds mostly finished rows, and fails on a full
+// queries, and the idle workers' runnable probe, on a table that holds mostly finished rows, and fails on a full
 // scan of the jobs table: those rows grow without bound, so every such
 // query must go through an index.
 func exercisePlans(t *testing.T, open Opener) {
@@ -47,6 +47,11 @@ func exercisePlans(t *testing.T, open Opener) {
 			require.False(t, fullScan(b.d.Name(), jobs, plan, ordered), "%s: full scan of %s:\n%s", name, jobs, strings.Join(plan, "\n"))
 		}
 		check("pending count (stats)", qd.Query("stats"), nil, false)
+		if _, ok := b.d.(driver.Prober); ok {
+			// Idle workers run the probe many times a second.
+			check("runnable probe", qd.Query("runnable"), []any{"default"}, false)
+			check("runnable probe by type", qd.Query("runnable_type"), []any{"default", "noop"}, false)
+		}
 		for name, p := range cases {
 			q, args := qd.ListQuery(p)
 			// An unfiltered listing walks the primary key newest first and

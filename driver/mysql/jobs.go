@@ -578,3 +578,11 @@ func (d *Driver) execCount(ctx context.Context, q string, args ...any) (int64, e
 	})
 	return n, err
 }
+
+var _ driver.Prober = (*Driver)(nil)
+
+// Runnable reports whether a claim on queue (and typ, if set) would find a
+// job now; idle workers call it often in place of claiming.
+func (d *Driver) Runnable(ctx context.Context, queue, typ string) (bool, error) {
+	return d.ProbeRunnable(ctx, queue, typ)
+}

@@ -52,6 +52,26 @@ type Base struct {
 	Q           map[string]string
 }
 
+// ProbeRunnable is driver.Prober's Runnable for the drivers whose queries
+// include runnable and runnable_type, which must select on exactly what
+// their claim does. It reads on the read pool, so that on SQLite it never
+// waits for the writer.
+func (b *Base) ProbeRunnable(ctx context.Context, queue, typ string) (bool, error) {
+	q, args := b.Q["runnable"], []any{queue}
+	if typ != "" {
+		q, args = b.Q["runnable_type"], []any{queue, typ}
+	}
+	var one int
+	err := b.Read.QueryRowContext(ctx, q, args...).Scan(&one)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("probe queue %s for runnable jobs: %w", queue, err)
+	}
+	return true, nil
+}
+
 // DB is the pool for callers' own transactions.
 func (b *Base) DB() *sql.DB { return b.Write }
 

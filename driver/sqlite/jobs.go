@@ -84,3 +84,11 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) ([]driver.JobR
 	}
 	return jobs, nil
 }
+
+var _ driver.Prober = (*Driver)(nil)
+
+// Runnable reports whether a claim on queue (and typ, if set) would find a
+// job now; idle workers call it often in place of claiming.
+func (d *Driver) Runnable(ctx context.Context, queue, typ string) (bool, error) {
+	return d.ProbeRunnable(ctx, queue, typ)
+}

@@ -13,7 +13,9 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,10 +51,16 @@ type Config struct {
 	Concurrency  int
 	PayloadBytes int
 	FinishedRows int
-	// Latency switches to the latency mode: single jobs enqueued at Rate
-	// per second while the workers run.
+	// Latency switches to the latency mode: single jobs enqueued while
+	// the workers run, at Rate per second from the workers' own client,
+	// or spaced out at random from another connection (Source).
 	Latency bool
-	Rate    float64 // default 200
+	Rate    float64 // default 200; SourceInProcess only
+	// Source is where latency-mode jobs come from; default SourceInProcess.
+	Source string
+	// Gap is the mean gap between jobs from the other sources; default
+	// DefaultGap.
+	Gap time.Duration
 	// Timeout bounds the work phase; default 10 minutes, as riverpeer.
 	Timeout time.Duration
 	Keep    bool
@@ -80,11 +88,14 @@ type Result struct {
 	PayloadBytes int     `json:"payload_bytes"`
 	FinishedRows int     `json:"finished_rows"`
 	Rate         float64 `json:"rate,omitempty"`
-	InsertPerS   float64 `json:"insert_per_s"`
-	WorkPerS     float64 `json:"work_per_s"`
+	// Source is the latency mode's Config.Source.
+	Source     string  `json:"latency_source,omitempty"`
+	InsertPerS float64 `json:"insert_per_s"`
+	WorkPerS   float64 `json:"work_per_s"`
 	// Bulk mode: from next_run_at to finished_at, on the database clock,
 	// as riverpeer measures scheduled_at to finalized_at. Latency mode:
-	// from the Enqueue call to the handler's start, on this process's clock.
+	// from the start of the enqueue call or INSERT to the handler's
+	// start, on this process's clock.
 	LatencyP50 float64 `json:"latency_p50_ms"`
 	LatencyP99 float64 `json:"latency_p99_ms"`
 	PeakRSSMB  float64 `json:"peak_rss_mb"`
@@ -98,6 +109,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Rate <= 0 {
 		c.Rate = 200
+	}
+	if c.Source == "" {
+		c.Source = SourceInProcess
+	}
+	if c.Gap <= 0 {
+		c.Gap = DefaultGap
 	}
 	if c.Timeout <= 0 {
 		c.Timeout = 10 * time.Minute
@@ -121,6 +138,8 @@ func (c Config) validate() error {
 		return errors.New("bench: payload bytes must be between 0 and 1 MiB")
 	case c.FinishedRows < 0:
 		return errors.New("bench: finished rows must not be negative")
+	case !slices.Contains(Sources, c.Source):
+		return fmt.Errorf("bench: latency source %q is not one of %s", c.Source, strings.Join(Sources, ", "))
 	}
 	return driver.ValidatePrefix(c.Prefix)
 }
@@ -166,7 +185,10 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 	res = &Result{DB: scheme, Mode: "bulk", Jobs: cfg.Jobs, Concurrency: cfg.Concurrency,
 		PayloadBytes: cfg.PayloadBytes, FinishedRows: cfg.FinishedRows}
 	if cfg.Latency {
-		res.Mode, res.Rate = "latency", cfg.Rate
+		res.Mode, res.Source = "latency", cfg.Source
+		if cfg.Source == SourceInProcess {
+			res.Rate = cfg.Rate
+		}
 		err = r.latencyRun(ctx, res)
 	} else {
 		err = r.bulkRun(ctx, res)
@@ -261,9 +283,31 @@ func (r *runner) bulkRun(ctx context.Context, res *Result) error {
 	return nil
 }
 
-// latencyRun starts the workers, then enqueues single jobs at a steady
-// rate from another goroutine; each job carries its enqueue time, and the
-// handler records how long it took to start.
+// Latency sources: where the latency mode's jobs come from.
+const (
+	// SourceInProcess enqueues with the workers' own client, whose
+	// Enqueue wakes them in-process without waiting for the database.
+	SourceInProcess = "inprocess"
+	// SourceClient enqueues with a second client on a connection pool of
+	// its own that runs no workers, as a web process or another node
+	// does: only the database can tell the workers about the job.
+	SourceClient = "client"
+	// SourceSQL runs a plain INSERT on a connection of its own, as an
+	// application that does not use sluice at all does.
+	SourceSQL = "sql"
+)
+
+// Sources lists the latency sources, for validation and help texts.
+var Sources = []string{SourceInProcess, SourceClient, SourceSQL}
+
+// DefaultGap is the mean gap between jobs from another connection: jobs
+// arrive at random between half and one and a half times it apart, so
+// that each lands on idle workers, out of step with their poll.
+const DefaultGap = 200 * time.Millisecond
+
+// latencyRun starts the workers, then enqueues single jobs from another
+// goroutine, each carrying the time its enqueue started; the handler
+// records how long it took to start.
 func (r *runner) latencyRun(ctx context.Context, res *Result) error {
 	r.lat = newHistogram()
 	c, err := r.client(func(_ context.Context, job *sluice.Job) error {
@@ -285,6 +329,17 @@ func (r *runner) latencyRun(ctx context.Context, res *Result) error {
 	if err != nil {
 		return fmt.Errorf("bench client: %w", err)
 	}
+	send, closeSend, err := r.sender(c)
+	if err != nil {
+		return err
+	}
+	defer closeSend()
+	// Job i is due at t0 + i/rate, or a random gap after the one before;
+	// a slow enqueue delays the next ones instead of bursting to catch up.
+	interval := time.Duration(float64(time.Second) / r.cfg.Rate)
+	if r.cfg.Source != SourceInProcess {
+		interval = 0
+	}
 	pad := ""
 	if r.cfg.PayloadBytes > 0 {
 		pad = `,"pad":"` + strings.Repeat("x", r.cfg.PayloadBytes) + `"`
@@ -292,9 +347,6 @@ func (r *runner) latencyRun(ctx context.Context, res *Result) error {
 	enqErr := make(chan error, 1)
 	var enqSecs float64
 	workSecs, err := r.workWith(ctx, c, func(ctx context.Context) {
-		// Job i is due at t0 + i/rate; a slow Enqueue delays the next
-		// ones instead of bursting to catch up.
-		interval := time.Duration(float64(time.Second) / r.cfg.Rate)
 		t0 := time.Now()
 		next := t0
 		for i := 0; i < r.cfg.Jobs; i++ {
@@ -308,11 +360,15 @@ func (r *runner) latencyRun(ctx context.Context, res *Result) error {
 			}
 			start := time.Now()
 			p := json.RawMessage(`{"t":"` + strconv.FormatInt(start.UnixNano(), 10) + `"` + pad + `}`)
-			if _, err := c.Enqueue(ctx, sluice.EnqueueParams{Type: jobType, Payload: p}); err != nil {
+			if err := send(ctx, p); err != nil {
 				enqErr <- fmt.Errorf("enqueue job %d: %w", i, err)
 				return
 			}
-			if next = next.Add(interval); next.Before(start) {
+			gap := interval
+			if gap == 0 {
+				gap = r.cfg.Gap/2 + rand.N(r.cfg.Gap)
+			}
+			if next = next.Add(gap); next.Before(start) {
 				next = start
 			}
 		}
@@ -326,6 +382,39 @@ func (r *runner) latencyRun(ctx context.Context, res *Result) error {
 	res.WorkPerS = float64(r.cfg.Jobs) / workSecs
 	res.LatencyP50, res.LatencyP99 = r.lat.quantileMS(0.50), r.lat.quantileMS(0.99)
 	return nil
+}
+
+// sender returns what enqueues one latency-mode job from the configured
+// source, and what closes the source's own connections.
+func (r *runner) sender(c *sluice.Client) (func(context.Context, json.RawMessage) error, func(), error) {
+	if r.cfg.Source == SourceInProcess {
+		return func(ctx context.Context, p json.RawMessage) error {
+			_, err := c.Enqueue(ctx, sluice.EnqueueParams{Type: jobType, Payload: p})
+			return err
+		}, func() {}, nil
+	}
+	d, err := dburl.Open(r.cfg.URL, dburl.Options{Prefix: r.cfg.Prefix})
+	if err != nil {
+		return nil, nil, fmt.Errorf("open %s for the %s source: %w", dburl.Redact(r.cfg.URL), r.cfg.Source, err)
+	}
+	closeD := func() { d.Close() }
+	if r.cfg.Source == SourceSQL {
+		stmt := r.sql.plainInsert()
+		return func(ctx context.Context, p json.RawMessage) error {
+			_, err := d.DB().ExecContext(ctx, stmt, jobType, string(p))
+			return err
+		}, closeD, nil
+	}
+	other, err := sluice.NewClient(sluice.Config{Driver: d, Logger: r.cfg.Logger,
+		Types: map[string]sluice.Type{jobType: {Queue: queue}}})
+	if err != nil {
+		d.Close()
+		return nil, nil, fmt.Errorf("bench client of the %s source: %w", r.cfg.Source, err)
+	}
+	return func(ctx context.Context, p json.RawMessage) error {
+		_, err := other.Enqueue(ctx, sluice.EnqueueParams{Type: jobType, Payload: p})
+		return err
+	}, closeD, nil
 }
 
 // work starts the workers and returns the seconds from Start until every

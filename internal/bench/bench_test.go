@@ -3,6 +3,8 @@ package bench_test
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,6 +41,18 @@ func TestSmoke(t *testing.T) {
 			if p50 := lat["latency_p50_ms"].(float64); p50 <= 0 || p50 > 1000 {
 				t.Errorf("latency mode p50 %v ms", p50)
 			}
+			if lat["latency_source"] != bench.SourceInProcess || lat["rate"] != 500.0 {
+				t.Errorf("latency run reported %v", lat)
+			}
+			// Jobs from another client and from a plain INSERT, which
+			// nothing in this process announces to the workers.
+			for _, src := range []string{bench.SourceClient, bench.SourceSQL} {
+				m := run(t, ctx, bench.Config{URL: tg.URL, Prefix: prefix, Jobs: 5, Concurrency: 2, Latency: true,
+					Source: src, Gap: 20 * time.Millisecond})
+				if m["mode"] != "latency" || m["latency_source"] != src || m["rate"] != nil {
+					t.Errorf("latency run from %s reported %v", src, m)
+				}
+			}
 
 			// The bench drops its tables when done.
 			var n int
@@ -58,6 +72,20 @@ func TestSmoke(t *testing.T) {
 				t.Errorf("%d bench tables left under %s", n, prefix)
 			}
 		})
+	}
+}
+
+// TestBadSource checks that an unknown latency source is refused by name
+// before the bench touches the database.
+func TestBadSource(t *testing.T) {
+	db := t.TempDir() + "/b.db"
+	_, err := bench.Run(context.Background(), bench.Config{URL: "sqlite:" + db, Jobs: 1, Concurrency: 1,
+		Latency: true, Source: "php"})
+	if err == nil || !strings.Contains(err.Error(), `latency source "php"`) {
+		t.Fatalf("bench with source php: %v", err)
+	}
+	if _, serr := os.Stat(db); serr == nil {
+		t.Errorf("a refused bench created its database")
 	}
 }
 

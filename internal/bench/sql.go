@@ -153,6 +153,15 @@ func (r *runner) preload(ctx context.Context) error {
 	return nil
 }
 
+// plainInsert is the INSERT an application that does not use sluice runs:
+// type and payload ($1, $2), every other column left to its default.
+func (q dialect) plainInsert() string {
+	if q.name == "postgres" {
+		return "INSERT INTO " + q.jobs() + " (type, payload) VALUES ($1, $2)"
+	}
+	return "INSERT INTO " + q.jobs() + " (type, payload) VALUES (?, ?)"
+}
+
 // succeeded counts the measured jobs in status success.
 func (q dialect) succeeded(ctx context.Context, d driver.Driver) (int64, error) {
 	var n int64

@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -25,15 +27,33 @@ func (a *app) benchCommand() *cobra.Command {
 		Short: "Measure enqueue and work throughput on bench tables of a database",
 		Long: "bench creates its own tables under the prefix " + bench.DefaultPrefix + " (dropping any left over),\n" +
 			"optionally preloads finished rows, bulk-enqueues no-op jobs and works them down.\n" +
-			"With --latency it enqueues single jobs at --rate per second while the workers run,\n" +
-			"and reports the time from the enqueue call to the handler's start.",
+			"With --latency it enqueues single jobs while the workers run and reports the time\n" +
+			"from the start of each enqueue to its handler's start. --latency-source picks the path:\n" +
+			"  inprocess  the workers' own client, at --rate per second; its Enqueue wakes them in-process\n" +
+			"  client     a second client on its own connections, as a web process or another node enqueues\n" +
+			"  sql        a plain INSERT INTO the jobs table on its own connection, as a non-Go application does\n" +
+			"The last two send a job every --gap on average (at random, from half to one and a half\n" +
+			"times it), so that each lands on idle workers.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !slices.Contains(bench.Sources, cfg.Source) {
+				return usagef("--latency-source must be one of %s", strings.Join(bench.Sources, ", "))
+			}
+			idle := cfg.Source != bench.SourceInProcess
+			if idle && cmd.Flags().Changed("rate") {
+				return usagef("--rate applies to --latency-source %s only; the other sources use --gap", bench.SourceInProcess)
+			}
+			if (cmd.Flags().Changed("latency-source") || cmd.Flags().Changed("gap")) && !cfg.Latency {
+				return usagef("--latency-source and --gap need --latency")
+			}
 			if cfg.Latency && !cmd.Flags().Changed("jobs") {
 				cfg.Jobs = 1000 // a few seconds at the default rate
+				if idle {
+					cfg.Jobs = 100 // some 20 seconds at the default gap
+				}
 			}
-			if cfg.Jobs < 1 || cfg.Concurrency < 1 || cfg.PayloadBytes < 0 || cfg.FinishedRows < 0 || cfg.Rate <= 0 {
-				return usagef("--jobs, --concurrency and --rate must be positive; --payload-bytes and --finished-rows must not be negative")
+			if cfg.Jobs < 1 || cfg.Concurrency < 1 || cfg.PayloadBytes < 0 || cfg.FinishedRows < 0 || cfg.Rate <= 0 || cfg.Gap <= 0 {
+				return usagef("--jobs, --concurrency, --rate and --gap must be positive; --payload-bytes and --finished-rows must not be negative")
 			}
 			cfg.URL = a.url()
 			cfg.Logger = a.log
@@ -61,12 +81,14 @@ func (a *app) benchCommand() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&cfg.Jobs, "jobs", 100_000, "jobs to enqueue and work; with --latency, 1000 unless given")
+	f.IntVar(&cfg.Jobs, "jobs", 100_000, "jobs to enqueue and work; with --latency, 1000 unless given (100 from the client and sql sources)")
 	f.IntVar(&cfg.Concurrency, "concurrency", 100, "workers")
 	f.IntVar(&cfg.PayloadBytes, "payload-bytes", 0, "payload padding per job")
 	f.IntVar(&cfg.FinishedRows, "finished-rows", 0, "finished rows to preload before the run")
-	f.BoolVar(&cfg.Latency, "latency", false, "latency mode: single enqueues at a steady --rate while the workers run")
-	f.Float64Var(&cfg.Rate, "rate", 200, "enqueues per second in --latency mode")
+	f.BoolVar(&cfg.Latency, "latency", false, "latency mode: single enqueues while the workers run (see --latency-source)")
+	f.Float64Var(&cfg.Rate, "rate", 200, "enqueues per second in --latency mode from the inprocess source")
+	f.StringVar(&cfg.Source, "latency-source", bench.SourceInProcess, "where --latency jobs come from: "+strings.Join(bench.Sources, ", "))
+	f.DurationVar(&cfg.Gap, "gap", bench.DefaultGap, "mean gap between --latency jobs from the client and sql sources")
 	f.DurationVar(&cfg.Timeout, "timeout", 10*time.Minute, "give up when the work phase takes longer")
 	f.BoolVar(&cfg.Keep, "keep", false, "keep the bench tables after the run, for inspection")
 	f.BoolVar(&asJSON, "json", false, "print one JSON line")
@@ -121,7 +143,11 @@ func (a *app) benchProgress() func(bench.Progress) {
 func printBench(out io.Writer, r *bench.Result) error {
 	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "database\t%s\n", r.DB)
-	fmt.Fprintf(w, "mode\t%s\n", r.Mode)
+	if r.Source != "" {
+		fmt.Fprintf(w, "mode\t%s (source %s)\n", r.Mode, r.Source)
+	} else {
+		fmt.Fprintf(w, "mode\t%s\n", r.Mode)
+	}
 	fmt.Fprintf(w, "jobs\t%d (concurrency %d, payload %d bytes, %d finished rows preloaded)\n",
 		r.Jobs, r.Concurrency, r.PayloadBytes, r.FinishedRows)
 	fmt.Fprintf(w, "insert\t%.0f jobs/s\n", r.InsertPerS)

@@ -23,6 +23,8 @@ type producer struct {
 	slots chan struct{}
 	run   chan struct{}
 	wakeC chan struct{}
+	// probe, if set, is asked while idle whether a claim would find work.
+	probe driver.Prober
 }
 
 func newProducer(p *Pool, q Queue) *producer {
@@ -32,6 +34,9 @@ func newProducer(p *Pool, q Queue) *producer {
 	}
 	pr := &producer{p: p, q: q, slots: make(chan struct{}, q.Concurrency+prefetch),
 		run: make(chan struct{}, q.Concurrency), wakeC: make(chan struct{}, 1)}
+	if _, pushes := p.cfg.Driver.(driver.Listener); !pushes {
+		pr.probe, _ = p.cfg.Driver.(driver.Prober)
+	}
 	if q.Rate > 0 {
 		// A burst of one second's worth lets a rate-limited queue still
 		// claim in batches.
@@ -146,11 +151,43 @@ func (pr *producer) loop(ctx context.Context) {
 		} else {
 			poll = min(poll*2, pr.p.cfg.PollMax)
 		}
+		if !pr.idle(ctx, poll) {
+			return
+		}
+	}
+}
+
+// idle waits after a claim that found no backlog: for a wake-up, for poll
+// to pass, or, with a probe, until the probe sees a runnable job. The
+// first probe comes ProbeEvery after the claim, so that a probe that
+// disagrees with the claim costs a claim per ProbeEvery, never a spin. It
+// reports false once ctx ends.
+func (pr *producer) idle(ctx context.Context, poll time.Duration) bool {
+	until := time.After(poll)
+	var probeC <-chan time.Time
+	if pr.probe != nil {
+		t := time.NewTicker(pr.p.cfg.ProbeEvery)
+		defer t.Stop()
+		probeC = t.C
+	}
+	for {
 		select {
 		case <-ctx.Done():
-			return
+			return false
 		case <-pr.wakeC:
-		case <-time.After(poll):
+			return true
+		case <-until:
+			return true
+		case <-probeC:
+			runnable, err := pr.probe.Runnable(ctx, pr.q.Name, pr.q.Type)
+			if ctx.Err() != nil {
+				return false
+			}
+			// A failed probe hands over to the claim, whose error path
+			// knows how to wait out an outage.
+			if err != nil || runnable {
+				return true
+			}
 		}
 	}
 }

@@ -74,6 +74,12 @@ type Config struct {
 	// PollMin and PollMax bound the adaptive poll: fast while claims find
 	// work, backing off to PollMax while idle. Defaults 5ms and 1s.
 	PollMin, PollMax time.Duration
+	// ProbeEvery is how often an idle producer asks a driver.Prober
+	// whether its queue has a runnable job, so that a job inserted by
+	// another process, which no Notify announces, waits about this long
+	// rather than up to PollMax. Drivers that push wake-ups (a
+	// driver.Listener) are not probed. Default 25ms.
+	ProbeEvery time.Duration
 	// MaxClaim caps one claim batch. Default 1,000.
 	MaxClaim int
 	// FetchWait is how long a busy producer (its last claim was full)
@@ -121,6 +127,9 @@ func New(cfg Config) *Pool {
 	}
 	if cfg.PollMax <= 0 {
 		cfg.PollMax = time.Second
+	}
+	if cfg.ProbeEvery <= 0 {
+		cfg.ProbeEvery = 25 * time.Millisecond
 	}
 	if cfg.MaxClaim <= 0 {
 		cfg.MaxClaim = 1000
