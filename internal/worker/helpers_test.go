@@ -78,11 +78,13 @@ func (d *countingDriver) Complete(ctx context.Context, cs []driver.Completion) (
 	return d.Driver.Complete(ctx, cs)
 }
 
+// Heartbeat records a call once it returned.
 func (d *countingDriver) Heartbeat(ctx context.Context, p driver.HeartbeatParams) ([]int64, error) {
+	lost, err := d.Driver.Heartbeat(ctx, p)
 	d.mu.Lock()
 	d.beats = append(d.beats, p)
 	d.mu.Unlock()
-	return d.Driver.Heartbeat(ctx, p)
+	return lost, err
 }
 
 // Runnable keeps the SQLite driver's probe, which embedding the interface
@@ -169,7 +171,8 @@ func startPool(t *testing.T, d driver.Driver, clk clock.Clock, q Queue, run RunF
 		PollMax: 20 * time.Millisecond,
 	})}
 	p.Start(context.Background())
-	t.Cleanup(func() { p.stop(200 * time.Millisecond) })
+	// Handlers still blocked get cancelled right away.
+	t.Cleanup(func() { p.stop(10 * time.Millisecond) })
 	return p
 }
 
