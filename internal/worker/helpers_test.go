@@ -155,8 +155,9 @@ type testPool struct {
 	stopOnce sync.Once
 }
 
-// startPool runs one queue "q" whose jobs all get the queue's lease.
-func startPool(t *testing.T, d driver.Driver, clk clock.Clock, q Queue, run RunFunc, hooks Hooks) *testPool {
+// startPool runs one queue "q" whose jobs all get the queue's lease. Each
+// of tune may adjust the pool before it starts.
+func startPool(t *testing.T, d driver.Driver, clk clock.Clock, q Queue, run RunFunc, hooks Hooks, tune ...func(*Pool)) *testPool {
 	t.Helper()
 	q.Name = "q"
 	if q.Lease == 0 {
@@ -170,6 +171,9 @@ func startPool(t *testing.T, d driver.Driver, clk clock.Clock, q Queue, run RunF
 		// wakes it sooner.
 		PollMax: 20 * time.Millisecond,
 	})}
+	for _, f := range tune {
+		f(p.Pool)
+	}
 	p.Start(context.Background())
 	// Handlers still blocked get cancelled right away.
 	t.Cleanup(func() { p.stop(10 * time.Millisecond) })
