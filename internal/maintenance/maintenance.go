@@ -86,6 +86,9 @@ func (s *Service) Stop() {
 		if _, err := s.cfg.Driver.ReleaseLease(ctx, LeaderLease, s.cfg.NodeID); err != nil {
 			s.log.Warn("releasing maintenance leadership", "err", err)
 		}
+		// Even if the release failed: a stopped node runs no chores, and
+		// the lease it may still hold expires.
+		s.setLeader(false)
 	}
 }
 

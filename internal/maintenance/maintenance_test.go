@@ -133,6 +133,7 @@ func TestOneLeaderAndHandOverAtStop(t *testing.T) {
 
 	a.Stop()
 	require.Empty(t, leaderLease(t, d).Holder, "Stop kept the lease")
+	require.False(t, a.IsLeader(), "a stopped service still says it leads")
 	eventually(t, leaderTTL, b.IsLeader, "the other service did not take over within the TTL")
 	l = leaderLease(t, d)
 	require.Equal(t, "node-b", l.Holder)
