@@ -287,6 +287,14 @@ func isUnique(err error) bool { return errNumber(err) == errDupEntry }
 // Name is "mysql".
 func (d *Driver) Name() string { return "mysql" }
 
+// Dialect is MySQL's spelling: backquoted names, and no row comparisons,
+// which MariaDB does not turn into an index range.
+func (d *Driver) Dialect() driver.Dialect {
+	return driver.Dialect{Name: "mysql", Placeholder: d.Placeholder, QuoteIdent: quoteIdent}
+}
+
+func quoteIdent(ident string) string { return "`" + strings.ReplaceAll(ident, "`", "``") + "`" }
+
 // Close closes the pool.
 func (d *Driver) Close() error { return d.Write.Close() }
 

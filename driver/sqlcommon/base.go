@@ -23,7 +23,9 @@ var Required = []string{
 	"retry", "retry_ids", "cancel", "exists", "stats", "queue_pause", "queues_paused",
 	"lease_get", "lease_release", "schema_version",
 	"schedule_get", "schedule_init", "schedule_advance", "schedule_list", "schedule_fires",
-	"stats_add", "stats_read", "stats_range", "stats_delete_range", "lease_list", "checkpoint_list",
+	"stats_add", "stats_read", "stats_range", "stats_delete_range", "lease_list",
+	"checkpoint_list", "checkpoint_get", "checkpoint_create", "checkpoint_take", "checkpoint_advance",
+	"checkpoint_finish", "checkpoint_release", "checkpoint_touch", "checkpoint_status", "checkpoint_delete",
 	"node_upsert", "node_delete", "node_list", "node_purge", "release_claim",
 }
 
@@ -645,3 +647,6 @@ func (b *Base) SchemaVersion(ctx context.Context, latest int, missingTable func(
 	}
 	return v, latest, nil
 }
+
+// IsTransient reports errors worth retrying whole.
+func (b *Base) IsTransient(err error) bool { return b.Transient(err) }
