@@ -254,6 +254,27 @@ func TestPauseResume(t *testing.T) {
 	})
 }
 
+// A reset while a runner is going takes its shard away: the runner stops
+// at its next chunk boundary with ErrLost and writes no further chunk.
+func TestResetMidRunLosesShard(t *testing.T) {
+	forEachDB(t, func(t *testing.T, f *fixture) {
+		f.create(t)
+		f.insert(t, 1, 1000)
+		b := f.batch("resettable")
+		b.ChunkSize = 100
+		b.Progress = func(p batch.Progress) {
+			if p.Chunks == 3 {
+				_, err := batch.Reset(context.Background(), f.d, "resettable")
+				require.NoError(t, err)
+			}
+		}
+		err := b.Run(context.Background(), f.d)
+		require.ErrorIs(t, err, batch.ErrLost)
+		require.Equal(t, int64(300), f.count(t, "hits = 1"))
+		require.Empty(t, f.checkpoints(t, "resettable"))
+	})
+}
+
 // A second runner of a shard that a live runner owns fails fast.
 func TestSecondRunnerFailsFast(t *testing.T) {
 	forEachDB(t, func(t *testing.T, f *fixture) {

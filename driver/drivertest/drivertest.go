@@ -53,6 +53,7 @@ func Exercise(t *testing.T, open func(t *testing.T) driver.Driver) {
 		{"Concurrency", exerciseConcurrency},
 		{"Bulk", exerciseBulk},
 		{"Observe", exerciseObserve},
+		{"Checkpoint", exerciseCheckpoint},
 		{"Plans", exercisePlans},
 	}
 	for _, a := range areas {
