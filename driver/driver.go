@@ -193,6 +193,11 @@ type Driver interface {
 	SetCheckpointStatus(ctx context.Context, p SetCheckpointStatusParams) (int64, error)
 	// DeleteCheckpoints removes a batch's cursors and returns how many.
 	DeleteCheckpoints(ctx context.Context, batch string) (int64, error)
+
+	// DropTables drops every table whose name starts with prefix, exactly
+	// (a LIKE pattern would take '_' as a wildcard). Tests and the bench
+	// clean up their own prefixes with it.
+	DropTables(ctx context.Context, prefix string) error
 }
 
 // Dialect is the SQL spelling of one database, for callers that write

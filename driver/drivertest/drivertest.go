@@ -54,6 +54,7 @@ func Exercise(t *testing.T, open func(t *testing.T) driver.Driver) {
 		{"Bulk", exerciseBulk},
 		{"Observe", exerciseObserve},
 		{"Checkpoint", exerciseCheckpoint},
+		{"Drop", exerciseDrop},
 		{"Plans", exercisePlans},
 	}
 	for _, a := range areas {

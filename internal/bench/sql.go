@@ -3,93 +3,21 @@ package bench
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync/atomic"
 
 	"github.com/sluicehq/sluice/driver"
 )
 
 // dialect holds the few statements the bench needs beyond the driver
-// interface: dropping its tables, preloading finished rows in bulk, and
-// reading results back. They touch only tables under the bench prefix.
+// interface: preloading finished rows in bulk and reading results back. They touch only tables under the bench prefix.
+// Preloading and the latency read use each database's own generators and
+// time arithmetic, so those two still choose their SQL by database name.
 type dialect struct {
-	name   string // "sqlite", "mysql" or "postgres"
+	driver.Dialect
 	prefix string
 }
 
-func dialectFor(scheme, prefix string) dialect { return dialect{name: scheme, prefix: prefix} }
-
 func (q dialect) jobs() string { return q.prefix + "jobs" }
-
-func (q dialect) quote(ident string) string {
-	if q.name == "mysql" {
-		return "`" + strings.ReplaceAll(ident, "`", "``") + "`"
-	}
-	return `"` + strings.ReplaceAll(ident, `"`, `""`) + `"`
-}
-
-// drop removes every table under the prefix (and, on PostgreSQL, the
-// notify trigger's function). The tables are found in the catalogue, so
-// tables added by later migrations go too, and matched in Go rather than
-// with LIKE, whose '_' wildcard would also match other prefixes.
-func (q dialect) drop(ctx context.Context, d driver.Driver) error {
-	var list string
-	switch q.name {
-	case "sqlite":
-		list = "SELECT name FROM sqlite_master WHERE type = 'table'"
-	case "mysql":
-		list = "SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE()"
-	default:
-		list = "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
-	}
-	tables, err := q.names(ctx, d, list)
-	if err != nil {
-		return fmt.Errorf("list tables: %w", err)
-	}
-	for _, t := range tables {
-		stmt := "DROP TABLE IF EXISTS " + q.quote(t)
-		if q.name == "postgres" {
-			stmt += " CASCADE"
-		}
-		if _, err := d.DB().ExecContext(ctx, stmt); err != nil {
-			return fmt.Errorf("drop table %s: %w", t, err)
-		}
-	}
-	if q.name != "postgres" {
-		return nil
-	}
-	funcs, err := q.names(ctx, d, `SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-		WHERE n.nspname = current_schema()`)
-	if err != nil {
-		return fmt.Errorf("list functions: %w", err)
-	}
-	for _, f := range funcs {
-		if _, err := d.DB().ExecContext(ctx, "DROP FUNCTION IF EXISTS "+q.quote(f)+" CASCADE"); err != nil {
-			return fmt.Errorf("drop function %s: %w", f, err)
-		}
-	}
-	return nil
-}
-
-// names runs a catalogue query and keeps the names under the prefix.
-func (q dialect) names(ctx context.Context, d driver.Driver, query string) ([]string, error) {
-	rows, err := d.DB().QueryContext(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			return nil, err
-		}
-		if strings.HasPrefix(n, q.prefix) {
-			out = append(out, n)
-		}
-	}
-	return out, rows.Err()
-}
 
 // preloadChunk is the number of rows one preload statement inserts: large
 // enough that round trips do not matter, small enough that progress moves.
@@ -101,7 +29,7 @@ const preloadChunk = 100_000
 func (q dialect) preloadSQL() string {
 	cols := "(queue, type, payload, status, attempts, max_attempts, next_run_at, created_at, updated_at, finished_at)"
 	vals := fmt.Sprintf("'%s', '%s', '{}', 'success', 1, 5, t, t, t, t", queue, preloadType)
-	switch q.name {
+	switch q.Name {
 	case "sqlite":
 		return `WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < ?)
 INSERT INTO ` + q.jobs() + " " + cols + `
@@ -132,7 +60,7 @@ func (r *runner) preload(ctx context.Context) error {
 	for done.Load() < int64(r.cfg.FinishedRows) {
 		n := min(int64(preloadChunk), int64(r.cfg.FinishedRows)-done.Load())
 		var args []any
-		switch r.sql.name {
+		switch r.sql.Name {
 		case "mysql":
 			args = []any{done.Load(), n}
 		default:
@@ -144,7 +72,7 @@ func (r *runner) preload(ctx context.Context) error {
 		done.Add(n)
 	}
 	analyze := "ANALYZE " + r.sql.jobs()
-	if r.sql.name == "mysql" {
+	if r.sql.Name == "mysql" {
 		analyze = "ANALYZE TABLE " + r.sql.jobs()
 	}
 	if _, err := r.d.DB().ExecContext(ctx, analyze); err != nil {
@@ -156,10 +84,7 @@ func (r *runner) preload(ctx context.Context) error {
 // plainInsert is the INSERT an application that does not use sluice runs:
 // type and payload ($1, $2), every other column left to its default.
 func (q dialect) plainInsert() string {
-	if q.name == "postgres" {
-		return "INSERT INTO " + q.jobs() + " (type, payload) VALUES ($1, $2)"
-	}
-	return "INSERT INTO " + q.jobs() + " (type, payload) VALUES (?, ?)"
+	return "INSERT INTO " + q.jobs() + " (type, payload) VALUES (" + q.Placeholder(1) + ", " + q.Placeholder(2) + ")"
 }
 
 // succeeded counts the measured jobs in status success.
@@ -174,7 +99,7 @@ func (q dialect) succeeded(ctx context.Context, d driver.Driver) (int64, error) 
 // reads as finalized_at - scheduled_at.
 func (q dialect) latencies(ctx context.Context, d driver.Driver, add func(us int64)) error {
 	var diff string
-	switch q.name {
+	switch q.Name {
 	case "sqlite":
 		diff = "CAST((julianday(finished_at) - julianday(next_run_at)) * 86400000000 AS INTEGER)"
 	case "mysql":
