@@ -159,7 +159,11 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 		return nil, fmt.Errorf("open %s: %w", dburl.Redact(cfg.URL), err)
 	}
 	defer d.Close()
-	r := &runner{cfg: cfg, d: d, sql: dialect{Dialect: d.Dialect(), prefix: cfg.Prefix}}
+	bq, err := newDialect(d, cfg.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	r := &runner{cfg: cfg, d: d, sql: bq}
 	if err := d.DropTables(ctx, cfg.Prefix); err != nil {
 		return nil, fmt.Errorf("drop old bench tables: %w", err)
 	}
