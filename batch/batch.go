@@ -104,8 +104,6 @@ type Batch struct {
 	// shard: a second runner within it gets ErrBusy. Default DefaultLease,
 	// raised to twice TargetChunkDuration if that is longer.
 	Lease time.Duration
-	// Prefix is the table prefix of the checkpoints table (default "sluice_").
-	Prefix string
 	// CountTotal runs a COUNT(*) over each shard at start, for an ETA. It
 	// can be slow on large tables, so it is opt-in.
 	CountTotal bool
@@ -221,12 +219,6 @@ func (b *Batch) Validate() error {
 	}
 	if b.Lease == 0 {
 		b.Lease = max(DefaultLease, 2*b.TargetChunkDuration)
-	}
-	if b.Prefix == "" {
-		b.Prefix = driver.DefaultPrefix
-	}
-	if err := driver.ValidatePrefix(b.Prefix); err != nil {
-		return err
 	}
 	if b.Log == nil {
 		b.Log = slog.New(slog.DiscardHandler)
@@ -356,7 +348,7 @@ func (b *Batch) Run(ctx context.Context, d driver.Driver) error {
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			r := &shardRun{b: b, d: dialect{d.Name()}, drv: d, shard: s, progress: p, transient: b.transientFunc(d)}
+			r := &shardRun{b: b, d: d.Dialect(), drv: d, shard: s, progress: p, transient: b.transientFunc(d)}
 			if err := r.run(ctx); err != nil {
 				mu.Lock()
 				if firstErr == nil {

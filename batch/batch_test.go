@@ -26,13 +26,12 @@ func (f *fixture) batch(name string) *batch.Batch {
 		Source: "SELECT id, created_at, tenant_id FROM " + f.table + " WHERE status = 'open'",
 		Key:    []string{"created_at", "id"},
 		Sink:   f.hitSink(),
-		Prefix: f.prefix,
 	}
 }
 
 func (f *fixture) checkpoints(t *testing.T, name string) []batch.Checkpoint {
 	t.Helper()
-	cps, err := batch.Status(context.Background(), f.d, f.prefix, name)
+	cps, err := batch.Status(context.Background(), f.d, name)
 	require.NoError(t, err)
 	return cps
 }
@@ -226,7 +225,7 @@ func TestPauseResume(t *testing.T) {
 		b.ChunkSize = 100
 		b.Progress = func(p batch.Progress) {
 			if p.Chunks == 3 {
-				_, err := batch.Pause(context.Background(), f.d, f.prefix, "pausable")
+				_, err := batch.Pause(context.Background(), f.d, "pausable")
 				require.NoError(t, err)
 			}
 		}
@@ -238,7 +237,7 @@ func TestPauseResume(t *testing.T) {
 		// A run while paused refuses.
 		require.ErrorIs(t, f.batch("pausable").Run(context.Background(), f.d), batch.ErrPaused)
 
-		n, err := batch.Resume(context.Background(), f.d, f.prefix, "pausable")
+		n, err := batch.Resume(context.Background(), f.d, "pausable")
 		require.NoError(t, err)
 		require.Equal(t, int64(1), n)
 		b2 := f.batch("pausable")
@@ -247,11 +246,32 @@ func TestPauseResume(t *testing.T) {
 		f.requireOnce(t, 1000)
 
 		// Reset starts over.
-		_, err = batch.Reset(context.Background(), f.d, f.prefix, "pausable")
+		_, err = batch.Reset(context.Background(), f.d, "pausable")
 		require.NoError(t, err)
 		require.Empty(t, f.checkpoints(t, "pausable"))
 		require.NoError(t, f.batch("pausable").Run(context.Background(), f.d))
 		require.Zero(t, f.count(t, "hits <> 2"))
+	})
+}
+
+// A reset while a runner is going takes its shard away: the runner stops
+// at its next chunk boundary with ErrLost and writes no further chunk.
+func TestResetMidRunLosesShard(t *testing.T) {
+	forEachDB(t, func(t *testing.T, f *fixture) {
+		f.create(t)
+		f.insert(t, 1, 1000)
+		b := f.batch("resettable")
+		b.ChunkSize = 100
+		b.Progress = func(p batch.Progress) {
+			if p.Chunks == 3 {
+				_, err := batch.Reset(context.Background(), f.d, "resettable")
+				require.NoError(t, err)
+			}
+		}
+		err := b.Run(context.Background(), f.d)
+		require.ErrorIs(t, err, batch.ErrLost)
+		require.Equal(t, int64(300), f.count(t, "hits = 1"))
+		require.Empty(t, f.checkpoints(t, "resettable"))
 	})
 }
 

@@ -38,7 +38,7 @@ func (b *Batch) RunShard(ctx context.Context, d driver.Driver, name string) erro
 	}
 	for _, s := range shards {
 		if s.name == name {
-			r := &shardRun{b: b, d: dialect{d.Name()}, drv: d, shard: s, progress: newProgressTracker(b), transient: b.transientFunc(d)}
+			r := &shardRun{b: b, d: d.Dialect(), drv: d, shard: s, progress: newProgressTracker(b), transient: b.transientFunc(d)}
 			return r.run(ctx)
 		}
 	}

@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/driver"
 )
 
 // identPattern is what a key or window column may be: these names are
@@ -49,44 +50,13 @@ func CheckSource(source string) error {
 	return nil
 }
 
-// dialect holds what differs between the databases in the SQL that batch writes.
-type dialect struct {
-	name string // "sqlite", "mysql" or "postgres"
-}
-
-func (d dialect) placeholder(n int) string {
-	if d.name == "postgres" {
-		return "$" + strconv.Itoa(n)
-	}
-	return "?"
-}
-
-// quote quotes an identifier that is a reserved word somewhere ("cursor" in MySQL).
-func (d dialect) quote(ident string) string {
-	if d.name == "mysql" {
-		return "`" + ident + "`"
-	}
-	return `"` + ident + `"`
-}
-
-// now is the database clock in the format the checkpoints table stores.
-func (d dialect) now() string {
-	switch d.name {
-	case "mysql":
-		return "UTC_TIMESTAMP(6)"
-	case "postgres":
-		return "now()"
-	}
-	return "strftime('%Y-%m-%d %H:%M:%f', 'now')"
-}
-
 // timeArg renders a window bound. SQLite keeps times as text, so a bound
 // is compared as text and must have SQLite's own datetime() layout, UTC:
 // a time.Time would be bound in the driver's "... -07:00" layout, which
 // sorts after a stored "2024-01-02 00:00:00" and would put a row exactly
 // on the boundary in the wrong window.
-func (d dialect) timeArg(t time.Time) any {
-	if d.name == "sqlite" {
+func timeArg(d driver.Dialect, t time.Time) any {
+	if d.TextTimes {
 		return t.UTC().Format("2006-01-02 15:04:05.999999")
 	}
 	return t.UTC()
@@ -94,14 +64,14 @@ func (d dialect) timeArg(t time.Time) any {
 
 // query accumulates SQL text and its arguments, numbering placeholders in order.
 type query struct {
-	d    dialect
+	d    driver.Dialect
 	sql  strings.Builder
 	args []any
 }
 
 func (q *query) bind(v any) string {
 	q.args = append(q.args, v)
-	return q.d.placeholder(len(q.args))
+	return q.d.Placeholder(len(q.args))
 }
 
 // chunkQuery writes the query for the chunk after cursor (nil: the first).
@@ -127,7 +97,7 @@ func (r *shardRun) chunkQuery(cursor []any, limit int) *query {
 	b := r.b
 	q := &query{d: r.d}
 	q.sql.WriteString("SELECT s.*")
-	if r.d.name == "sqlite" {
+	if r.d.TextTimes {
 		for i, k := range b.Key {
 			fmt.Fprintf(&q.sql, ", +s.%s AS %s%d", k, rawKeyPrefix, i)
 		}
@@ -138,8 +108,8 @@ func (r *shardRun) chunkQuery(cursor []any, limit int) *query {
 	var where []string
 	if r.shard.window != nil {
 		col := b.Shards.Window.Column
-		where = append(where, fmt.Sprintf("s.%s >= %s AND s.%s < %s", col, q.bind(r.d.timeArg(r.shard.window.from)),
-			col, q.bind(r.d.timeArg(r.shard.window.to))))
+		where = append(where, fmt.Sprintf("s.%s >= %s AND s.%s < %s", col, q.bind(timeArg(r.d, r.shard.window.from)),
+			col, q.bind(timeArg(r.d, r.shard.window.to))))
 	}
 	if cursor != nil {
 		where = append(where, r.keysetPredicate(q, cursor))
@@ -181,7 +151,7 @@ func (r *shardRun) keysetPredicate(q *query, cursor []any) string {
 	if len(keys) == 1 {
 		return fmt.Sprintf("s.%s > %s", keys[0], q.bind(cursor[0]))
 	}
-	if r.d.name != "mysql" {
+	if r.d.RowCompare {
 		cols := make([]string, len(keys))
 		phs := make([]string, len(keys))
 		for i, k := range keys {

@@ -12,15 +12,12 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/driver/mysql"
-	"github.com/sluicehq/sluice/driver/postgres"
-	"github.com/sluicehq/sluice/driver/sqlite"
 )
 
 // shardRun is one shard being processed by this runner.
 type shardRun struct {
 	b         *Batch
-	d         dialect
+	d         driver.Dialect
 	drv       driver.Driver
 	shard     shard
 	progress  *tracker
@@ -50,15 +47,6 @@ func (b *Batch) transientFunc(d driver.Driver) func(error) bool {
 	if b.Transient != nil {
 		return b.Transient
 	}
-	var dbTransient func(error) bool
-	switch d := d.(type) {
-	case *mysql.Driver:
-		dbTransient = d.Transient
-	case *postgres.Driver:
-		dbTransient = d.Transient
-	case *sqlite.Driver:
-		dbTransient = d.Transient
-	}
 	return func(err error) bool {
 		var r retryable
 		var ne net.Error
@@ -66,7 +54,7 @@ func (b *Batch) transientFunc(d driver.Driver) func(error) bool {
 		case errors.As(err, &r), errors.Is(err, sqldriver.ErrBadConn), errors.Is(err, io.ErrUnexpectedEOF), errors.As(err, &ne):
 			return true
 		}
-		return dbTransient != nil && dbTransient(err)
+		return d.IsTransient(err)
 	}
 }
 
@@ -209,7 +197,7 @@ func (r *shardRun) chunk(ctx context.Context) (int, error) {
 	db := r.drv.DB()
 	q := r.chunkQuery(r.cursor, r.size)
 	var ex driver.Querier = db
-	var tx *sql.Tx
+	var tx *sql.Tx // nil: the sink writes elsewhere, the checkpoint goes straight to the database
 	if r.b.Sink.InTx() {
 		var err error
 		if tx, err = db.BeginTx(ctx, nil); err != nil {
@@ -230,7 +218,7 @@ func (r *shardRun) chunk(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := r.advance(ctx, ex, next, len(c.Rows), r.size); err != nil {
+	if err := r.advance(ctx, tx, next, len(c.Rows), r.size); err != nil {
 		return 0, err
 	}
 	if tx != nil {
@@ -256,7 +244,7 @@ func (r *shardRun) fetch(ctx context.Context, ex driver.Querier, q *query) (*Chu
 	}
 	nk := len(r.b.Key)
 	width := len(cols)
-	if r.d.name == "sqlite" {
+	if r.d.TextTimes {
 		width -= nk // the raw key columns at the end
 	}
 	keyIdx := make([]int, nk)
@@ -270,7 +258,7 @@ func (r *shardRun) fetch(ctx context.Context, ex driver.Querier, q *query) (*Chu
 		if keyIdx[i] < 0 {
 			return nil, fmt.Errorf("key column %s is not among the source's columns %v", k, cols[:width])
 		}
-		if r.d.name == "sqlite" {
+		if r.d.TextTimes {
 			keyIdx[i] = width + i
 		}
 	}
@@ -342,7 +330,7 @@ func (b *Batch) DryRun(ctx context.Context, d driver.Driver) (DryRunResult, erro
 	if err != nil {
 		return DryRunResult{}, err
 	}
-	cps, err := Status(ctx, d, b.Prefix, b.Name)
+	cps, err := Status(ctx, d, b.Name)
 	if err != nil {
 		return DryRunResult{}, err
 	}
@@ -355,7 +343,7 @@ func (b *Batch) DryRun(ctx context.Context, d driver.Driver) (DryRunResult, erro
 		if c.Status == StatusDone {
 			continue
 		}
-		r := &shardRun{b: b, d: dialect{d.Name()}, drv: d, shard: s}
+		r := &shardRun{b: b, d: d.Dialect(), drv: d, shard: s}
 		if r.cursor, err = decodeCursor(c.Cursor, len(b.Key)); err != nil {
 			return DryRunResult{}, err
 		}

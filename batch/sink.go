@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/handler/webhook"
 )
 
@@ -28,7 +29,7 @@ type Chunk struct {
 	Key          []string
 
 	keys [][]any // each row's key values, as bound in the keyset query
-	d    dialect
+	d    driver.Dialect
 }
 
 // IdempotencyKey names the chunk: batch:<name>:<shard>:<cursor before>.

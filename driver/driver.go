@@ -51,6 +51,10 @@ var (
 	ErrKeyTaken      = errors.New("its business key is held by another active job")
 	ErrSchemaTooNew  = errors.New("database schema is newer than this binary")
 	ErrSchemaMissing = errors.New("database schema is missing or too old; run `sluice migrate`")
+	// ErrCheckpointLost: the batch checkpoint is gone (reset) or no longer
+	// at the version the caller last wrote (another runner took it over),
+	// so the caller no longer owns its shard.
+	ErrCheckpointLost = errors.New("checkpoint deleted or moved on")
 )
 
 // Querier is what *sql.DB, *sql.Tx and *sql.Conn have in common.
@@ -152,9 +156,72 @@ type Driver interface {
 	// PurgeNodes deletes rows not seen for staleAfter.
 	PurgeNodes(ctx context.Context, staleAfter time.Duration) (int64, error)
 
-	// ListCheckpoints reads the batch cursors (sluice_checkpoints).
+	// IsTransient reports errors worth retrying whole: deadlocks,
+	// serialization failures, a busy database.
+	IsTransient(err error) bool
+	// Dialect is what callers need to write their own SQL for this
+	// database (batch's keyset queries over the application's tables).
+	Dialect() Dialect
+
+	// ListCheckpoints reads the batch cursors (sluice_checkpoints),
+	// ordered by batch and shard.
 	ListCheckpoints(ctx context.Context) ([]Checkpoint, error)
+	// GetCheckpoint reads one shard's cursor, or fails with
+	// ErrCheckpointLost when it has none.
+	GetCheckpoint(ctx context.Context, p GetCheckpointParams) (Checkpoint, error)
+	// CreateCheckpoint adds a shard's cursor unless it exists.
+	CreateCheckpoint(ctx context.Context, p CreateCheckpointParams) error
+	// The checkpoint writes below are fenced: each applies only while the
+	// row's version is still p.Version, and fails with ErrCheckpointLost
+	// otherwise. All but TouchCheckpoint raise the version.
+	//
+	// TakeCheckpoint makes p.Owner the shard's runner.
+	TakeCheckpoint(ctx context.Context, p TakeCheckpointParams) error
+	// AdvanceCheckpoint records a chunk done. With tx set it writes in the
+	// caller's transaction, so that the chunk's own writes and its
+	// checkpoint commit together; with tx nil, straight on the database.
+	AdvanceCheckpoint(ctx context.Context, tx *sql.Tx, p AdvanceCheckpointParams) error
+	// FinishCheckpoint sets the final status and clears the owner.
+	FinishCheckpoint(ctx context.Context, p FinishCheckpointParams) error
+	// ReleaseCheckpoint clears the owner if it is still p.Owner.
+	ReleaseCheckpoint(ctx context.Context, p ReleaseCheckpointParams) error
+	// TouchCheckpoint refreshes updated_at, which the runner's lease runs from.
+	TouchCheckpoint(ctx context.Context, p TouchCheckpointParams) error
+	// SetCheckpointStatus moves a batch's shards whose status is one of
+	// p.From to p.Status, and returns how many it moved. It is not fenced:
+	// a runner sees the new status at its next chunk boundary.
+	SetCheckpointStatus(ctx context.Context, p SetCheckpointStatusParams) (int64, error)
+	// DeleteCheckpoints removes a batch's cursors and returns how many.
+	DeleteCheckpoints(ctx context.Context, batch string) (int64, error)
+
+	// DropTables drops every table whose name starts with prefix, exactly
+	// (a LIKE pattern would take '_' as a wildcard). Tests and the bench
+	// clean up their own prefixes with it.
+	DropTables(ctx context.Context, prefix string) error
 }
+
+// Dialect is the SQL spelling of one database, for callers that write
+// their own statements.
+type Dialect struct {
+	// Name is the driver's Name.
+	Name string
+	// Placeholder renders the n-th (1-based) bind parameter.
+	Placeholder func(n int) string
+	// QuoteIdent quotes an identifier, such as a reserved word used as a
+	// column name.
+	QuoteIdent func(ident string) string
+	// RowCompare reports whether the planner turns a row comparison
+	// (a, b) > (?, ?) into an index range scan; MariaDB does not.
+	RowCompare bool
+	// TextTimes reports that times are stored as text (SQLite): a time
+	// argument must be bound in the stored layout, and a time column read
+	// back is parsed, so it no longer compares exactly as stored.
+	TextTimes bool
+}
+
+// QuoteANSI quotes an identifier in double quotes, as SQLite and
+// PostgreSQL (and standard SQL) do.
+func QuoteANSI(ident string) string { return `"` + strings.ReplaceAll(ident, `"`, `""`) + `"` }
 
 // Listener is implemented by drivers that can push wake-ups (PostgreSQL
 // LISTEN/NOTIFY). Workers still poll, so a missed notification only costs
@@ -349,6 +416,63 @@ type Lease struct {
 	Fence  int64  // grows with every change of holder
 	Since  time.Time
 	Until  time.Time
+}
+
+// GetCheckpointParams names one shard's checkpoint.
+type GetCheckpointParams struct {
+	Batch, Shard string
+}
+
+// CreateCheckpointParams is a new shard's checkpoint.
+type CreateCheckpointParams struct {
+	Batch, Shard string
+	Status       string
+	ChunkSize    int
+}
+
+// TakeCheckpointParams hands a shard to Owner with Status, clearing the last error.
+type TakeCheckpointParams struct {
+	Batch, Shard string
+	Version      int64
+	Owner        string
+	Status       string
+}
+
+// AdvanceCheckpointParams records one chunk: Rows more rows done, up to Cursor.
+type AdvanceCheckpointParams struct {
+	Batch, Shard string
+	Version      int64
+	Cursor       string
+	Rows         int
+	ChunkSize    int
+}
+
+// FinishCheckpointParams ends a shard's run with Status and, when set, Error.
+type FinishCheckpointParams struct {
+	Batch, Shard string
+	Version      int64
+	Status       string
+	Error        string // stored cut to MaxErrorLen; empty: none
+}
+
+// ReleaseCheckpointParams gives a shard up if Owner still runs it.
+type ReleaseCheckpointParams struct {
+	Batch, Shard string
+	Version      int64
+	Owner        string
+}
+
+// TouchCheckpointParams refreshes a shard's lease.
+type TouchCheckpointParams struct {
+	Batch, Shard string
+	Version      int64
+}
+
+// SetCheckpointStatusParams moves a batch's shards from any of From to Status.
+type SetCheckpointStatusParams struct {
+	Batch  string
+	Status string
+	From   []string
 }
 
 // JobRow is a job as stored.

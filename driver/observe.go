@@ -30,16 +30,20 @@ type Node struct {
 	Running     int
 }
 
-// Checkpoint is one batch shard's cursor row, as the dashboard shows it.
+// Checkpoint is one batch shard's cursor row in sluice_checkpoints (see
+// package batch). Version grows with every change of the row, so that each
+// runner's write can be fenced on the version it last saw.
 type Checkpoint struct {
-	Batch      string
-	Shard      string
-	RowsDone   int64
-	ChunksDone int64
-	ChunkSize  int
-	Status     string
-	LastError  string
-	Owner      string
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
+	Batch      string    `json:"batch"`
+	Shard      string    `json:"shard"`
+	Cursor     string    `json:"cursor"` // JSON array of the last key done; "" before the first chunk
+	RowsDone   int64     `json:"rows_done"`
+	ChunksDone int64     `json:"chunks_done"`
+	ChunkSize  int       `json:"chunk_size"`
+	Status     string    `json:"status"`
+	LastError  string    `json:"last_error,omitempty"`
+	Owner      string    `json:"owner,omitempty"`
+	Version    int64     `json:"version"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
 }

@@ -39,16 +39,24 @@ func openLease(rawURL string, opts Options) (*leaseLocker, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	// A lock database is often a file made just for locks, so it is
-	// migrated here; an up-to-date one costs a single read.
-	if cur, latest, err := d.SchemaVersion(ctx); err != nil || cur < latest {
-		if _, err := d.Migrate(ctx); err != nil {
-			d.Close()
-			return nil, fmt.Errorf("lease lock: migrate %s: %w", dburl.Redact(rawURL), err)
-		}
+	if err := migrate(ctx, d); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("lease lock: migrate %s: %w", dburl.Redact(rawURL), err)
 	}
 	// The holder column is 191 characters; the token and its space need 25.
 	return &leaseLocker{d: d, id: truncate(opts.ID, 160)}, nil
+}
+
+// migrate brings a lock backend's database up to sluice's schema, whose
+// tables (leases, MySQL's lock holders) the backends use. A lock database
+// is often made just for locks, so it is migrated here rather than
+// demanding a `sluice migrate`; an up-to-date one costs a single read.
+func migrate(ctx context.Context, d driver.Driver) error {
+	if cur, latest, err := d.SchemaVersion(ctx); err == nil && cur >= latest {
+		return nil
+	}
+	_, err := d.Migrate(ctx)
+	return err
 }
 
 func (k *leaseLocker) TryAcquire(ctx context.Context, name string, ttl time.Duration) (Lease, Holder, error) {

@@ -11,7 +11,6 @@ import (
 
 	gomysql "github.com/go-sql-driver/mysql"
 
-	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/driver/mysql"
 )
 
@@ -20,8 +19,9 @@ import (
 // would take the lock with it, and a new one would not hold it.
 //
 // The server cannot say who holds a named lock beyond a connection id, so
-// each holder writes its name into a side table (PREFIXlock_holders), keyed
-// by the lock name and stamped with its connection id; a contender trusts
+// each holder writes its name into PREFIXlock_holders, a table of sluice's
+// schema (made by `sluice migrate`, or when the backend opens), keyed by
+// the lock name and stamped with its connection id; a contender trusts
 // only the row whose id IS_USED_LOCK reports. The same row counts
 // acquisitions, which gives MySQL locks a fencing number: only the holder
 // of the named lock ever writes its row.
@@ -33,20 +33,27 @@ type mysqlLocker struct {
 }
 
 type mysqlQueries struct {
-	create, record, fence, busy string
+	record, fence, busy string
 }
 
+// openMySQL migrates the database (see migrate) and takes the holders
+// table's SQL from the MySQL driver, which owns the table; the driver is
+// closed again, since each held lock needs a connection of its own and the
+// driver's pool is bounded.
 func openMySQL(rawURL string, opts Options) (*mysqlLocker, error) {
 	cfg, err := mysql.ParseURL(rawURL)
 	if err != nil {
 		return nil, err
 	}
-	prefix := opts.Prefix
-	if prefix == "" {
-		prefix = driver.DefaultPrefix
+	d, err := mysql.Open(rawURL, mysql.Options{Prefix: opts.Prefix})
+	if err != nil {
+		return nil, fmt.Errorf("mysql lock: %w", err)
 	}
-	if err := driver.ValidatePrefix(prefix); err != nil {
-		return nil, err
+	defer d.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Timeout+30*time.Second)
+	defer cancel()
+	if err := migrate(ctx, d); err != nil {
+		return nil, fmt.Errorf("mysql lock: migrate %s/%s: %w", cfg.Addr, cfg.DBName, err)
 	}
 	conn, err := gomysql.NewConnector(cfg)
 	if err != nil {
@@ -54,29 +61,11 @@ func openMySQL(rawURL string, opts Options) (*mysqlLocker, error) {
 	}
 	db := sql.OpenDB(conn)
 	db.SetConnMaxIdleTime(time.Minute)
-	t := prefix + "lock_holders"
-	m := &mysqlLocker{db: db, id: opts.ID, dbName: cfg.DBName, q: mysqlQueries{
-		create: `CREATE TABLE IF NOT EXISTS ` + t + ` (
-  name    VARCHAR(191) NOT NULL,
-  holder  VARCHAR(191) NOT NULL,
-  session BIGINT       NOT NULL,
-  fence   BIGINT       NOT NULL,
-  since   DATETIME(6)  NOT NULL,
-  PRIMARY KEY (name)
-) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin`,
-		record: `INSERT INTO ` + t + ` (name, holder, session, fence, since) VALUES (?, ?, CONNECTION_ID(), 1, UTC_TIMESTAMP(6))
-ON DUPLICATE KEY UPDATE holder = VALUES(holder), session = VALUES(session), fence = fence + 1, since = VALUES(since)`,
-		fence: `SELECT fence FROM ` + t + ` WHERE name = ?`,
-		busy: `SELECT u.s, h.holder, h.since FROM (SELECT IS_USED_LOCK(?) AS s) u
-LEFT JOIN ` + t + ` h ON h.name = ? AND h.session = u.s`,
-	}}
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.Timeout+5*time.Second)
-	defer cancel()
-	if _, err := db.ExecContext(ctx, m.q.create); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("mysql lock: connect to %s and create %s: %w", cfg.Addr, t, err)
-	}
-	return m, nil
+	return &mysqlLocker{db: db, id: opts.ID, dbName: cfg.DBName, q: mysqlQueries{
+		record: d.Query("lock_record"),
+		fence:  d.Query("lock_fence"),
+		busy:   d.Query("lock_holder"),
+	}}, nil
 }
 
 // key is the server-wide lock name. Named locks are not scoped to a

@@ -53,6 +53,8 @@ func Exercise(t *testing.T, open func(t *testing.T) driver.Driver) {
 		{"Concurrency", exerciseConcurrency},
 		{"Bulk", exerciseBulk},
 		{"Observe", exerciseObserve},
+		{"Checkpoint", exerciseCheckpoint},
+		{"Drop", exerciseDrop},
 		{"Plans", exercisePlans},
 	}
 	for _, a := range areas {

@@ -172,7 +172,7 @@ func Open(rawURL string, opts Options) (*Driver, error) {
 		"insert", "key_holders", "key_holder_locked", "claim", "claim_type", "claim_update",
 		"claim_fallback", "claim_fallback_type", "claimed", "complete_batch", "complete_batch_first",
 		"rescue_failed", "rescue_failed_lock", "lease_lock", "lease_insert", "lease_update", "migrate_lock", "migrate_unlock",
-		"schema_set", "runnable", "runnable_type")...)
+		"schema_set", "runnable", "runnable_type", "lock_record", "lock_fence", "lock_holder")...)
 	if err != nil {
 		return nil, err
 	}
@@ -286,6 +286,14 @@ func isUnique(err error) bool { return errNumber(err) == errDupEntry }
 
 // Name is "mysql".
 func (d *Driver) Name() string { return "mysql" }
+
+// Dialect is MySQL's spelling: backquoted names, and no row comparisons,
+// which MariaDB does not turn into an index range.
+func (d *Driver) Dialect() driver.Dialect {
+	return driver.Dialect{Name: "mysql", Placeholder: d.Placeholder, QuoteIdent: quoteIdent}
+}
+
+func quoteIdent(ident string) string { return "`" + strings.ReplaceAll(ident, "`", "``") + "`" }
 
 // Close closes the pool.
 func (d *Driver) Close() error { return d.Write.Close() }

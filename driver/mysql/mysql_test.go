@@ -180,6 +180,30 @@ func TestMigrate(t *testing.T) {
 	}
 }
 
+// TestMigrateLockHolders: the lock backend's holders table comes with the
+// schema, and its queries record a holder and count its fence.
+func TestMigrateLockHolders(t *testing.T) {
+	ctx := context.Background()
+	d := open(t, false)
+	if _, err := d.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := d.DB().Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for want := int64(1); want <= 2; want++ {
+		if _, err := conn.ExecContext(ctx, d.Query("lock_record"), "name", "holder"); err != nil {
+			t.Fatalf("record holder: %v", err)
+		}
+		var fence int64
+		if err := conn.QueryRowContext(ctx, d.Query("lock_fence"), "name").Scan(&fence); err != nil || fence != want {
+			t.Fatalf("fence %d, want %d: %v", fence, want, err)
+		}
+	}
+}
+
 // TestMigrateConcurrent has several processes migrate fresh tables at once;
 // the named lock lets one create them and the others find them done.
 func TestMigrateConcurrent(t *testing.T) {

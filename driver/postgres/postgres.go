@@ -136,6 +136,11 @@ func isTransient(err error) bool {
 // Name is "postgres".
 func (d *Driver) Name() string { return "postgres" }
 
+// Dialect is PostgreSQL's spelling.
+func (d *Driver) Dialect() driver.Dialect {
+	return driver.Dialect{Name: "postgres", Placeholder: d.Placeholder, QuoteIdent: driver.QuoteANSI, RowCompare: true}
+}
+
 // Close closes the pool.
 func (d *Driver) Close() error { return d.Write.Close() }
 

@@ -23,8 +23,10 @@ var Required = []string{
 	"retry", "retry_ids", "cancel", "exists", "stats", "queue_pause", "queues_paused",
 	"lease_get", "lease_release", "schema_version",
 	"schedule_get", "schedule_init", "schedule_advance", "schedule_list", "schedule_fires",
-	"stats_add", "stats_read", "stats_range", "stats_delete_range", "lease_list", "checkpoint_list",
-	"node_upsert", "node_delete", "node_list", "node_purge", "release_claim",
+	"stats_add", "stats_read", "stats_range", "stats_delete_range", "lease_list",
+	"checkpoint_list", "checkpoint_get", "checkpoint_create", "checkpoint_take", "checkpoint_advance",
+	"checkpoint_finish", "checkpoint_release", "checkpoint_touch", "checkpoint_status", "checkpoint_delete",
+	"node_upsert", "node_delete", "node_list", "node_purge", "release_claim", "drop_list",
 }
 
 // Dialect is what Base needs to know about a database beyond its SQL files.
@@ -644,4 +646,42 @@ func (b *Base) SchemaVersion(ctx context.Context, latest int, missingTable func(
 		return 0, latest, fmt.Errorf("read schema version: %w", err)
 	}
 	return v, latest, nil
+}
+
+// IsTransient reports errors worth retrying whole.
+func (b *Base) IsTransient(err error) bool { return b.Transient(err) }
+
+// DropTables drops every table (and PostgreSQL function) whose name starts
+// with prefix. The names come from the catalogue, so tables of later
+// migrations and a test's own tables go too, and are matched here rather
+// than with LIKE, whose '_' wildcard would match other prefixes as well.
+func (b *Base) DropTables(ctx context.Context, prefix string) error {
+	if err := driver.ValidatePrefix(prefix); err != nil {
+		return err
+	}
+	rows, err := b.Write.QueryContext(ctx, b.Q["drop_list"])
+	if err != nil {
+		return fmt.Errorf("list tables: %w", err)
+	}
+	var stmts []string
+	for rows.Next() {
+		var stmt, name string
+		if err := rows.Scan(&stmt, &name); err != nil {
+			rows.Close()
+			return fmt.Errorf("list tables: %w", err)
+		}
+		if strings.HasPrefix(name, prefix) {
+			stmts = append(stmts, stmt)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("list tables: %w", err)
+	}
+	for _, stmt := range stmts {
+		if _, err := b.Write.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("%s: %w", stmt, err)
+		}
+	}
+	return nil
 }

@@ -204,30 +204,6 @@ func (b *Base) ListLeases(ctx context.Context) ([]driver.Lease, error) {
 	return out, nil
 }
 
-// ListCheckpoints reads every batch cursor.
-func (b *Base) ListCheckpoints(ctx context.Context) ([]driver.Checkpoint, error) {
-	rows, err := b.Read.QueryContext(ctx, b.Q["checkpoint_list"])
-	if err != nil {
-		return nil, fmt.Errorf("list checkpoints: %w", err)
-	}
-	defer rows.Close()
-	var out []driver.Checkpoint
-	for rows.Next() {
-		var c driver.Checkpoint
-		var lastErr, owner sql.NullString
-		var created, updated driver.Time
-		if err := rows.Scan(&c.Batch, &c.Shard, &c.RowsDone, &c.ChunksDone, &c.ChunkSize, &c.Status, &lastErr, &owner, &created, &updated); err != nil {
-			return nil, fmt.Errorf("list checkpoints: %w", err)
-		}
-		c.LastError, c.Owner, c.CreatedAt, c.UpdatedAt = lastErr.String, owner.String, created.Time, updated.Time
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list checkpoints: %w", err)
-	}
-	return out, nil
-}
-
 // Query returns one of the driver's SQL texts by file name, with the
 // table prefix applied; the query-plan tests EXPLAIN them.
 func (b *Base) Query(name string) string { return b.Q[name] }

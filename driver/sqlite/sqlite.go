@@ -171,6 +171,12 @@ func isUnique(err error) bool {
 // Name is "sqlite".
 func (d *Driver) Name() string { return "sqlite" }
 
+// Dialect is SQLite's spelling: times are text, and a row comparison
+// is an index range.
+func (d *Driver) Dialect() driver.Dialect {
+	return driver.Dialect{Name: "sqlite", Placeholder: d.Placeholder, QuoteIdent: driver.QuoteANSI, RowCompare: true, TextTimes: true}
+}
+
 // Close closes both pools.
 func (d *Driver) Close() error {
 	err := d.Write.Close()

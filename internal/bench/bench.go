@@ -159,8 +159,12 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 		return nil, fmt.Errorf("open %s: %w", dburl.Redact(cfg.URL), err)
 	}
 	defer d.Close()
-	r := &runner{cfg: cfg, d: d, sql: dialectFor(scheme, cfg.Prefix)}
-	if err := r.sql.drop(ctx, d); err != nil {
+	bq, err := newDialect(d, cfg.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	r := &runner{cfg: cfg, d: d, sql: bq}
+	if err := d.DropTables(ctx, cfg.Prefix); err != nil {
 		return nil, fmt.Errorf("drop old bench tables: %w", err)
 	}
 	if !cfg.Keep {
@@ -169,7 +173,7 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 			// its own, so an aborted run leaves nothing behind.
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 			defer cancel()
-			if derr := r.sql.drop(dctx, d); derr != nil && err == nil {
+			if derr := d.DropTables(dctx, cfg.Prefix); derr != nil && err == nil {
 				err = fmt.Errorf("drop bench tables: %w", derr)
 			}
 		}()

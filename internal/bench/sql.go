@@ -3,124 +3,43 @@ package bench
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync/atomic"
 
 	"github.com/sluicehq/sluice/driver"
 )
 
-// dialect holds the few statements the bench needs beyond the driver
-// interface: dropping its tables, preloading finished rows in bulk, and
-// reading results back. They touch only tables under the bench prefix.
+// dialect holds the statements the bench runs beyond the driver
+// interface: preloading finished rows in bulk and reading results back.
+// Those that need a database's own row generators and time arithmetic
+// are the driver's (its bench_*.sql query files), so that the bench never
+// picks SQL by database name.
 type dialect struct {
-	name   string // "sqlite", "mysql" or "postgres"
+	driver.Dialect
 	prefix string
+	query  func(name string) string
 }
 
-func dialectFor(scheme, prefix string) dialect { return dialect{name: scheme, prefix: prefix} }
+// benchQueries are the driver query files the bench runs.
+var benchQueries = []string{"bench_preload", "bench_analyze", "bench_latencies"}
+
+func newDialect(d driver.Driver, prefix string) (dialect, error) {
+	qd, ok := d.(interface{ Query(name string) string })
+	if !ok {
+		return dialect{}, fmt.Errorf("the %s driver does not expose its queries", d.Name())
+	}
+	for _, name := range benchQueries {
+		if qd.Query(name) == "" {
+			return dialect{}, fmt.Errorf("the %s driver has no %s query", d.Name(), name)
+		}
+	}
+	return dialect{Dialect: d.Dialect(), prefix: prefix, query: qd.Query}, nil
+}
 
 func (q dialect) jobs() string { return q.prefix + "jobs" }
-
-func (q dialect) quote(ident string) string {
-	if q.name == "mysql" {
-		return "`" + strings.ReplaceAll(ident, "`", "``") + "`"
-	}
-	return `"` + strings.ReplaceAll(ident, `"`, `""`) + `"`
-}
-
-// drop removes every table under the prefix (and, on PostgreSQL, the
-// notify trigger's function). The tables are found in the catalogue, so
-// tables added by later migrations go too, and matched in Go rather than
-// with LIKE, whose '_' wildcard would also match other prefixes.
-func (q dialect) drop(ctx context.Context, d driver.Driver) error {
-	var list string
-	switch q.name {
-	case "sqlite":
-		list = "SELECT name FROM sqlite_master WHERE type = 'table'"
-	case "mysql":
-		list = "SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE()"
-	default:
-		list = "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
-	}
-	tables, err := q.names(ctx, d, list)
-	if err != nil {
-		return fmt.Errorf("list tables: %w", err)
-	}
-	for _, t := range tables {
-		stmt := "DROP TABLE IF EXISTS " + q.quote(t)
-		if q.name == "postgres" {
-			stmt += " CASCADE"
-		}
-		if _, err := d.DB().ExecContext(ctx, stmt); err != nil {
-			return fmt.Errorf("drop table %s: %w", t, err)
-		}
-	}
-	if q.name != "postgres" {
-		return nil
-	}
-	funcs, err := q.names(ctx, d, `SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-		WHERE n.nspname = current_schema()`)
-	if err != nil {
-		return fmt.Errorf("list functions: %w", err)
-	}
-	for _, f := range funcs {
-		if _, err := d.DB().ExecContext(ctx, "DROP FUNCTION IF EXISTS "+q.quote(f)+" CASCADE"); err != nil {
-			return fmt.Errorf("drop function %s: %w", f, err)
-		}
-	}
-	return nil
-}
-
-// names runs a catalogue query and keeps the names under the prefix.
-func (q dialect) names(ctx context.Context, d driver.Driver, query string) ([]string, error) {
-	rows, err := d.DB().QueryContext(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			return nil, err
-		}
-		if strings.HasPrefix(n, q.prefix) {
-			out = append(out, n)
-		}
-	}
-	return out, rows.Err()
-}
 
 // preloadChunk is the number of rows one preload statement inserts: large
 // enough that round trips do not matter, small enough that progress moves.
 const preloadChunk = 100_000
-
-// preloadSQL inserts $1 finished rows, generated in the database; their
-// finished_at is spread over the last minutes (offset $2 milliseconds on),
-// well inside the retention, so that the purger leaves them alone.
-func (q dialect) preloadSQL() string {
-	cols := "(queue, type, payload, status, attempts, max_attempts, next_run_at, created_at, updated_at, finished_at)"
-	vals := fmt.Sprintf("'%s', '%s', '{}', 'success', 1, 5, t, t, t, t", queue, preloadType)
-	switch q.name {
-	case "sqlite":
-		return `WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < ?)
-INSERT INTO ` + q.jobs() + " " + cols + `
-SELECT ` + vals + ` FROM (SELECT strftime('%Y-%m-%d %H:%M:%f', 'now', '-' || ((? + n) / 1000.0) || ' seconds') AS t FROM g)`
-	case "mysql":
-		// MySQL has no generate_series and caps recursive CTEs at 1,000
-		// levels by default, so rows come from a cross join of digits.
-		digits := "(SELECT 0 AS n UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4" +
-			" UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9)"
-		return `INSERT INTO ` + q.jobs() + " " + cols + `
-SELECT ` + vals + ` FROM (
-  SELECT UTC_TIMESTAMP(6) - INTERVAL ((? + a.n + 10 * b.n + 100 * c.n + 1000 * d.n + 10000 * e.n) * 1000) MICROSECOND AS t
-  FROM ` + digits + ` a CROSS JOIN ` + digits + ` b CROSS JOIN ` + digits + ` c CROSS JOIN ` + digits + ` d CROSS JOIN ` + digits + ` e
-  LIMIT ?) s`
-	default:
-		return `INSERT INTO ` + q.jobs() + " " + cols + `
-SELECT ` + vals + ` FROM (SELECT now() - ($2::bigint + g) * interval '1 millisecond' AS t FROM generate_series(1, $1::bigint) g) s`
-	}
-}
 
 // preload inserts FinishedRows finished rows in chunks, then refreshes the
 // planner statistics, as a long-lived table would have them.
@@ -128,26 +47,17 @@ func (r *runner) preload(ctx context.Context) error {
 	var done atomic.Int64
 	stop := r.track("preload", int64(r.cfg.FinishedRows), &done)
 	defer stop()
-	stmt := r.sql.preloadSQL()
+	// Their finished_at is spread over the last minutes, one millisecond
+	// apart, well inside the retention, so that the purger leaves them alone.
+	stmt := r.sql.query("bench_preload")
 	for done.Load() < int64(r.cfg.FinishedRows) {
 		n := min(int64(preloadChunk), int64(r.cfg.FinishedRows)-done.Load())
-		var args []any
-		switch r.sql.name {
-		case "mysql":
-			args = []any{done.Load(), n}
-		default:
-			args = []any{n, done.Load()}
-		}
-		if _, err := r.d.DB().ExecContext(ctx, stmt, args...); err != nil {
+		if _, err := r.d.DB().ExecContext(ctx, stmt, queue, preloadType, done.Load(), n); err != nil {
 			return fmt.Errorf("preload finished rows at row %d: %w", done.Load(), err)
 		}
 		done.Add(n)
 	}
-	analyze := "ANALYZE " + r.sql.jobs()
-	if r.sql.name == "mysql" {
-		analyze = "ANALYZE TABLE " + r.sql.jobs()
-	}
-	if _, err := r.d.DB().ExecContext(ctx, analyze); err != nil {
+	if _, err := r.d.DB().ExecContext(ctx, r.sql.query("bench_analyze")); err != nil {
 		return fmt.Errorf("analyze after preload: %w", err)
 	}
 	return nil
@@ -156,16 +66,13 @@ func (r *runner) preload(ctx context.Context) error {
 // plainInsert is the INSERT an application that does not use sluice runs:
 // type and payload ($1, $2), every other column left to its default.
 func (q dialect) plainInsert() string {
-	if q.name == "postgres" {
-		return "INSERT INTO " + q.jobs() + " (type, payload) VALUES ($1, $2)"
-	}
-	return "INSERT INTO " + q.jobs() + " (type, payload) VALUES (?, ?)"
+	return "INSERT INTO " + q.jobs() + " (type, payload) VALUES (" + q.Placeholder(1) + ", " + q.Placeholder(2) + ")"
 }
 
 // succeeded counts the measured jobs in status success.
 func (q dialect) succeeded(ctx context.Context, d driver.Driver) (int64, error) {
 	var n int64
-	err := d.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM "+q.jobs()+" WHERE type = '"+jobType+"' AND status = 'success'").Scan(&n)
+	err := d.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM "+q.jobs()+" WHERE type = "+q.Placeholder(1)+" AND status = 'success'", jobType).Scan(&n)
 	return n, err
 }
 
@@ -173,17 +80,7 @@ func (q dialect) succeeded(ctx context.Context, d driver.Driver) (int64, error) 
 // from next_run_at to finished_at on the database clock: what riverpeer
 // reads as finalized_at - scheduled_at.
 func (q dialect) latencies(ctx context.Context, d driver.Driver, add func(us int64)) error {
-	var diff string
-	switch q.name {
-	case "sqlite":
-		diff = "CAST((julianday(finished_at) - julianday(next_run_at)) * 86400000000 AS INTEGER)"
-	case "mysql":
-		diff = "TIMESTAMPDIFF(MICROSECOND, next_run_at, finished_at)"
-	default:
-		diff = "(EXTRACT(EPOCH FROM finished_at - next_run_at) * 1000000)::bigint"
-	}
-	rows, err := d.DB().QueryContext(ctx, "SELECT "+diff+" FROM "+q.jobs()+
-		" WHERE type = '"+jobType+"' AND finished_at IS NOT NULL")
+	rows, err := d.DB().QueryContext(ctx, q.query("bench_latencies"), jobType)
 	if err != nil {
 		return err
 	}

@@ -49,13 +49,6 @@ func (a *app) batchDriver(cmd *cobra.Command) (*config.File, driver.Driver, erro
 	return f, d, nil
 }
 
-func (a *app) prefixOrDefault() string {
-	if a.prefix != "" {
-		return a.prefix
-	}
-	return driver.DefaultPrefix
-}
-
 // batchOf builds the named batch from the config.
 func (a *app) batchOf(f *config.File, name string) (*batch.Batch, error) {
 	c, ok := f.Batches[name]
@@ -80,7 +73,6 @@ func (a *app) batchOf(f *config.File, name string) (*batch.Batch, error) {
 		Retry:    batch.Retry{Attempts: c.Retry.Attempts, Base: c.Retry.Base, Max: c.Retry.Max},
 		Parallel: c.Parallel,
 		Lease:    c.Lease,
-		Prefix:   a.prefixOrDefault(),
 		Log:      a.log,
 	}
 	if s := c.Shards; s != nil {
@@ -234,7 +226,7 @@ func (a *app) batchStatusCommand() *cobra.Command {
 			if len(args) == 1 {
 				name = args[0]
 			}
-			cps, err := batch.Status(cmd.Context(), d, a.prefixOrDefault(), name)
+			cps, err := batch.Status(cmd.Context(), d, name)
 			if err != nil {
 				return err
 			}
@@ -261,7 +253,7 @@ func (a *app) batchStatusCommand() *cobra.Command {
 	return cmd
 }
 
-func (a *app) batchSetCommand(verb, short string, fn func(ctx context.Context, d driver.Driver, prefix, name string) (int64, error)) *cobra.Command {
+func (a *app) batchSetCommand(verb, short string, fn func(ctx context.Context, d driver.Driver, name string) (int64, error)) *cobra.Command {
 	return &cobra.Command{
 		Use:   verb + " NAME",
 		Short: short,
@@ -271,7 +263,7 @@ func (a *app) batchSetCommand(verb, short string, fn func(ctx context.Context, d
 			if err != nil {
 				return err
 			}
-			n, err := fn(cmd.Context(), d, a.prefixOrDefault(), args[0])
+			n, err := fn(cmd.Context(), d, args[0])
 			if err != nil {
 				return err
 			}

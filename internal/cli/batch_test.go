@@ -72,10 +72,10 @@ func countWhere(t *testing.T, d driver.Driver, tbl, where string) int64 {
 // run: after that run committed chunks of its own (the checkpoint moved,
 // so the kill is not before the first chunk) and while the process still
 // ran (it dies of the signal, the batch not done).
-func killRuns(t *testing.T, d driver.Driver, prefix string, env []string, name string, kills int) {
+func killRuns(t *testing.T, d driver.Driver, env []string, name string, kills int) {
 	t.Helper()
 	checkpoint := func() batch.Checkpoint {
-		cps, err := batch.Status(context.Background(), d, prefix, name)
+		cps, err := batch.Status(context.Background(), d, name)
 		require.NoError(t, err)
 		if len(cps) == 0 {
 			return batch.Checkpoint{}
@@ -124,7 +124,7 @@ func TestBatchCrashExactlyOnce(t *testing.T) {
     throttle: { sleep: 10ms }
 `, tbl, tbl))
 			env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix, "SLUICE_CONFIG=" + cfg}
-			killRuns(t, d, tg.Prefix, env, "touch", 3)
+			killRuns(t, d, env, "touch", 3)
 			require.Zero(t, countWhere(t, d, tbl, "hits <> 1"), "rows not processed exactly once")
 			r := run(t, env, "", "batch", "status", "touch", "--json")
 			require.Equal(t, 0, r.code, r.stderr)
@@ -177,7 +177,7 @@ func TestBatchCrashWebhook(t *testing.T) {
 `, tbl, srv.URL))
 	env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix, "SLUICE_CONFIG=" + cfg}
 	const kills = 3
-	killRuns(t, d, tg.Prefix, env, "export", kills)
+	killRuns(t, d, env, "export", kills)
 	mu.Lock()
 	defer mu.Unlock()
 	require.Len(t, seen, n, "every row delivered")

@@ -97,37 +97,11 @@ type Target struct {
 	Prefix string
 }
 
-// Drop removes every table under prefix. Tables are found in the catalogue,
-// so tables added by later migrations go too.
+// Drop removes every table under prefix (see driver.Driver.DropTables).
+// Cleanup is best effort: a failure leaves tables behind under a prefix
+// that no other test uses.
 func Drop(d driver.Driver, prefix string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var q string
-	switch d.Name() {
-	case "sqlite":
-		q = "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '" + prefix + "%'"
-	case "mysql":
-		q = "SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name LIKE '" + prefix + "%'"
-	default:
-		q = "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND tablename LIKE '" + prefix + "%'"
-	}
-	rows, err := d.DB().QueryContext(ctx, q)
-	if err != nil {
-		return
-	}
-	var names []string
-	for rows.Next() {
-		var n string
-		if rows.Scan(&n) == nil {
-			names = append(names, n)
-		}
-	}
-	rows.Close()
-	for _, n := range names {
-		d.DB().ExecContext(ctx, "DROP TABLE IF EXISTS "+n)
-	}
-	if d.Name() == "postgres" {
-		// The insert trigger's function outlives its table.
-		d.DB().ExecContext(ctx, "DROP FUNCTION IF EXISTS "+prefix+"jobs_notify()")
-	}
+	d.DropTables(ctx, prefix)
 }

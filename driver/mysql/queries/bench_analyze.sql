@@ -1,0 +1,1 @@
+ANALYZE TABLE sluice_jobs

@@ -1,0 +1,1 @@
+SELECT fence FROM sluice_lock_holders WHERE name = ?

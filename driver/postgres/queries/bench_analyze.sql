@@ -1,0 +1,1 @@
+ANALYZE sluice_jobs

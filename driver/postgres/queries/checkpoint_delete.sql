@@ -1,0 +1,1 @@
+DELETE FROM sluice_checkpoints WHERE batch = $1
