@@ -43,7 +43,7 @@ func (a *app) batchDriver(cmd *cobra.Command) (*config.File, driver.Driver, erro
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := checkSchema(cmd.Context(), d); err != nil {
+	if _, err := driver.CheckSchema(cmd.Context(), d); err != nil {
 		return nil, nil, err
 	}
 	return f, d, nil
