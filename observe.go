@@ -168,7 +168,7 @@ func summaryOf(err error) string {
 func (c *Client) scheduleLabels(s Schedule) (queue, typ string) {
 	queue = s.Queue
 	if queue == "" {
-		queue = "default"
+		queue = DefaultQueue
 		if t, ok := c.cfg.Types[s.Type]; ok {
 			queue = t.Queue
 		}
@@ -182,7 +182,7 @@ func (c *Client) scheduleLabels(s Schedule) (queue, typ string) {
 func (c *Client) chores(ctx context.Context) {
 	keep := c.cfg.Retention[driver.StatusSuccess]
 	if keep <= 0 {
-		keep = 7 * 24 * time.Hour
+		keep = DefaultRetentionSuccess
 	}
 	if err := c.drv.CompactStats(ctx, c.cfg.Clock().Add(-keep)); err != nil {
 		c.log.Warn("compacting roll-ups failed", "err", err)

@@ -14,7 +14,7 @@ import (
 
 // RunParams bounds one pass of RunOnce.
 type RunParams struct {
-	Queue       string        // default "default"
+	Queue       string        // default DefaultQueue
 	Type        string        // optional: only jobs of this type
 	MaxJobs     int           // default 20
 	MaxDuration time.Duration // default 45s
@@ -67,7 +67,7 @@ func (r *RunResult) count(outcome string) {
 // roll-ups are in sluice_stats when it returns.
 func (c *Client) RunOnce(ctx context.Context, p RunParams) (RunResult, error) {
 	if p.Queue == "" {
-		p.Queue = "default"
+		p.Queue = DefaultQueue
 	}
 	if p.MaxJobs <= 0 {
 		p.MaxJobs = 20

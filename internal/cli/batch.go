@@ -304,7 +304,7 @@ func (a *app) batchTypes(f *config.File) (map[string]sluice.Type, []*batch.Batch
 			return nil, nil, err
 		}
 		batches = append(batches, b)
-		types[batchJobType(name)] = sluice.Type{Queue: config.DefaultQueue, Dedupe: driver.DedupeActive, Handler: sluice.HandlerFunc(
+		types[batchJobType(name)] = sluice.Type{Queue: sluice.DefaultQueue, Dedupe: driver.DedupeActive, Handler: sluice.HandlerFunc(
 			func(ctx context.Context, job *sluice.Job) error {
 				var p struct {
 					Shard string `json:"shard"`

@@ -85,7 +85,7 @@ func (a *app) workerClient(ctx context.Context, f *config.File) (*sluice.Client,
 	// A queue that only types name still needs workers to run them.
 	for _, t := range types {
 		if _, ok := queues[t.Queue]; !ok {
-			queues[t.Queue] = sluice.QueueConfig{Concurrency: config.DefaultConcurrency}
+			queues[t.Queue] = sluice.QueueConfig{Concurrency: sluice.DefaultConcurrency}
 		}
 	}
 	scheds, err := schedulesOf(f)
