@@ -198,12 +198,10 @@ func (c Config) validate() error {
 	return nil
 }
 
+// checkName applies driver.CheckName and names the field in the error.
 func checkName(field, v string, maxLen int) error {
-	switch {
-	case v == "":
-		return inputErr(field, "must not be empty")
-	case len(v) > maxLen:
-		return inputErr(field, "%d characters, at most %d allowed", len(v), maxLen)
+	if err := driver.CheckName(v, maxLen); err != nil {
+		return inputErr(field, "%v", err)
 	}
 	return nil
 }
