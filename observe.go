@@ -55,18 +55,18 @@ func (c *Client) StartGauges(ctx context.Context) {
 const uncharged = ""
 
 // outcomeOf names an attempt's outcome for metrics, roll-ups, logs and the
-// counts of a RunOnce pass: one of the metrics.Outcome* names, or
+// counts of a RunOnce pass: one of the driver.Outcome* names, or
 // uncharged.
 func outcomeOf(o worker.Outcome) string {
 	switch {
 	case o.Status == driver.StatusSuccess:
-		return metrics.OutcomeSuccess
+		return driver.OutcomeSuccess
 	case o.Status == driver.StatusFailed:
-		return metrics.OutcomeFailed
+		return driver.OutcomeFailed
 	case o.Refund:
 		return uncharged
 	default:
-		return metrics.OutcomeRetry
+		return driver.OutcomeRetry
 	}
 }
 
@@ -114,7 +114,7 @@ func (c *Client) logAttempt(job driver.JobRow, o worker.Outcome, outcome string,
 		attrs = append(attrs, "payload", string(job.Payload))
 	}
 	switch outcome {
-	case metrics.OutcomeFailed, metrics.OutcomeRetry:
+	case driver.OutcomeFailed, driver.OutcomeRetry:
 		c.log.Warn("job attempt failed", attrs...)
 	case uncharged:
 		c.log.Debug("job returned to pending without using its attempt", attrs...)
@@ -207,9 +207,9 @@ func (c *Client) countCancel(ctx context.Context, id int64) {
 		c.log.Warn("reading a cancelled job for its metrics", "job_id", id, "err", err)
 		return
 	}
-	c.metrics.Completed(r.Queue, r.Type, metrics.OutcomeCancelled, 0, 0)
+	c.metrics.Completed(r.Queue, r.Type, driver.OutcomeCancelled, 0, 0)
 	c.log.Info("job cancelled", "job_id", r.ID, "type", r.Type, "queue", r.Queue, "attempt", r.Attempts, "duration", time.Duration(0))
-	row := driver.StatRow{Queue: r.Queue, Type: r.Type, Outcome: metrics.OutcomeCancelled, Bucket: c.cfg.Clock().UTC().Truncate(time.Minute), Count: 1}
+	row := driver.StatRow{Queue: r.Queue, Type: r.Type, Outcome: driver.OutcomeCancelled, Bucket: c.cfg.Clock().UTC().Truncate(time.Minute), Count: 1}
 	if err := c.drv.AddStats(ctx, []driver.StatRow{row}); err != nil {
 		c.log.Warn("counting a cancel in the roll-ups failed", "job_id", id, "err", err)
 	}

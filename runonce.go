@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/internal/metrics"
 	"github.com/sluicehq/sluice/internal/worker"
 )
 
@@ -47,11 +46,11 @@ type RunResult struct {
 // count adds one attempt by its outcome (see outcomeOf).
 func (r *RunResult) count(outcome string) {
 	switch outcome {
-	case metrics.OutcomeSuccess:
+	case driver.OutcomeSuccess:
 		r.Done++
-	case metrics.OutcomeRetry:
+	case driver.OutcomeRetry:
 		r.Retried++
-	case metrics.OutcomeFailed:
+	case driver.OutcomeFailed:
 		r.Failed++
 	case uncharged:
 		r.Requeued++
