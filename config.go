@@ -83,8 +83,10 @@ type Config struct {
 	// DefaultRetentionFailed, DefaultRetentionCancelled. A negative value
 	// keeps them forever.
 	Retention map[string]time.Duration
-	// Maintenance turns off rescue and purge on this client when false.
-	// Default true for clients that run workers.
+	// DisableMaintenance keeps this client out of the maintenance leader
+	// election: it does not rescue expired leases, purge finished jobs or
+	// compact roll-ups. By default every client that runs workers takes
+	// part; a client without Queues never does.
 	DisableMaintenance bool
 	// Clock is this process's wall clock, and every read of it by the
 	// client, its workers and maintenance goes through it. It is used only

@@ -13,8 +13,8 @@ import (
 )
 
 // Metrics returns the client's Prometheus metrics, which the server
-// exposes at /metrics. Packages lock and batch count into them through
-// LockAcquired, LockBusy and BatchChunk.
+// exposes at /metrics. Locks and batches are counted there only when a
+// program passes it as lock.Options.Metrics or batch.Batch.Metrics.
 func (c *Client) Metrics() *metrics.Metrics { return c.metrics }
 
 // Schedules returns the configured schedules, for the dashboard.
