@@ -10,7 +10,6 @@ package sluice
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sort"
 	"sync"
@@ -147,15 +146,8 @@ func (c *Client) Start(ctx context.Context) error {
 	if c.started {
 		return errors.New("sluice: client already started")
 	}
-	cur, latest, err := c.drv.SchemaVersion(ctx)
-	if err != nil {
+	if _, err := driver.CheckSchema(ctx, c.drv); err != nil {
 		return err
-	}
-	switch {
-	case cur < latest:
-		return fmt.Errorf("schema version %d, want %d: %w", cur, latest, driver.ErrSchemaMissing)
-	case cur > latest:
-		return fmt.Errorf("schema version %d, this binary knows up to %d: %w", cur, latest, driver.ErrSchemaTooNew)
 	}
 	c.started = true
 	var gctx context.Context

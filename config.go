@@ -17,7 +17,7 @@ import (
 // Type configures one job type: its handler and the defaults of its jobs.
 type Type struct {
 	Handler     Handler
-	Queue       string        // default "default"
+	Queue       string        // default DefaultQueue
 	Timeout     time.Duration // cancels the handler's context; 0 means none
 	Lease       time.Duration // default DefaultLease; renewed every Lease/3
 	MaxAttempts int           // default DefaultMaxAttempts
@@ -27,11 +27,22 @@ type Type struct {
 
 // QueueConfig configures the workers of one queue.
 type QueueConfig struct {
-	Concurrency int // default 10
+	Concurrency int // default DefaultConcurrency
 	// Rate caps job starts per second in this process; 0 means no cap.
 	// Every process applies it on its own.
 	Rate float64
 }
+
+// Defaults for what a Type, a QueueConfig or Config.Retention leaves out.
+// The config file and the CLI fill in the same ones.
+const (
+	DefaultQueue       = "default"
+	DefaultConcurrency = 10
+
+	DefaultRetentionSuccess   = 7 * 24 * time.Hour
+	DefaultRetentionFailed    = 30 * 24 * time.Hour
+	DefaultRetentionCancelled = 7 * 24 * time.Hour
+)
 
 // Schedule overlap policies; the scheduler owns them, the config file
 // package uses them too.
@@ -68,11 +79,14 @@ type Config struct {
 	// NodeID names this process in leases; default "host:pid".
 	NodeID string
 	// Retention keeps finished jobs this long per status before the
-	// maintenance leader purges them. Defaults: success 7d, failed 30d,
-	// cancelled 7d. A negative value keeps them forever.
+	// maintenance leader purges them. Defaults: DefaultRetentionSuccess,
+	// DefaultRetentionFailed, DefaultRetentionCancelled. A negative value
+	// keeps them forever.
 	Retention map[string]time.Duration
-	// Maintenance turns off rescue and purge on this client when false.
-	// Default true for clients that run workers.
+	// DisableMaintenance keeps this client out of the maintenance leader
+	// election: it does not rescue expired leases, purge finished jobs or
+	// compact roll-ups. By default every client that runs workers takes
+	// part; a client without Queues never does.
 	DisableMaintenance bool
 	// Clock is this process's wall clock, and every read of it by the
 	// client, its workers and maintenance goes through it. It is used only
@@ -106,7 +120,9 @@ func (c Config) withDefaults() Config {
 		c.NodeID = fmt.Sprintf("%s:%d", host, os.Getpid())
 	}
 	ret := map[string]time.Duration{
-		driver.StatusSuccess: 7 * 24 * time.Hour, driver.StatusFailed: 30 * 24 * time.Hour, driver.StatusCancelled: 7 * 24 * time.Hour,
+		driver.StatusSuccess:   DefaultRetentionSuccess,
+		driver.StatusFailed:    DefaultRetentionFailed,
+		driver.StatusCancelled: DefaultRetentionCancelled,
 	}
 	for k, v := range c.Retention {
 		ret[k] = v
@@ -115,7 +131,7 @@ func (c Config) withDefaults() Config {
 	types := make(map[string]Type, len(c.Types))
 	for name, t := range c.Types {
 		if t.Queue == "" {
-			t.Queue = "default"
+			t.Queue = DefaultQueue
 		}
 		if t.Lease <= 0 {
 			t.Lease = DefaultLease
@@ -133,7 +149,7 @@ func (c Config) withDefaults() Config {
 	queues := make(map[string]QueueConfig, len(c.Queues))
 	for name, q := range c.Queues {
 		if q.Concurrency <= 0 {
-			q.Concurrency = 10
+			q.Concurrency = DefaultConcurrency
 		}
 		queues[name] = q
 	}
@@ -184,12 +200,10 @@ func (c Config) validate() error {
 	return nil
 }
 
+// checkName applies driver.CheckName and names the field in the error.
 func checkName(field, v string, maxLen int) error {
-	switch {
-	case v == "":
-		return inputErr(field, "must not be empty")
-	case len(v) > maxLen:
-		return inputErr(field, "%d characters, at most %d allowed", len(v), maxLen)
+	if err := driver.CheckName(v, maxLen); err != nil {
+		return inputErr(field, "%v", err)
 	}
 	return nil
 }

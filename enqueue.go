@@ -114,7 +114,7 @@ func (c *Client) prepare(p EnqueueParams) (driver.InsertParams, error) {
 	row := driver.InsertParams{Type: p.Type, Key: p.Key, Queue: p.Queue, Priority: p.Priority,
 		MaxAttempts: p.MaxAttempts, Dedupe: p.Dedupe, RunAt: p.RunAt, Delay: p.Delay}
 	if row.Queue == "" {
-		row.Queue = "default"
+		row.Queue = DefaultQueue
 		if known {
 			row.Queue = t.Queue
 		}

@@ -13,8 +13,8 @@ import (
 )
 
 // Metrics returns the client's Prometheus metrics, which the server
-// exposes at /metrics. Packages lock and batch count into them through
-// LockAcquired, LockBusy and BatchChunk.
+// exposes at /metrics. Locks and batches are counted there only when a
+// program passes it as lock.Options.Metrics or batch.Batch.Metrics.
 func (c *Client) Metrics() *metrics.Metrics { return c.metrics }
 
 // Schedules returns the configured schedules, for the dashboard.
@@ -55,18 +55,18 @@ func (c *Client) StartGauges(ctx context.Context) {
 const uncharged = ""
 
 // outcomeOf names an attempt's outcome for metrics, roll-ups, logs and the
-// counts of a RunOnce pass: one of the metrics.Outcome* names, or
+// counts of a RunOnce pass: one of the driver.Outcome* names, or
 // uncharged.
 func outcomeOf(o worker.Outcome) string {
 	switch {
 	case o.Status == driver.StatusSuccess:
-		return metrics.OutcomeSuccess
+		return driver.OutcomeSuccess
 	case o.Status == driver.StatusFailed:
-		return metrics.OutcomeFailed
+		return driver.OutcomeFailed
 	case o.Refund:
 		return uncharged
 	default:
-		return metrics.OutcomeRetry
+		return driver.OutcomeRetry
 	}
 }
 
@@ -114,7 +114,7 @@ func (c *Client) logAttempt(job driver.JobRow, o worker.Outcome, outcome string,
 		attrs = append(attrs, "payload", string(job.Payload))
 	}
 	switch outcome {
-	case metrics.OutcomeFailed, metrics.OutcomeRetry:
+	case driver.OutcomeFailed, driver.OutcomeRetry:
 		c.log.Warn("job attempt failed", attrs...)
 	case uncharged:
 		c.log.Debug("job returned to pending without using its attempt", attrs...)
@@ -168,7 +168,7 @@ func summaryOf(err error) string {
 func (c *Client) scheduleLabels(s Schedule) (queue, typ string) {
 	queue = s.Queue
 	if queue == "" {
-		queue = "default"
+		queue = DefaultQueue
 		if t, ok := c.cfg.Types[s.Type]; ok {
 			queue = t.Queue
 		}
@@ -182,7 +182,7 @@ func (c *Client) scheduleLabels(s Schedule) (queue, typ string) {
 func (c *Client) chores(ctx context.Context) {
 	keep := c.cfg.Retention[driver.StatusSuccess]
 	if keep <= 0 {
-		keep = 7 * 24 * time.Hour
+		keep = DefaultRetentionSuccess
 	}
 	if err := c.drv.CompactStats(ctx, c.cfg.Clock().Add(-keep)); err != nil {
 		c.log.Warn("compacting roll-ups failed", "err", err)
@@ -207,9 +207,9 @@ func (c *Client) countCancel(ctx context.Context, id int64) {
 		c.log.Warn("reading a cancelled job for its metrics", "job_id", id, "err", err)
 		return
 	}
-	c.metrics.Completed(r.Queue, r.Type, metrics.OutcomeCancelled, 0, 0)
+	c.metrics.Completed(r.Queue, r.Type, driver.OutcomeCancelled, 0, 0)
 	c.log.Info("job cancelled", "job_id", r.ID, "type", r.Type, "queue", r.Queue, "attempt", r.Attempts, "duration", time.Duration(0))
-	row := driver.StatRow{Queue: r.Queue, Type: r.Type, Outcome: metrics.OutcomeCancelled, Bucket: c.cfg.Clock().UTC().Truncate(time.Minute), Count: 1}
+	row := driver.StatRow{Queue: r.Queue, Type: r.Type, Outcome: driver.OutcomeCancelled, Bucket: c.cfg.Clock().UTC().Truncate(time.Minute), Count: 1}
 	if err := c.drv.AddStats(ctx, []driver.StatRow{row}); err != nil {
 		c.log.Warn("counting a cancel in the roll-ups failed", "job_id", id, "err", err)
 	}

@@ -8,13 +8,12 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/internal/metrics"
 	"github.com/sluicehq/sluice/internal/worker"
 )
 
 // RunParams bounds one pass of RunOnce.
 type RunParams struct {
-	Queue       string        // default "default"
+	Queue       string        // default DefaultQueue
 	Type        string        // optional: only jobs of this type
 	MaxJobs     int           // default 20
 	MaxDuration time.Duration // default 45s
@@ -47,11 +46,11 @@ type RunResult struct {
 // count adds one attempt by its outcome (see outcomeOf).
 func (r *RunResult) count(outcome string) {
 	switch outcome {
-	case metrics.OutcomeSuccess:
+	case driver.OutcomeSuccess:
 		r.Done++
-	case metrics.OutcomeRetry:
+	case driver.OutcomeRetry:
 		r.Retried++
-	case metrics.OutcomeFailed:
+	case driver.OutcomeFailed:
 		r.Failed++
 	case uncharged:
 		r.Requeued++
@@ -67,7 +66,7 @@ func (r *RunResult) count(outcome string) {
 // roll-ups are in sluice_stats when it returns.
 func (c *Client) RunOnce(ctx context.Context, p RunParams) (RunResult, error) {
 	if p.Queue == "" {
-		p.Queue = "default"
+		p.Queue = DefaultQueue
 	}
 	if p.MaxJobs <= 0 {
 		p.MaxJobs = 20

@@ -62,7 +62,7 @@ type Auth struct {
 
 // Queue configures the workers of one queue.
 type Queue struct {
-	Concurrency int  `yaml:"concurrency"` // default 10
+	Concurrency int  `yaml:"concurrency"` // default sluice.DefaultConcurrency
 	Rate        Rate `yaml:"rate"`        // zero means no limit
 	Paused      bool `yaml:"paused"`
 }
@@ -79,7 +79,7 @@ func (r Rate) IsZero() bool { return r.N == 0 }
 
 // Type configures one job type. Exactly one of HTTP and Command is set.
 type Type struct {
-	Queue   string `yaml:"queue"` // default "default"
+	Queue   string `yaml:"queue"` // default sluice.DefaultQueue
 	HTTP    *HTTP  `yaml:"http"`
 	Command Argv   `yaml:"command"`
 	// Timeout bounds each run; zero means no bound beyond the webhook's
@@ -131,9 +131,9 @@ type Schedule struct {
 
 // Retention is how long finished jobs are kept, per status.
 type Retention struct {
-	Success   time.Duration `yaml:"success"`   // default 7d
-	Failed    time.Duration `yaml:"failed"`    // default 30d
-	Cancelled time.Duration `yaml:"cancelled"` // default 7d
+	Success   time.Duration `yaml:"success"`   // default sluice.DefaultRetentionSuccess
+	Failed    time.Duration `yaml:"failed"`    // default sluice.DefaultRetentionFailed
+	Cancelled time.Duration `yaml:"cancelled"` // default sluice.DefaultRetentionCancelled
 }
 
 // Map returns the retention keyed by job status, as sluice.Config.Retention takes it.
@@ -143,20 +143,20 @@ func (r Retention) Map() map[string]time.Duration {
 	}
 }
 
-// Defaults for what the file leaves out.
-const (
-	DefaultConcurrency = 10
-	DefaultQueue       = "default"
-)
-
+// What the file leaves out gets the library's defaults, so that a job
+// type behaves the same whether it is configured in Go or in YAML.
 func (f *File) setDefaults() {
-	f.Retention = Retention{Success: 7 * 24 * time.Hour, Failed: 30 * 24 * time.Hour, Cancelled: 7 * 24 * time.Hour}
+	f.Retention = Retention{
+		Success:   sluice.DefaultRetentionSuccess,
+		Failed:    sluice.DefaultRetentionFailed,
+		Cancelled: sluice.DefaultRetentionCancelled,
+	}
 }
 
-func (q *Queue) setDefaults() { q.Concurrency = DefaultConcurrency }
+func (q *Queue) setDefaults() { q.Concurrency = sluice.DefaultConcurrency }
 
 func (t *Type) setDefaults() {
-	t.Queue = DefaultQueue
+	t.Queue = sluice.DefaultQueue
 	t.Lease = sluice.DefaultLease
 	t.MaxAttempts = sluice.DefaultMaxAttempts
 	t.Backoff = Backoff{Base: sluice.DefaultBackoffBase, Max: sluice.DefaultBackoffMax}

@@ -114,16 +114,9 @@ func checkListen(addr string) error {
 	return nil
 }
 
-func checkName(what, name string, maxLen int) error {
-	if len(name) > maxLen {
-		return fmt.Errorf("%s name %q is %d characters, at most %d allowed", what, name, len(name), maxLen)
-	}
-	return nil
-}
-
 func (d *decoder) validateQueue(name string, q Queue) error {
 	path := "queues." + name
-	if err := checkName("queue", name, driver.MaxQueueLen); err != nil {
+	if err := driver.CheckName(name, driver.MaxQueueLen); err != nil {
 		return d.fail(path, err)
 	}
 	if q.Concurrency < 1 {
@@ -135,10 +128,7 @@ func (d *decoder) validateQueue(name string, q Queue) error {
 // checkQueue reports a queue that no worker here would run: with queues
 // configured, a job sent anywhere else would wait forever.
 func (d *decoder) checkQueue(f *File, path, queue string) error {
-	if queue == "" {
-		return d.failf(path, "must not be empty")
-	}
-	if err := checkName("queue", queue, driver.MaxQueueLen); err != nil {
+	if err := driver.CheckName(queue, driver.MaxQueueLen); err != nil {
 		return d.fail(path, err)
 	}
 	if len(f.Queues) > 0 {
@@ -152,7 +142,7 @@ func (d *decoder) checkQueue(f *File, path, queue string) error {
 
 func (d *decoder) validateType(f *File, name string, t *Type) error {
 	path := "types." + name
-	if err := checkName("type", name, driver.MaxTypeLen); err != nil {
+	if err := driver.CheckName(name, driver.MaxTypeLen); err != nil {
 		return d.fail(path, err)
 	}
 	if err := d.checkQueue(f, path+".queue", t.Queue); err != nil {

@@ -116,7 +116,7 @@ type Driver interface {
 	Cancel(ctx context.Context, id int64) error
 	Stats(ctx context.Context) ([]QueueStats, error)
 
-	// SetQueuePaused records a queue's paused flag; QueuePaused reads all flags.
+	// SetQueuePaused records a queue's paused flag; PausedQueues reads all flags.
 	SetQueuePaused(ctx context.Context, queue string, paused bool) error
 	PausedQueues(ctx context.Context) (map[string]bool, error)
 

@@ -2,7 +2,8 @@ package driver
 
 import "time"
 
-// Outcomes counted in the sluice_stats roll-ups and the completion metrics.
+// Outcomes of a finished attempt: the outcome column of the sluice_stats
+// roll-ups and the outcome label of sluice_jobs_completed_total.
 const (
 	OutcomeSuccess   = "success"
 	OutcomeRetry     = "retry"

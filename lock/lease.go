@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/sluicehq/sluice/dburl"
@@ -60,11 +59,8 @@ func migrate(ctx context.Context, d driver.Driver) error {
 }
 
 func (k *leaseLocker) TryAcquire(ctx context.Context, name string, ttl time.Duration) (Lease, Holder, error) {
-	if err := CheckName(name); err != nil {
+	if err := checkTTLAcquire(name, ttl); err != nil {
 		return nil, Holder{}, err
-	}
-	if ttl < time.Millisecond {
-		return nil, Holder{}, fmt.Errorf("lock %s: ttl %s is under a millisecond", name, ttl)
 	}
 	holder := k.id + " " + token()
 	l, err := k.d.AcquireLease(ctx, driver.LeaseParams{Name: leaseNamePrefix + name, Holder: holder, TTL: ttl})
@@ -74,7 +70,8 @@ func (k *leaseLocker) TryAcquire(ctx context.Context, name string, ttl time.Dura
 	if !l.Held {
 		return nil, Holder{ID: holderID(l.Holder), Since: l.Since}, nil
 	}
-	return &leaseLease{d: k.d, name: name, holder: holder, ttl: ttl, fence: l.Fence}, Holder{}, nil
+	row := leaseRow{d: k.d, name: leaseNamePrefix + name, holder: holder, fence: l.Fence}
+	return &ttlLease{backend: "lease lock", name: name, ttl: ttl, fence: l.Fence, store: row}, Holder{}, nil
 }
 
 // holderID drops the token from a holder column.
@@ -87,62 +84,31 @@ func holderID(holder string) string {
 
 func (k *leaseLocker) Close() error { return k.d.Close() }
 
-type leaseLease struct {
+// leaseRow is one acquisition's sluice_leases row.
+type leaseRow struct {
 	d      driver.Driver
-	name   string
+	name   string // with leaseNamePrefix
 	holder string
-	ttl    time.Duration
 	fence  int64
-
-	mu   sync.Mutex
-	done bool // released, lost, or left to expire
-}
-
-func (l *leaseLease) Fence() int64 { return l.fence }
-
-func (l *leaseLease) Renew(ctx context.Context) error { return l.extend(ctx, l.ttl, false) }
-
-// ReleaseAfter sets the row to lapse d from now and stops renewals.
-func (l *leaseLease) ReleaseAfter(ctx context.Context, d time.Duration) error {
-	if d < time.Millisecond {
-		return l.Release(ctx)
-	}
-	return l.extend(ctx, d, true)
 }
 
 // extend acquires again as the same holder, which the driver treats as a
 // renewal: the row keeps its fence and gets a new expiry.
-func (l *leaseLease) extend(ctx context.Context, ttl time.Duration, last bool) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.done {
-		return fmt.Errorf("lease lock %s: %w: already released", l.name, ErrLost)
-	}
-	got, err := l.d.AcquireLease(ctx, driver.LeaseParams{Name: leaseNamePrefix + l.name, Holder: l.holder, TTL: ttl})
+func (r leaseRow) extend(ctx context.Context, ttl time.Duration) (string, error) {
+	got, err := r.d.AcquireLease(ctx, driver.LeaseParams{Name: r.name, Holder: r.holder, TTL: ttl})
 	if err != nil {
-		return fmt.Errorf("lease lock %s: renew: %w", l.name, err)
+		return "", err
 	}
-	if !got.Held || got.Fence != l.fence {
-		l.done = true
-		return fmt.Errorf("lease lock %s: %w: the lease lapsed and %s took it", l.name, ErrLost, holderID(got.Holder))
+	if !got.Held || got.Fence != r.fence {
+		return "the lease lapsed and " + holderID(got.Holder) + " took it", nil
 	}
-	l.done = last
-	return nil
+	return "", nil
 }
 
-func (l *leaseLease) Release(ctx context.Context) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.done {
-		return nil
+func (r leaseRow) release(ctx context.Context) (string, error) {
+	ok, err := r.d.ReleaseLease(ctx, r.name, r.holder)
+	if err != nil || ok {
+		return "", err
 	}
-	ok, err := l.d.ReleaseLease(ctx, leaseNamePrefix+l.name, l.holder)
-	if err != nil {
-		return fmt.Errorf("lease lock %s: %w", l.name, err)
-	}
-	l.done = true
-	if !ok {
-		return fmt.Errorf("lease lock %s: %w before release: the lease lapsed and was taken", l.name, ErrLost)
-	}
-	return nil
+	return "the lease lapsed and was taken", nil
 }

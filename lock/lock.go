@@ -34,6 +34,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/driver"
 )
 
 var (
@@ -219,13 +221,8 @@ func DefaultID() string {
 
 // CheckName reports whether name can name a lock on every backend.
 func CheckName(name string) error {
-	switch {
-	case name == "":
-		return errors.New("lock name is empty")
-	case len(name) > MaxNameLen:
-		return fmt.Errorf("lock name is %d bytes, at most %d", len(name), MaxNameLen)
-	case strings.ContainsRune(name, 0):
-		return errors.New("lock name contains a NUL byte")
+	if err := driver.CheckName(name, MaxNameLen); err != nil {
+		return fmt.Errorf("lock name: %w", err)
 	}
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -58,11 +57,8 @@ func redisKeys(name string) []string {
 }
 
 func (r *redisLocker) TryAcquire(ctx context.Context, name string, ttl time.Duration) (Lease, Holder, error) {
-	if err := CheckName(name); err != nil {
+	if err := checkTTLAcquire(name, ttl); err != nil {
 		return nil, Holder{}, err
-	}
-	if ttl < time.Millisecond {
-		return nil, Holder{}, fmt.Errorf("lock %s: ttl %s is under a millisecond", name, ttl)
 	}
 	value := token() + " " + r.id + " " + strconv.FormatInt(time.Now().UnixMilli(), 10)
 	keys := redisKeys(name)
@@ -78,7 +74,8 @@ func (r *redisLocker) TryAcquire(ctx context.Context, name string, ttl time.Dura
 		return nil, parseRedisHolder(held), nil
 	}
 	fence, _ := res[1].(int64)
-	return &redisLease{c: r.c, name: name, keys: keys, value: value, ttl: ttl, fence: fence}, Holder{}, nil
+	key := redisKey{c: r.c, key: keys[0], value: value}
+	return &ttlLease{backend: "redis lock", name: name, ttl: ttl, fence: fence, store: key}, Holder{}, nil
 }
 
 func parseRedisHolder(v string) Holder {
@@ -97,61 +94,28 @@ func parseRedisHolder(v string) Holder {
 
 func (r *redisLocker) Close() error { return r.c.Close() }
 
-type redisLease struct {
+// redisKey is one acquisition's key and the value that proves it ours.
+type redisKey struct {
 	c     *redis.Client
-	name  string
-	keys  []string
+	key   string
 	value string
-	ttl   time.Duration
-	fence int64
-
-	mu   sync.Mutex
-	done bool // released, or left to expire
 }
 
-func (l *redisLease) Fence() int64 { return l.fence }
+// redisLost is the one thing a compare-and-set on the key can tell.
+const redisLost = "the key expired or holds another token"
 
-func (l *redisLease) Renew(ctx context.Context) error { return l.expire(ctx, l.ttl, false) }
-
-// ReleaseAfter sets the key to lapse d from now and stops renewals.
-func (l *redisLease) ReleaseAfter(ctx context.Context, d time.Duration) error {
-	if d < time.Millisecond {
-		return l.Release(ctx)
+func (k redisKey) extend(ctx context.Context, ttl time.Duration) (string, error) {
+	n, err := renewScript.Run(ctx, k.c, []string{k.key}, k.value, ttl.Milliseconds()).Int64()
+	if err != nil || n == 1 {
+		return "", err
 	}
-	return l.expire(ctx, d, true)
+	return redisLost, nil
 }
 
-func (l *redisLease) expire(ctx context.Context, ttl time.Duration, last bool) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.done {
-		return fmt.Errorf("redis lock %s: %w: already released", l.name, ErrLost)
+func (k redisKey) release(ctx context.Context) (string, error) {
+	n, err := releaseScript.Run(ctx, k.c, []string{k.key}, k.value).Int64()
+	if err != nil || n == 1 {
+		return "", err
 	}
-	n, err := renewScript.Run(ctx, l.c, l.keys[:1], l.value, ttl.Milliseconds()).Int64()
-	if err != nil {
-		return fmt.Errorf("redis lock %s: renew: %w", l.name, err)
-	}
-	if n != 1 {
-		l.done = true
-		return fmt.Errorf("redis lock %s: %w: the key expired or holds another token", l.name, ErrLost)
-	}
-	l.done = last
-	return nil
-}
-
-func (l *redisLease) Release(ctx context.Context) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.done {
-		return nil
-	}
-	n, err := releaseScript.Run(ctx, l.c, l.keys[:1], l.value).Int64()
-	if err != nil {
-		return fmt.Errorf("redis lock %s: release: %w", l.name, err)
-	}
-	l.done = true
-	if n != 1 {
-		return fmt.Errorf("redis lock %s: %w before release: the key expired or holds another token", l.name, ErrLost)
-	}
-	return nil
+	return redisLost, nil
 }

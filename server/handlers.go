@@ -46,15 +46,13 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
-	cur, latest, err := s.client.Driver().SchemaVersion(ctx)
+	cur, err := driver.CheckSchema(ctx, s.client.Driver())
 	switch {
+	case errors.Is(err, driver.ErrSchemaMissing), errors.Is(err, driver.ErrSchemaTooNew):
+		writeError(w, http.StatusServiceUnavailable, err.Error())
 	case err != nil:
 		s.log.Warn("readiness check failed", "err", err)
 		writeError(w, http.StatusServiceUnavailable, "database unreachable: "+err.Error())
-	case cur < latest:
-		writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("schema version %d, want %d: run `sluice migrate`", cur, latest))
-	case cur > latest:
-		writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("schema version %d is newer than this binary knows (%d)", cur, latest))
 	default:
 		writeJSON(w, http.StatusOK, map[string]any{"ok": true, "schema_version": cur})
 	}

@@ -43,7 +43,7 @@ func (a *app) batchDriver(cmd *cobra.Command) (*config.File, driver.Driver, erro
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := checkSchema(cmd.Context(), d); err != nil {
+	if _, err := driver.CheckSchema(cmd.Context(), d); err != nil {
 		return nil, nil, err
 	}
 	return f, d, nil
@@ -296,7 +296,7 @@ func (a *app) batchTypes(f *config.File) (map[string]sluice.Type, []*batch.Batch
 			return nil, nil, err
 		}
 		batches = append(batches, b)
-		types[batchJobType(name)] = sluice.Type{Queue: config.DefaultQueue, Dedupe: driver.DedupeActive, Handler: sluice.HandlerFunc(
+		types[batchJobType(name)] = sluice.Type{Queue: sluice.DefaultQueue, Dedupe: driver.DedupeActive, Handler: sluice.HandlerFunc(
 			func(ctx context.Context, job *sluice.Job) error {
 				var p struct {
 					Shard string `json:"shard"`

@@ -261,7 +261,7 @@ func (a *app) client(ctx context.Context) (*sluice.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkSchema(ctx, d); err != nil {
+	if _, err := driver.CheckSchema(ctx, d); err != nil {
 		return nil, err
 	}
 	types, err := a.cfg.SluiceTypes()
@@ -269,18 +269,4 @@ func (a *app) client(ctx context.Context) (*sluice.Client, error) {
 		return nil, err
 	}
 	return sluice.NewClient(sluice.Config{Driver: d, Logger: a.log, Types: types})
-}
-
-func checkSchema(ctx context.Context, d driver.Driver) error {
-	cur, latest, err := d.SchemaVersion(ctx)
-	if err != nil {
-		return err
-	}
-	switch {
-	case cur < latest:
-		return fmt.Errorf("database schema version %d, this binary needs %d: run `sluice migrate` first", cur, latest)
-	case cur > latest:
-		return fmt.Errorf("database schema version %d is newer than this binary (%d): upgrade sluice", cur, latest)
-	}
-	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/schedule"
 )
 
@@ -52,7 +53,7 @@ func (a *app) workerClient(ctx context.Context, f *config.File) (*sluice.Client,
 	if err != nil {
 		return nil, err
 	}
-	if err := checkSchema(ctx, d); err != nil {
+	if _, err := driver.CheckSchema(ctx, d); err != nil {
 		return nil, err
 	}
 	types, err := f.SluiceTypes()
@@ -84,7 +85,7 @@ func (a *app) workerClient(ctx context.Context, f *config.File) (*sluice.Client,
 	// A queue that only types name still needs workers to run them.
 	for _, t := range types {
 		if _, ok := queues[t.Queue]; !ok {
-			queues[t.Queue] = sluice.QueueConfig{Concurrency: config.DefaultConcurrency}
+			queues[t.Queue] = sluice.QueueConfig{Concurrency: sluice.DefaultConcurrency}
 		}
 	}
 	scheds, err := schedulesOf(f)

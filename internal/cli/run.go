@@ -46,7 +46,7 @@ sluice work.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&p.Queue, "queue", "default", "queue to run")
+	f.StringVar(&p.Queue, "queue", sluice.DefaultQueue, "queue to run")
 	f.StringVar(&p.Type, "type", "", "only jobs of this type")
 	f.IntVar(&p.MaxJobs, "max-jobs", 20, "jobs to run at most")
 	f.IntVar(&maxSeconds, "max-seconds", 45, "deadline of the pass in seconds")

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/sluicehq/sluice/driver"
 )
 
 func (a *app) statsCommand() *cobra.Command {
@@ -32,7 +34,7 @@ func (a *app) statsCommand() *cobra.Command {
 			for _, s := range st {
 				fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\t%v\t%d\t%d\t%d\t%d\n", s.Queue, s.Pending, s.Processing, s.Failed,
 					(time.Duration(s.OldestPendingAge * float64(time.Second))).Round(time.Second), s.Paused,
-					s.FinishedHour["success"], s.FinishedHour["failed"], s.FinishedDay["success"], s.FinishedDay["failed"])
+					s.FinishedHour[driver.OutcomeSuccess], s.FinishedHour[driver.OutcomeFailed], s.FinishedDay[driver.OutcomeSuccess], s.FinishedDay[driver.OutcomeFailed])
 			}
 			return w.Flush()
 		},

@@ -22,14 +22,6 @@ import (
 	"github.com/sluicehq/sluice/driver"
 )
 
-// Outcome labels of sluice_jobs_completed_total.
-const (
-	OutcomeSuccess   = "success"
-	OutcomeRetry     = "retry"
-	OutcomeFailed    = "failed"
-	OutcomeCancelled = "cancelled"
-)
-
 // Seconds buckets: handler runs and queue waits span milliseconds to
 // hours; claims and chunks are database round trips.
 var (
@@ -123,7 +115,7 @@ func (m *Metrics) Enqueued(queue, typ string, duplicate bool) {
 // waited from next_run_at to its start.
 func (m *Metrics) Completed(queue, typ, outcome string, ran, waited time.Duration) {
 	m.completed.WithLabelValues(queue, typ, outcome).Inc()
-	if outcome == OutcomeCancelled {
+	if outcome == driver.OutcomeCancelled {
 		return // an operator's cancel runs nothing
 	}
 	m.runDuration.WithLabelValues(queue, typ).Observe(ran.Seconds())
@@ -143,7 +135,7 @@ func (m *Metrics) LeaseLost(queue, typ string) { m.leaseLost.WithLabelValues(que
 func (m *Metrics) Rescued(r driver.RescueResult) {
 	m.rescued.Add(float64(r.Pending + r.Failed))
 	for k, n := range r.FailedBy {
-		m.completed.WithLabelValues(k.Queue, k.Type, OutcomeFailed).Add(float64(n))
+		m.completed.WithLabelValues(k.Queue, k.Type, driver.OutcomeFailed).Add(float64(n))
 	}
 }
 

@@ -37,7 +37,7 @@ func (r *Rollup) Add(queue, typ, outcome string, at time.Time) { r.addN(queue, t
 // AddRescued counts the jobs that a rescue pass at at failed for good.
 func (r *Rollup) AddRescued(res driver.RescueResult, at time.Time) {
 	for k, n := range res.FailedBy {
-		r.addN(k.Queue, k.Type, OutcomeFailed, at, int64(n))
+		r.addN(k.Queue, k.Type, driver.OutcomeFailed, at, int64(n))
 	}
 }
 

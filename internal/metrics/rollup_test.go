@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/metrics"
 	"github.com/sluicehq/sluice/internal/testdb"
 )
@@ -40,7 +41,7 @@ func TestFlushWritesEachCountOnceAndBeforeReturning(t *testing.T) {
 			for range flushers {
 				wg.Go(func() {
 					for range rounds {
-						r.Add("default", "t", metrics.OutcomeSuccess, time.Now())
+						r.Add("default", "t", driver.OutcomeSuccess, time.Now())
 						before := added.Add(1)
 						if !assert.NoError(t, r.Flush(ctx, d)) {
 							return
