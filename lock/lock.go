@@ -250,3 +250,17 @@ func discard(conn *sql.Conn) {
 	conn.Raw(func(any) error { return sqldriver.ErrBadConn })
 	conn.Close()
 }
+
+// sessionCtx is ctx for a query on a connection that holds a session lock:
+// it keeps ctx's deadline but not its cancellation. A query cut off by
+// cancellation closes the connection, and with it the session and its
+// lock, so a holder that stops renewing (Keep's context ending just
+// before Release) would lose the lock it was about to release cleanly. A
+// renewal past its deadline is meant to fail, and still does.
+func sessionCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	out := context.WithoutCancel(ctx)
+	if d, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(out, d)
+	}
+	return out, func() {}
+}

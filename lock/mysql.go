@@ -160,7 +160,9 @@ func (l *mysqlLease) Renew(ctx context.Context) error {
 		return fmt.Errorf("mysql lock %s: %w: already released", l.name, ErrLost)
 	}
 	var mine sql.NullInt64
-	if err := l.conn.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?) = CONNECTION_ID()", l.key).Scan(&mine); err != nil {
+	qctx, cancel := sessionCtx(ctx)
+	defer cancel()
+	if err := l.conn.QueryRowContext(qctx, "SELECT IS_USED_LOCK(?) = CONNECTION_ID()", l.key).Scan(&mine); err != nil {
 		return fmt.Errorf("mysql lock %s: %w: its connection failed: %w", l.name, ErrLost, err)
 	}
 	if mine.Int64 != 1 {

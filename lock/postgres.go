@@ -145,7 +145,9 @@ func (l *postgresLease) Renew(ctx context.Context) error {
 		return fmt.Errorf("postgres lock %s: %w: already released", l.name, ErrLost)
 	}
 	var held bool
-	if err := l.conn.QueryRowContext(ctx, pgCheck, l.classid, l.objid).Scan(&held); err != nil {
+	qctx, cancel := sessionCtx(ctx)
+	defer cancel()
+	if err := l.conn.QueryRowContext(qctx, pgCheck, l.classid, l.objid).Scan(&held); err != nil {
 		return fmt.Errorf("postgres lock %s: %w: its connection failed: %w", l.name, ErrLost, err)
 	}
 	if !held {
