@@ -147,7 +147,7 @@ func (c *Client) Stats(ctx context.Context) ([]QueueStats, error) {
 	if err != nil {
 		return nil, err
 	}
-	rolls, err := c.drv.ReadStats(ctx, now.Add(-24*time.Hour))
+	rolls, err := c.drv.ReadStats(ctx, driver.ReadStatsParams{Since: now.Add(-24 * time.Hour)})
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +190,7 @@ func (c *Client) PauseQueue(ctx context.Context, queue string) error {
 	if err := checkName("queue", queue, driver.MaxQueueLen); err != nil {
 		return err
 	}
-	return c.drv.SetQueuePaused(ctx, queue, true)
+	return c.drv.SetQueuePaused(ctx, driver.SetQueuePausedParams{Queue: queue, Paused: true})
 }
 
 // ResumeQueue lets a paused queue's workers claim again.
@@ -198,7 +198,7 @@ func (c *Client) ResumeQueue(ctx context.Context, queue string) error {
 	if err := checkName("queue", queue, driver.MaxQueueLen); err != nil {
 		return err
 	}
-	return c.drv.SetQueuePaused(ctx, queue, false)
+	return c.drv.SetQueuePaused(ctx, driver.SetQueuePausedParams{Queue: queue, Paused: false})
 }
 
 // Check validates one job as Enqueue would, without writing anything.
