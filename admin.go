@@ -54,7 +54,9 @@ func (c *Client) Job(ctx context.Context, id int64) (*JobInfo, error) {
 	return &info, nil
 }
 
-// ListParams filters a job listing; see driver.ListParams.
+// ListParams filters a job listing. It is an alias of the public
+// driver.ListParams (one type, not a copy), kept so that listing jobs needs
+// only the root package.
 type ListParams = driver.ListParams
 
 // Jobs lists jobs newest first. Pass the last id of a page as AfterID to

@@ -1,10 +1,29 @@
-// Package driver defines the storage interface that sluice runs on, with one
-// parameter struct per method. Each database lives in its own sub-package
-// (sqlite, mysql, postgres) and is checked by the shared conformance suite in
-// driver/drivertest.
+// Package driver is sluice's storage interface, and it is public in the way
+// database/sql/driver is: a Client runs on a Driver (sluice.Config.Driver),
+// the dashboard and the CLI read through Client.Driver(), and support for
+// another database would be a third-party implementation of Driver. The
+// databases sluice ships live in sub-packages (sqlite, mysql, postgres), and
+// driver/drivertest is the conformance suite each of them runs; a
+// third-party driver should run it too.
 //
-// The interface is internal to sluice in spirit: it may change between minor
-// versions, so applications should use the root package instead.
+// Compatibility: the package is documented and supported, but it is a
+// lower-level contract than the root package, which is what applications
+// that enqueue and run jobs should use. A patch release does not change
+// it. A minor release may add methods to Driver (a third-party driver must
+// then add them; drivertest says what they must do) and fields to the params
+// structs, whose zero value keeps the earlier behaviour. sluice is not at v1
+// yet, so changing or removing an existing method is avoided but not ruled
+// out.
+//
+// Every method that reads or writes the database takes ctx and at most one
+// more argument, so that a new input is a new field rather than a new
+// signature: a params struct of its own, named ...Params (Insert takes
+// InsertParams, ListJobs ListParams), in which a caller's transaction, where
+// the method accepts one, is the Tx field. The exceptions are the methods
+// that act on one row named by its id, which take the id alone (GetJob,
+// Cancel, DeleteNode), and UpsertNode, which takes the Node row it writes.
+// Methods with no input take ctx only; Listener.Listen takes the callbacks
+// it reports to.
 package driver
 
 import (

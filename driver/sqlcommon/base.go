@@ -1,7 +1,8 @@
 // Package sqlcommon holds the parts of the three SQL drivers that differ only
 // in their SQL text: the drivers embed a Base built from their own query
 // files and override the methods where a database has a better shape
-// (batched inserts, claims, completions).
+// (batched inserts, claims, completions). Unlike package driver it carries
+// no compatibility promise: it changes with the bundled drivers.
 package sqlcommon
 
 import (
