@@ -54,7 +54,9 @@ func (c *Client) Job(ctx context.Context, id int64) (*JobInfo, error) {
 	return &info, nil
 }
 
-// ListParams filters a job listing; see driver.ListParams.
+// ListParams filters a job listing. It is an alias of the public
+// driver.ListParams (one type, not a copy), kept so that listing jobs needs
+// only the root package.
 type ListParams = driver.ListParams
 
 // Jobs lists jobs newest first. Pass the last id of a page as AfterID to
@@ -147,7 +149,7 @@ func (c *Client) Stats(ctx context.Context) ([]QueueStats, error) {
 	if err != nil {
 		return nil, err
 	}
-	rolls, err := c.drv.ReadStats(ctx, now.Add(-24*time.Hour))
+	rolls, err := c.drv.ReadStats(ctx, driver.ReadStatsParams{Since: now.Add(-24 * time.Hour)})
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +192,7 @@ func (c *Client) PauseQueue(ctx context.Context, queue string) error {
 	if err := checkName("queue", queue, driver.MaxQueueLen); err != nil {
 		return err
 	}
-	return c.drv.SetQueuePaused(ctx, queue, true)
+	return c.drv.SetQueuePaused(ctx, driver.SetQueuePausedParams{Queue: queue, Paused: true})
 }
 
 // ResumeQueue lets a paused queue's workers claim again.
@@ -198,7 +200,7 @@ func (c *Client) ResumeQueue(ctx context.Context, queue string) error {
 	if err := checkName("queue", queue, driver.MaxQueueLen); err != nil {
 		return err
 	}
-	return c.drv.SetQueuePaused(ctx, queue, false)
+	return c.drv.SetQueuePaused(ctx, driver.SetQueuePausedParams{Queue: queue, Paused: false})
 }
 
 // Check validates one job as Enqueue would, without writing anything.

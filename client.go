@@ -135,7 +135,9 @@ func (c *Client) leaseFor(jobType string) time.Duration {
 	return DefaultLease
 }
 
-// Driver returns the client's storage driver.
+// Driver returns the client's storage driver, for reads the root package
+// does not wrap (the dashboard and the CLI use it). driver.Driver is public;
+// its package comment says what compatibility it promises.
 func (c *Client) Driver() driver.Driver { return c.drv }
 
 // Start checks the schema and starts the workers and maintenance. It

@@ -70,7 +70,7 @@ func (c *Client) enqueue(ctx context.Context, tx *sql.Tx, ps []EnqueueParams) ([
 	if len(ps) == 0 {
 		return nil, nil
 	}
-	rows := make([]driver.InsertParams, len(ps))
+	rows := make([]driver.InsertJob, len(ps))
 	for i, p := range ps {
 		row, err := c.prepare(p)
 		if err != nil {
@@ -81,7 +81,7 @@ func (c *Client) enqueue(ctx context.Context, tx *sql.Tx, ps []EnqueueParams) ([
 		}
 		rows[i] = row
 	}
-	res, err := c.drv.Insert(ctx, tx, rows)
+	res, err := c.drv.Insert(ctx, driver.InsertParams{Tx: tx, Jobs: rows})
 	if err != nil {
 		return nil, err
 	}
@@ -106,12 +106,12 @@ func (c *Client) enqueue(ctx context.Context, tx *sql.Tx, ps []EnqueueParams) ([
 }
 
 // prepare validates one job and fills in its type's defaults.
-func (c *Client) prepare(p EnqueueParams) (driver.InsertParams, error) {
+func (c *Client) prepare(p EnqueueParams) (driver.InsertJob, error) {
 	if err := checkName("type", p.Type, driver.MaxTypeLen); err != nil {
-		return driver.InsertParams{}, err
+		return driver.InsertJob{}, err
 	}
 	t, known := c.cfg.Types[p.Type]
-	row := driver.InsertParams{Type: p.Type, Key: p.Key, Queue: p.Queue, Priority: p.Priority,
+	row := driver.InsertJob{Type: p.Type, Key: p.Key, Queue: p.Queue, Priority: p.Priority,
 		MaxAttempts: p.MaxAttempts, Dedupe: p.Dedupe, RunAt: p.RunAt, Delay: p.Delay}
 	if row.Queue == "" {
 		row.Queue = DefaultQueue

@@ -184,10 +184,10 @@ func (c *Client) chores(ctx context.Context) {
 	if keep <= 0 {
 		keep = DefaultRetentionSuccess
 	}
-	if err := c.drv.CompactStats(ctx, c.cfg.Clock().Add(-keep)); err != nil {
+	if err := c.drv.CompactStats(ctx, driver.CompactStatsParams{Before: c.cfg.Clock().Add(-keep)}); err != nil {
 		c.log.Warn("compacting roll-ups failed", "err", err)
 	}
-	if n, err := c.drv.PurgeNodes(ctx, staleNode); err != nil {
+	if n, err := c.drv.PurgeNodes(ctx, driver.PurgeNodesParams{StaleAfter: staleNode}); err != nil {
 		c.log.Warn("removing stale node rows failed", "err", err)
 	} else if n > 0 {
 		c.log.Info("removed stale node rows", "nodes", n)
@@ -210,7 +210,7 @@ func (c *Client) countCancel(ctx context.Context, id int64) {
 	c.metrics.Completed(r.Queue, r.Type, driver.OutcomeCancelled, 0, 0)
 	c.log.Info("job cancelled", "job_id", r.ID, "type", r.Type, "queue", r.Queue, "attempt", r.Attempts, "duration", time.Duration(0))
 	row := driver.StatRow{Queue: r.Queue, Type: r.Type, Outcome: driver.OutcomeCancelled, Bucket: c.cfg.Clock().UTC().Truncate(time.Minute), Count: 1}
-	if err := c.drv.AddStats(ctx, []driver.StatRow{row}); err != nil {
+	if err := c.drv.AddStats(ctx, driver.AddStatsParams{Rows: []driver.StatRow{row}}); err != nil {
 		c.log.Warn("counting a cancel in the roll-ups failed", "job_id", id, "err", err)
 	}
 }

@@ -103,7 +103,7 @@ func (c *Client) RunOnce(ctx context.Context, p RunParams) (RunResult, error) {
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		if _, err := c.drv.ReleaseLease(rctx, lockName, holder); err != nil {
+		if _, err := c.drv.ReleaseLease(rctx, driver.ReleaseLeaseParams{Name: lockName, Holder: holder}); err != nil {
 			c.log.Warn("releasing run lock", "lock", lockName, "err", err)
 		}
 	}()

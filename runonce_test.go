@@ -109,7 +109,7 @@ func TestRunOnceCountsRescuedFailures(t *testing.T) {
 		m := c.Metrics()
 		require.Equal(t, 1.0, m.Value("sluice_leases_rescued_total"))
 		require.Equal(t, 1.0, m.Value("sluice_jobs_completed_total", "default", "crashy", "failed"))
-		rows, err := d.ReadStats(ctx, time.Now().Add(-time.Hour))
+		rows, err := d.ReadStats(ctx, driver.ReadStatsParams{Since: time.Now().Add(-time.Hour)})
 		require.NoError(t, err)
 		var failed int64
 		for _, s := range rows {

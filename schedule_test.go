@@ -47,7 +47,7 @@ func TestScheduleOverlapForbid(t *testing.T) {
 	require.NoError(t, c.Start(context.Background()))
 	time.Sleep(6500 * time.Millisecond)
 	c.Stop(context.Background())
-	st, err := d.ScheduleState(context.Background(), "tick")
+	st, err := d.ScheduleState(context.Background(), driver.ScheduleStateParams{Name: "tick"})
 	require.NoError(t, err)
 	require.Equal(t, int32(1), maxRunning.Load(), "two runs of a forbid schedule overlapped")
 	require.GreaterOrEqual(t, runs.Load(), int32(2))
@@ -68,11 +68,11 @@ func TestScheduleOverlapDefaultsToForbid(t *testing.T) {
 	require.NoError(t, c.Start(context.Background()))
 	t.Cleanup(func() { c.Stop(context.Background()) })
 	require.Eventually(t, func() bool {
-		st, err := d.ScheduleState(context.Background(), "tick")
+		st, err := d.ScheduleState(context.Background(), driver.ScheduleStateParams{Name: "tick"})
 		require.NoError(t, err)
 		return st.Skips >= 2
 	}, 10*time.Second, 50*time.Millisecond, "later slots are skipped while the first job is pending")
-	st, err := d.ScheduleState(context.Background(), "tick")
+	st, err := d.ScheduleState(context.Background(), driver.ScheduleStateParams{Name: "tick"})
 	require.NoError(t, err)
 	require.Equal(t, int64(1), st.Fires)
 	jobs, err := d.ListJobs(context.Background(), driver.ListParams{Type: "pending"})
@@ -95,7 +95,7 @@ func TestScheduleCatchUp(t *testing.T) {
 		last = last.Add(-24 * time.Hour)
 	}
 	// The schedule last fired ten days ago: no node ran since.
-	require.NoError(t, d.InitSchedule(ctx, "daily", last.Add(-10*24*time.Hour)))
+	require.NoError(t, d.InitSchedule(ctx, driver.InitScheduleParams{Name: "daily", Last: last.Add(-10 * 24 * time.Hour)}))
 	c, err := sluice.NewClient(sluice.Config{Driver: d,
 		// Allow: with forbid, the first caught-up job, still pending with no
 		// workers here, would make the scheduler skip the other slots.

@@ -51,7 +51,7 @@ func Resume(ctx context.Context, d driver.Driver, name string) (int64, error) {
 // Reset deletes the batch's checkpoints, so that the next run starts over.
 // A runner still going loses its shard at its next checkpoint (ErrLost).
 func Reset(ctx context.Context, d driver.Driver, name string) (int64, error) {
-	return d.DeleteCheckpoints(ctx, name)
+	return d.DeleteCheckpoints(ctx, driver.DeleteCheckpointsParams{Batch: name})
 }
 
 // defaultOwner names a runner host:pid:random; the host and pid let a
@@ -136,7 +136,7 @@ func (r *shardRun) lost(err error, why string) error {
 // advance records a chunk in the checkpoint, in tx (or straight on the
 // database when tx is nil), if this runner still owns the shard.
 func (r *shardRun) advance(ctx context.Context, tx *sql.Tx, cursor string, rows, chunkSize int) error {
-	err := r.drv.AdvanceCheckpoint(ctx, tx, driver.AdvanceCheckpointParams{Batch: r.b.Name, Shard: r.shard.name, Version: r.version,
+	err := r.drv.AdvanceCheckpoint(ctx, driver.AdvanceCheckpointParams{Tx: tx, Batch: r.b.Name, Shard: r.shard.name, Version: r.version,
 		Cursor: cursor, Rows: rows, ChunkSize: chunkSize})
 	return r.lost(err, ": the checkpoint moved on (another runner took over, or a reset)")
 }

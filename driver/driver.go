@@ -1,10 +1,29 @@
-// Package driver defines the storage interface that sluice runs on, with one
-// parameter struct per method. Each database lives in its own sub-package
-// (sqlite, mysql, postgres) and is checked by the shared conformance suite in
-// driver/drivertest.
+// Package driver is sluice's storage interface, and it is public in the way
+// database/sql/driver is: a Client runs on a Driver (sluice.Config.Driver),
+// the dashboard and the CLI read through Client.Driver(), and support for
+// another database would be a third-party implementation of Driver. The
+// databases sluice ships live in sub-packages (sqlite, mysql, postgres), and
+// driver/drivertest is the conformance suite each of them runs; a
+// third-party driver should run it too.
 //
-// The interface is internal to sluice in spirit: it may change between minor
-// versions, so applications should use the root package instead.
+// Compatibility: the package is documented and supported, but it is a
+// lower-level contract than the root package, which is what applications
+// that enqueue and run jobs should use. A patch release does not change
+// it. A minor release may add methods to Driver (a third-party driver must
+// then add them; drivertest says what they must do) and fields to the params
+// structs, whose zero value keeps the earlier behaviour. sluice is not at v1
+// yet, so changing or removing an existing method is avoided but not ruled
+// out.
+//
+// Every method that reads or writes the database takes ctx and at most one
+// more argument, so that a new input is a new field rather than a new
+// signature: a params struct of its own, named ...Params (Insert takes
+// InsertParams, ListJobs ListParams), in which a caller's transaction, where
+// the method accepts one, is the Tx field. The exceptions are the methods
+// that act on one row named by its id, which take the id alone (GetJob,
+// Cancel, DeleteNode), and UpsertNode, which takes the Node row it writes.
+// Methods with no input take ctx only; Listener.Listen takes the callbacks
+// it reports to.
 package driver
 
 import (
@@ -81,11 +100,11 @@ type Driver interface {
 	// Now is the database clock, the only clock sluice trusts.
 	Now(ctx context.Context) (time.Time, error)
 
-	// Insert adds jobs, deduplicated by business key. With tx nil the driver
-	// uses its own transaction; either way all rows are inserted or none.
-	// Results are in the order of jobs. Batches that share keys in any
-	// order must not deadlock each other, in tx or not.
-	Insert(ctx context.Context, tx *sql.Tx, jobs []InsertParams) ([]InsertResult, error)
+	// Insert adds p.Jobs, deduplicated by business key. With p.Tx nil the
+	// driver uses its own transaction; either way all rows are inserted or
+	// none. Results are in the order of p.Jobs. Batches that share keys in
+	// any order must not deadlock each other, in a caller's tx or not.
+	Insert(ctx context.Context, p InsertParams) ([]InsertResult, error)
 	// Claim moves up to Limit runnable pending jobs to processing under a fresh lease.
 	Claim(ctx context.Context, p ClaimParams) ([]JobRow, error)
 	// ReleaseClaim returns the jobs still processing under p.Token to
@@ -98,10 +117,10 @@ type Driver interface {
 	// returns the ids whose lease was lost.
 	Heartbeat(ctx context.Context, p HeartbeatParams) (lost []int64, err error)
 	// Complete applies fenced outcomes and returns the ids whose lease was lost.
-	Complete(ctx context.Context, cs []Completion) (lost []int64, err error)
+	Complete(ctx context.Context, p CompleteParams) (lost []int64, err error)
 	// CompleteTx applies one fenced outcome inside the caller's transaction
-	// and reports whether the lease was still held.
-	CompleteTx(ctx context.Context, tx *sql.Tx, c Completion) (bool, error)
+	// p.Tx and reports whether the lease was still held.
+	CompleteTx(ctx context.Context, p CompleteTxParams) (bool, error)
 	// Rescue returns jobs with an expired lease to pending, or fails them
 	// when their attempts are spent.
 	Rescue(ctx context.Context, p RescueParams) (RescueResult, error)
@@ -117,14 +136,14 @@ type Driver interface {
 	Stats(ctx context.Context) ([]QueueStats, error)
 
 	// SetQueuePaused records a queue's paused flag; PausedQueues reads all flags.
-	SetQueuePaused(ctx context.Context, queue string, paused bool) error
+	SetQueuePaused(ctx context.Context, p SetQueuePausedParams) error
 	PausedQueues(ctx context.Context) (map[string]bool, error)
 
 	// ScheduleState reads a schedule's progress; Found is false for a new one.
-	ScheduleState(ctx context.Context, name string) (ScheduleState, error)
-	// InitSchedule records a new schedule as handled up to last; it does
+	ScheduleState(ctx context.Context, p ScheduleStateParams) (ScheduleState, error)
+	// InitSchedule records a new schedule as handled up to p.Last; it does
 	// nothing if the schedule exists.
-	InitSchedule(ctx context.Context, name string, last time.Time) error
+	InitSchedule(ctx context.Context, p InitScheduleParams) error
 	// AdvanceSchedule moves a schedule on if its version is still
 	// p.Version, and reports whether it did. Fired slots are counted
 	// either way; skipped ones only when it did.
@@ -134,27 +153,27 @@ type Driver interface {
 	// AcquireLease takes or renews the named lease for Holder. Busy leases
 	// are reported with Held false and the current holder.
 	AcquireLease(ctx context.Context, p LeaseParams) (Lease, error)
-	// ReleaseLease gives the lease up if Holder still holds it.
-	ReleaseLease(ctx context.Context, name, holder string) (bool, error)
+	// ReleaseLease gives the lease up if p.Holder still holds it.
+	ReleaseLease(ctx context.Context, p ReleaseLeaseParams) (bool, error)
 	// ListLeases reads every named lease, expired or not.
 	ListLeases(ctx context.Context) ([]Lease, error)
 
 	// AddStats adds each row's Count to its roll-up bucket (an upsert of
 	// count = count + n), so that no writer ever counts finished jobs.
-	AddStats(ctx context.Context, rows []StatRow) error
-	// ReadStats returns the roll-up buckets at or after since.
-	ReadStats(ctx context.Context, since time.Time) ([]StatRow, error)
+	AddStats(ctx context.Context, p AddStatsParams) error
+	// ReadStats returns the roll-up buckets at or after p.Since.
+	ReadStats(ctx context.Context, p ReadStatsParams) ([]StatRow, error)
 	// CompactStats folds the minute buckets of the day before the hour of
-	// before into hourly buckets.
-	CompactStats(ctx context.Context, before time.Time) error
+	// p.Before into hourly buckets.
+	CompactStats(ctx context.Context, p CompactStatsParams) error
 
 	// UpsertNode writes a process's heartbeat row with last_seen from the
 	// database clock; DeleteNode removes it.
 	UpsertNode(ctx context.Context, n Node) error
 	DeleteNode(ctx context.Context, id string) error
 	ListNodes(ctx context.Context) ([]Node, error)
-	// PurgeNodes deletes rows not seen for staleAfter.
-	PurgeNodes(ctx context.Context, staleAfter time.Duration) (int64, error)
+	// PurgeNodes deletes rows not seen for p.StaleAfter.
+	PurgeNodes(ctx context.Context, p PurgeNodesParams) (int64, error)
 
 	// IsTransient reports errors worth retrying whole: deadlocks,
 	// serialization failures, a busy database.
@@ -177,10 +196,10 @@ type Driver interface {
 	//
 	// TakeCheckpoint makes p.Owner the shard's runner.
 	TakeCheckpoint(ctx context.Context, p TakeCheckpointParams) error
-	// AdvanceCheckpoint records a chunk done. With tx set it writes in the
-	// caller's transaction, so that the chunk's own writes and its
-	// checkpoint commit together; with tx nil, straight on the database.
-	AdvanceCheckpoint(ctx context.Context, tx *sql.Tx, p AdvanceCheckpointParams) error
+	// AdvanceCheckpoint records a chunk done. With p.Tx set it writes in
+	// the caller's transaction, so that the chunk's own writes and its
+	// checkpoint commit together; with p.Tx nil, straight on the database.
+	AdvanceCheckpoint(ctx context.Context, p AdvanceCheckpointParams) error
 	// FinishCheckpoint sets the final status and clears the owner.
 	FinishCheckpoint(ctx context.Context, p FinishCheckpointParams) error
 	// ReleaseCheckpoint clears the owner if it is still p.Owner.
@@ -192,12 +211,12 @@ type Driver interface {
 	// a runner sees the new status at its next chunk boundary.
 	SetCheckpointStatus(ctx context.Context, p SetCheckpointStatusParams) (int64, error)
 	// DeleteCheckpoints removes a batch's cursors and returns how many.
-	DeleteCheckpoints(ctx context.Context, batch string) (int64, error)
+	DeleteCheckpoints(ctx context.Context, p DeleteCheckpointsParams) (int64, error)
 
-	// DropTables drops every table whose name starts with prefix, exactly
+	// DropTables drops every table whose name starts with p.Prefix, exactly
 	// (a LIKE pattern would take '_' as a wildcard). Tests and the bench
 	// clean up their own prefixes with it.
-	DropTables(ctx context.Context, prefix string) error
+	DropTables(ctx context.Context, p DropTablesParams) error
 }
 
 // Dialect is the SQL spelling of one database, for callers that write
@@ -240,11 +259,17 @@ type Listener interface {
 type Prober interface {
 	// Runnable reports whether Claim with this queue and type (empty: any)
 	// would find a job now.
-	Runnable(ctx context.Context, queue, typ string) (bool, error)
+	Runnable(ctx context.Context, p RunnableParams) (bool, error)
 }
 
-// InsertParams is one job to enqueue.
+// InsertParams is a batch of jobs to enqueue, in Tx if set.
 type InsertParams struct {
+	Tx   *sql.Tx
+	Jobs []InsertJob
+}
+
+// InsertJob is one job to enqueue.
+type InsertJob struct {
 	Queue       string
 	Type        string
 	Key         string // empty: no business key
@@ -300,6 +325,17 @@ type Completion struct {
 	// Error replaces last_error when set; Result replaces result when set.
 	Error  *string
 	Result *string
+}
+
+// CompleteParams is a set of outcomes to apply, each fenced by its own token.
+type CompleteParams struct {
+	Completions []Completion
+}
+
+// CompleteTxParams is one outcome to apply inside the caller's transaction.
+type CompleteTxParams struct {
+	Tx         *sql.Tx
+	Completion Completion
 }
 
 // RescueParams bounds one rescue pass.
@@ -370,6 +406,12 @@ type RetryParams struct {
 	Type      string
 }
 
+// SetQueuePausedParams sets or clears one queue's paused flag.
+type SetQueuePausedParams struct {
+	Queue  string
+	Paused bool
+}
+
 // QueueStats is the live picture of one queue.
 type QueueStats struct {
 	Queue         string
@@ -391,6 +433,17 @@ type ScheduleState struct {
 	UpdatedAt time.Time
 }
 
+// ScheduleStateParams names the schedule to read.
+type ScheduleStateParams struct {
+	Name string
+}
+
+// InitScheduleParams is a new schedule, handled up to Last.
+type InitScheduleParams struct {
+	Name string
+	Last time.Time
+}
+
 // AdvanceScheduleParams records handled slots with a compare-and-set on Version.
 type AdvanceScheduleParams struct {
 	Name      string
@@ -406,6 +459,12 @@ type LeaseParams struct {
 	Name   string
 	Holder string
 	TTL    time.Duration
+}
+
+// ReleaseLeaseParams names a lease and the holder giving it up.
+type ReleaseLeaseParams struct {
+	Name   string
+	Holder string
 }
 
 // Lease is the state of a named lease after an acquire attempt.
@@ -440,6 +499,8 @@ type TakeCheckpointParams struct {
 
 // AdvanceCheckpointParams records one chunk: Rows more rows done, up to Cursor.
 type AdvanceCheckpointParams struct {
+	// Tx, if set, is the caller's transaction that also holds the chunk's writes.
+	Tx           *sql.Tx
 	Batch, Shard string
 	Version      int64
 	Cursor       string
@@ -473,6 +534,22 @@ type SetCheckpointStatusParams struct {
 	Batch  string
 	Status string
 	From   []string
+}
+
+// DeleteCheckpointsParams names the batch whose cursors to remove.
+type DeleteCheckpointsParams struct {
+	Batch string
+}
+
+// DropTablesParams is the table-name prefix to drop, matched exactly.
+type DropTablesParams struct {
+	Prefix string
+}
+
+// RunnableParams is the queue and job type (empty: any) to probe.
+type RunnableParams struct {
+	Queue string
+	Type  string
 }
 
 // JobRow is a job as stored.

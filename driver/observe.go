@@ -21,6 +21,26 @@ type StatRow struct {
 	Count   int64
 }
 
+// AddStatsParams is the counts to add to their roll-up buckets.
+type AddStatsParams struct {
+	Rows []StatRow
+}
+
+// ReadStatsParams bounds a read of the roll-ups to buckets at or after Since.
+type ReadStatsParams struct {
+	Since time.Time
+}
+
+// CompactStatsParams folds the minute buckets of the day before the hour of Before.
+type CompactStatsParams struct {
+	Before time.Time
+}
+
+// PurgeNodesParams deletes heartbeat rows not seen for StaleAfter.
+type PurgeNodesParams struct {
+	StaleAfter time.Duration
+}
+
 // Node is one process's heartbeat row in sluice_nodes.
 type Node struct {
 	ID          string // host:pid

@@ -106,7 +106,7 @@ func (r leaseRow) extend(ctx context.Context, ttl time.Duration) (string, error)
 }
 
 func (r leaseRow) release(ctx context.Context) (string, error) {
-	ok, err := r.d.ReleaseLease(ctx, r.name, r.holder)
+	ok, err := r.d.ReleaseLease(ctx, driver.ReleaseLeaseParams{Name: r.name, Holder: r.holder})
 	if err != nil || ok {
 		return "", err
 	}

@@ -52,11 +52,11 @@ func TestDashboardInBrowser(t *testing.T) {
 	r, err := c.Enqueue(ctx, sluice.EnqueueParams{Type: "report", Key: "weekly", MaxAttempts: 1, Payload: map[string]any{"week": 12, "tags": []string{"x", "y"}}})
 	require.NoError(t, err)
 	failJob(t, d, r.ID, "report: upstream timed out after 30s")
-	require.NoError(t, d.AddStats(ctx, []driver.StatRow{
+	require.NoError(t, d.AddStats(ctx, driver.AddStatsParams{Rows: []driver.StatRow{
 		{Queue: "default", Type: "mail", Outcome: "success", Bucket: time.Now().Add(-3 * time.Minute).Truncate(time.Minute), Count: 40},
 		{Queue: "default", Type: "mail", Outcome: "failed", Bucket: time.Now().Add(-3 * time.Minute).Truncate(time.Minute), Count: 4},
 		{Queue: "default", Type: "mail", Outcome: "success", Bucket: time.Now().Add(-2 * time.Hour).Truncate(time.Hour), Count: 400},
-	}))
+	}}))
 
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromiumPath),

@@ -210,7 +210,7 @@ func failJob(t *testing.T, d driver.Driver, id int64, msg string) {
 			cs = append(cs, driver.Completion{ID: r.ID, Token: "tok", Status: driver.StatusPending, Refund: true})
 		}
 	}
-	lost, err := d.Complete(ctx, cs)
+	lost, err := d.Complete(ctx, driver.CompleteParams{Completions: cs})
 	require.NoError(t, err)
 	require.Empty(t, lost)
 }
@@ -243,7 +243,7 @@ func TestDashboardPages(t *testing.T) {
 			ok, err := c.Enqueue(ctx, sluice.EnqueueParams{Type: "mail", Key: "order-1", Payload: map[string]int{"n": 1}})
 			require.NoError(t, err)
 			failJob(t, d, ok.ID, "smtp: 550 mailbox unavailable")
-			require.NoError(t, d.AddStats(ctx, []driver.StatRow{{Queue: "default", Type: "mail", Outcome: "success", Bucket: time.Now().Truncate(time.Minute), Count: 5}}))
+			require.NoError(t, d.AddStats(ctx, driver.AddStatsParams{Rows: []driver.StatRow{{Queue: "default", Type: "mail", Outcome: "success", Bucket: time.Now().Truncate(time.Minute), Count: 5}}}))
 			require.NoError(t, d.UpsertNode(ctx, driver.Node{ID: "host:1", Version: "v1", StartedAt: time.Now(), Concurrency: 4}))
 			_, err = d.AcquireLease(ctx, driver.LeaseParams{Name: "maintenance", Holder: "host:1", TTL: time.Minute})
 			require.NoError(t, err)
@@ -265,7 +265,7 @@ func TestDashboardPages(t *testing.T) {
 			}
 			_, err = d.DB().ExecContext(ctx, cp, hostile, hostile, hostile, hostile)
 			require.NoError(t, err)
-			require.NoError(t, d.AddStats(ctx, []driver.StatRow{{Queue: hostile, Type: hostile, Outcome: "failed", Bucket: time.Now().Truncate(time.Minute), Count: 2}}))
+			require.NoError(t, d.AddStats(ctx, driver.AddStatsParams{Rows: []driver.StatRow{{Queue: hostile, Type: hostile, Outcome: "failed", Bucket: time.Now().Truncate(time.Minute), Count: 2}}}))
 			if name == "sqlite" {
 				// Only SQLite stores invalid UTF-8 in a text column.
 				_, err = d.DB().ExecContext(ctx, "UPDATE "+tg.Prefix+"jobs SET last_error = CAST(X'3C7363726970743EC328FF' AS TEXT) WHERE id = ?", bad.ID)

@@ -115,7 +115,7 @@ func TestMetricsExactCounts(t *testing.T) {
 		require.Contains(t, body, "sluice_claim_duration_seconds_count{queue=\"default\"}")
 
 		// The roll-ups hold the same counts.
-		rows, err := d.ReadStats(ctx, time.Now().Add(-time.Hour))
+		rows, err := d.ReadStats(ctx, driver.ReadStatsParams{Since: time.Now().Add(-time.Hour)})
 		require.NoError(t, err)
 		got := map[string]int64{}
 		for _, r := range rows {

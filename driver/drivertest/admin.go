@@ -120,7 +120,7 @@ func exerciseAdmin(t *testing.T, open Opener) {
 		b := setup(t, open)
 		// More failed jobs than one chunk of the retry loop.
 		const n = 1100
-		ps := make([]driver.InsertParams, n)
+		ps := make([]driver.InsertJob, n)
 		for i := range ps {
 			ps[i] = newJob("mass-fail")
 		}
@@ -191,15 +191,15 @@ func exerciseAdmin(t *testing.T, open Opener) {
 			return m
 		}
 		require.Empty(t, paused())
-		require.NoError(t, b.d.SetQueuePaused(b.ctx, "mail", true))
-		require.NoError(t, b.d.SetQueuePaused(b.ctx, "sms", true))
-		require.NoError(t, b.d.SetQueuePaused(b.ctx, "sms", true)) // idempotent
+		require.NoError(t, b.d.SetQueuePaused(b.ctx, driver.SetQueuePausedParams{Queue: "mail", Paused: true}))
+		require.NoError(t, b.d.SetQueuePaused(b.ctx, driver.SetQueuePausedParams{Queue: "sms", Paused: true}))
+		require.NoError(t, b.d.SetQueuePaused(b.ctx, driver.SetQueuePausedParams{Queue: "sms", Paused: true})) // idempotent
 		require.Equal(t, map[string]bool{"mail": true, "sms": true}, paused())
-		require.NoError(t, b.d.SetQueuePaused(b.ctx, "mail", false))
+		require.NoError(t, b.d.SetQueuePaused(b.ctx, driver.SetQueuePausedParams{Queue: "mail", Paused: false}))
 		require.Equal(t, map[string]bool{"sms": true}, paused())
-		require.NoError(t, b.d.SetQueuePaused(b.ctx, "never-paused", false))
+		require.NoError(t, b.d.SetQueuePaused(b.ctx, driver.SetQueuePausedParams{Queue: "never-paused", Paused: false}))
 		require.Equal(t, map[string]bool{"sms": true}, paused())
-		require.NoError(t, b.d.SetQueuePaused(b.ctx, "sms", false))
+		require.NoError(t, b.d.SetQueuePaused(b.ctx, driver.SetQueuePausedParams{Queue: "sms", Paused: false}))
 		require.Empty(t, paused())
 	})
 }

@@ -18,10 +18,10 @@ func BenchmarkEnqueue(b *testing.B) {
 		b.Run(name+"/single", func(b *testing.B) {
 			d := testdb.Open(b, name)
 			ctx := context.Background()
-			job := []driver.InsertParams{{Queue: "default", Type: "bench", Dedupe: driver.DedupePermanent, Payload: []byte(`{}`), MaxAttempts: 5}}
+			job := []driver.InsertJob{{Queue: "default", Type: "bench", Dedupe: driver.DedupePermanent, Payload: []byte(`{}`), MaxAttempts: 5}}
 			b.ResetTimer()
 			for b.Loop() {
-				if _, err := d.Insert(ctx, nil, job); err != nil {
+				if _, err := d.Insert(ctx, driver.InsertParams{Jobs: job}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -30,13 +30,13 @@ func BenchmarkEnqueue(b *testing.B) {
 		b.Run(name+"/bulk1000", func(b *testing.B) {
 			d := testdb.Open(b, name)
 			ctx := context.Background()
-			jobs := make([]driver.InsertParams, 1000)
+			jobs := make([]driver.InsertJob, 1000)
 			for i := range jobs {
-				jobs[i] = driver.InsertParams{Queue: "default", Type: "bench", Dedupe: driver.DedupePermanent, Payload: []byte(`{}`), MaxAttempts: 5}
+				jobs[i] = driver.InsertJob{Queue: "default", Type: "bench", Dedupe: driver.DedupePermanent, Payload: []byte(`{}`), MaxAttempts: 5}
 			}
 			b.ResetTimer()
 			for b.Loop() {
-				if _, err := d.Insert(ctx, nil, jobs); err != nil {
+				if _, err := d.Insert(ctx, driver.InsertParams{Jobs: jobs}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -53,13 +53,13 @@ func BenchmarkClaimComplete(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			d := testdb.Open(b, name)
 			ctx := context.Background()
-			jobs := make([]driver.InsertParams, 5000)
+			jobs := make([]driver.InsertJob, 5000)
 			for i := range jobs {
-				jobs[i] = driver.InsertParams{Queue: "default", Type: "bench", Dedupe: driver.DedupePermanent, Payload: []byte(`{}`), MaxAttempts: 5}
+				jobs[i] = driver.InsertJob{Queue: "default", Type: "bench", Dedupe: driver.DedupePermanent, Payload: []byte(`{}`), MaxAttempts: 5}
 			}
 			refill := func() {
 				b.StopTimer()
-				if _, err := d.Insert(ctx, nil, jobs); err != nil {
+				if _, err := d.Insert(ctx, driver.InsertParams{Jobs: jobs}); err != nil {
 					b.Fatal(err)
 				}
 				b.StartTimer()
@@ -80,7 +80,7 @@ func BenchmarkClaimComplete(b *testing.B) {
 				for i, r := range rows {
 					cs[i] = driver.Completion{ID: r.ID, Token: r.LockedBy, Status: driver.StatusSuccess}
 				}
-				lost, err := d.Complete(ctx, cs)
+				lost, err := d.Complete(ctx, driver.CompleteParams{Completions: cs})
 				if err != nil || len(lost) > 0 {
 					b.Fatalf("complete: %v, lost %d", err, len(lost))
 				}

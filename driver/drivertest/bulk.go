@@ -30,7 +30,7 @@ func exerciseBulk(t *testing.T, open Opener) {
 		var wg sync.WaitGroup
 		for w := range writers {
 			orders[w] = rand.Perm(keys)
-			ps := make([]driver.InsertParams, 0, keys+keys/10)
+			ps := make([]driver.InsertJob, 0, keys+keys/10)
 			for n, k := range orders[w] {
 				ps = append(ps, keyed("bulk", fmt.Sprintf("bulk-%04d", k), driver.DedupePermanent))
 				if n%10 == 0 {
@@ -46,7 +46,7 @@ func exerciseBulk(t *testing.T, open Opener) {
 				if w%2 == 0 {
 					results[w], err = insertInTx(b.ctx, b.d, ps)
 				} else {
-					results[w], err = b.d.Insert(b.ctx, nil, ps)
+					results[w], err = b.d.Insert(b.ctx, driver.InsertParams{Jobs: ps})
 				}
 				if err == nil && len(results[w]) != len(ps) {
 					err = fmt.Errorf("insert returned %d results for %d jobs", len(results[w]), len(ps))
@@ -103,7 +103,7 @@ func exerciseBulk(t *testing.T, open Opener) {
 		b := setup(t, open)
 		// Keys out of order, repeated, with keyless rows between: the first
 		// occurrence of each key in input order is the one inserted.
-		ps := []driver.InsertParams{
+		ps := []driver.InsertJob{
 			keyed("dup", "k-b", driver.DedupePermanent),
 			newJob("none-1"),
 			keyed("dup", "k-a", driver.DedupePermanent),
@@ -113,7 +113,7 @@ func exerciseBulk(t *testing.T, open Opener) {
 		}
 		ps[0].Payload = []byte(`{"first":"b"}`)
 		ps[2].Payload = []byte(`{"first":"a"}`)
-		res, err := b.d.Insert(b.ctx, nil, ps)
+		res, err := b.d.Insert(b.ctx, driver.InsertParams{Jobs: ps})
 		require.NoError(t, err)
 		require.Len(t, res, len(ps))
 		require.Equal(t, []bool{false, false, false, true, false, true},
@@ -136,13 +136,13 @@ func exerciseBulk(t *testing.T, open Opener) {
 
 // insertInTx runs one Insert inside a transaction of the caller's, as
 // EnqueueManyTx does.
-func insertInTx(ctx context.Context, d driver.Driver, ps []driver.InsertParams) ([]driver.InsertResult, error) {
+func insertInTx(ctx context.Context, d driver.Driver, ps []driver.InsertJob) ([]driver.InsertResult, error) {
 	tx, err := d.DB().BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer tx.Rollback()
-	res, err := d.Insert(ctx, tx, ps)
+	res, err := d.Insert(ctx, driver.InsertParams{Tx: tx, Jobs: ps})
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package drivertest
 
 import (
+	"database/sql"
 	"strings"
 	"testing"
 
@@ -82,17 +83,18 @@ func exerciseCheckpoint(t *testing.T, open Opener) {
 		// The chunk's transaction carries the checkpoint: rolled back, the
 		// chunk is not recorded; committed, it is.
 		adv := driver.AdvanceCheckpointParams{Batch: bt, Shard: sh, Version: v0 + 1, Cursor: `[100]`, Rows: 100, ChunkSize: 100}
+		in := func(tx *sql.Tx) driver.AdvanceCheckpointParams { p := adv; p.Tx = tx; return p }
 		tx, err := b.d.DB().BeginTx(b.ctx, nil)
 		require.NoError(t, err)
-		require.NoError(t, b.d.AdvanceCheckpoint(b.ctx, tx, adv))
+		require.NoError(t, b.d.AdvanceCheckpoint(b.ctx, in(tx)))
 		require.NoError(t, tx.Rollback())
 		require.Equal(t, c, b.checkpoint(bt, sh), "a rolled-back advance leaves no trace")
 		tx, err = b.d.DB().BeginTx(b.ctx, nil)
 		require.NoError(t, err)
-		require.NoError(t, b.d.AdvanceCheckpoint(b.ctx, tx, adv))
+		require.NoError(t, b.d.AdvanceCheckpoint(b.ctx, in(tx)))
 		require.NoError(t, tx.Commit())
 		adv.Version, adv.Cursor, adv.Rows, adv.ChunkSize = v0+2, `[150]`, 50, 200
-		require.NoError(t, b.d.AdvanceCheckpoint(b.ctx, nil, adv))
+		require.NoError(t, b.d.AdvanceCheckpoint(b.ctx, in(nil)))
 		c = b.checkpoint(bt, sh)
 		require.Equal(t, `[150]`, c.Cursor)
 		require.EqualValues(t, 150, c.RowsDone)
@@ -101,10 +103,10 @@ func exerciseCheckpoint(t *testing.T, open Opener) {
 		require.Equal(t, v0+3, c.Version)
 		// A stale advance, in a transaction or not, writes nothing.
 		adv.Version = v0 + 2
-		require.ErrorIs(t, b.d.AdvanceCheckpoint(b.ctx, nil, adv), driver.ErrCheckpointLost)
+		require.ErrorIs(t, b.d.AdvanceCheckpoint(b.ctx, in(nil)), driver.ErrCheckpointLost)
 		tx, err = b.d.DB().BeginTx(b.ctx, nil)
 		require.NoError(t, err)
-		require.ErrorIs(t, b.d.AdvanceCheckpoint(b.ctx, tx, adv), driver.ErrCheckpointLost)
+		require.ErrorIs(t, b.d.AdvanceCheckpoint(b.ctx, in(tx)), driver.ErrCheckpointLost)
 		require.NoError(t, tx.Rollback())
 		require.Equal(t, c, b.checkpoint(bt, sh))
 
@@ -163,7 +165,7 @@ func exerciseCheckpoint(t *testing.T, open Opener) {
 		_, err = b.d.SetCheckpointStatus(b.ctx, driver.SetCheckpointStatusParams{Batch: "orders", Status: cpRunning})
 		require.Error(t, err, "no statuses to move from")
 
-		n, err = b.d.DeleteCheckpoints(b.ctx, "orders")
+		n, err = b.d.DeleteCheckpoints(b.ctx, driver.DeleteCheckpointsParams{Batch: "orders"})
 		require.NoError(t, err)
 		require.EqualValues(t, 3, n)
 		_, err = b.d.GetCheckpoint(b.ctx, driver.GetCheckpointParams{Batch: "orders", Shard: "a"})

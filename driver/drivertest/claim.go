@@ -49,7 +49,7 @@ func exerciseClaim(t *testing.T, open Opener) {
 		t.Parallel()
 		b := setup(t, open)
 		now := b.now()
-		at := func(typ string, prio int, age time.Duration) driver.InsertParams {
+		at := func(typ string, prio int, age time.Duration) driver.InsertJob {
 			p := newJob(typ)
 			p.Priority, p.RunAt = prio, now.Add(-age)
 			return p

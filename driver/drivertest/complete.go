@@ -212,7 +212,7 @@ func exerciseComplete(t *testing.T, open Opener) {
 		// Big enough for drivers that cut completions into chunks; the stale
 		// ones sit in different chunks.
 		const n = 1200
-		ps := make([]driver.InsertParams, n)
+		ps := make([]driver.InsertJob, n)
 		for i := range ps {
 			ps[i] = newJob("bulk-done")
 		}
@@ -267,7 +267,7 @@ func exerciseComplete(t *testing.T, open Opener) {
 	t.Run("EmptyBatch", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
-		lost, err := b.d.Complete(b.ctx, nil)
+		lost, err := b.d.Complete(b.ctx, driver.CompleteParams{Completions: nil})
 		require.NoError(t, err)
 		require.Empty(t, lost)
 	})

@@ -28,7 +28,7 @@ func exerciseConcurrency(t *testing.T, open Opener) {
 				// Each worker walks the key space in its own order, so every
 				// key is raced by all workers at different times.
 				for _, start := range rand.Perm(keys / batch) {
-					ps := make([]driver.InsertParams, batch)
+					ps := make([]driver.InsertJob, batch)
 					for i := range ps {
 						mode := driver.DedupePermanent
 						if w%2 == 1 {
@@ -38,7 +38,7 @@ func exerciseConcurrency(t *testing.T, open Opener) {
 						}
 						ps[i] = keyed("race", fmt.Sprintf("key-%04d", start*batch+i), mode)
 					}
-					res, err := b.d.Insert(b.ctx, nil, ps)
+					res, err := b.d.Insert(b.ctx, driver.InsertParams{Jobs: ps})
 					if err == nil && len(res) != batch {
 						err = fmt.Errorf("insert returned %d results for %d jobs", len(res), batch)
 					}
@@ -82,7 +82,7 @@ func exerciseConcurrency(t *testing.T, open Opener) {
 		t.Parallel()
 		b := setup(t, open)
 		const jobs, workers, batch = 5000, 8, 50
-		ps := make([]driver.InsertParams, jobs)
+		ps := make([]driver.InsertJob, jobs)
 		for i := range ps {
 			ps[i] = newJob("work")
 			ps[i].Payload = jsonPayload(i)
@@ -130,7 +130,7 @@ func exerciseConcurrency(t *testing.T, open Opener) {
 					for i, j := range got {
 						cs[i] = driver.Completion{ID: j.ID, Token: tok, Status: driver.StatusSuccess}
 					}
-					l, err := b.d.Complete(b.ctx, cs)
+					l, err := b.d.Complete(b.ctx, driver.CompleteParams{Completions: cs})
 					if err != nil {
 						errs[w] = fmt.Errorf("worker %d: complete: %w", w, err)
 						return
@@ -171,7 +171,7 @@ func exerciseConcurrency(t *testing.T, open Opener) {
 		// time and workers re-claiming rescued jobs: the fence must let
 		// exactly one success through per job, whoever reports last.
 		const jobs, workers = 300, 4
-		ps := make([]driver.InsertParams, jobs)
+		ps := make([]driver.InsertJob, jobs)
 		for i := range ps {
 			ps[i] = newJob("racy")
 			ps[i].MaxAttempts = 10000 // rescues must not exhaust attempts
@@ -229,7 +229,7 @@ func exerciseConcurrency(t *testing.T, open Opener) {
 					for i, j := range got {
 						cs[i] = driver.Completion{ID: j.ID, Token: tok, Status: driver.StatusSuccess, Result: strPtr(tok)}
 					}
-					lost, err := b.d.Complete(b.ctx, cs)
+					lost, err := b.d.Complete(b.ctx, driver.CompleteParams{Completions: cs})
 					if err != nil {
 						errs[w] = fmt.Errorf("worker %d: complete: %w", w, err)
 						return
@@ -301,7 +301,7 @@ func exerciseConcurrency(t *testing.T, open Opener) {
 		for w := range inserters {
 			wg.Go(func() {
 				for range perInserter {
-					res, err := b.d.Insert(b.ctx, nil, []driver.InsertParams{p})
+					res, err := b.d.Insert(b.ctx, driver.InsertParams{Jobs: []driver.InsertJob{p}})
 					if err != nil {
 						errs[w] = err
 						return
@@ -321,7 +321,7 @@ func exerciseConcurrency(t *testing.T, open Opener) {
 				got, err := b.d.Claim(b.ctx, driver.ClaimParams{Queue: "default", Limit: 1, Lease: time.Minute, Token: tok})
 				if err == nil && len(got) == 1 {
 					var lost []int64
-					lost, err = b.d.Complete(b.ctx, []driver.Completion{{ID: got[0].ID, Token: tok, Status: driver.StatusSuccess}})
+					lost, err = b.d.Complete(b.ctx, driver.CompleteParams{Completions: []driver.Completion{{ID: got[0].ID, Token: tok, Status: driver.StatusSuccess}}})
 					if err == nil && len(lost) > 0 {
 						err = fmt.Errorf("lease of job %d lost with no rescue running", got[0].ID)
 					}

@@ -91,8 +91,8 @@ func setup(t *testing.T, open Opener) *bundle {
 
 // newJob is an insert with every field filled: the driver interface leaves
 // defaults to its callers.
-func newJob(typ string) driver.InsertParams {
-	return driver.InsertParams{
+func newJob(typ string) driver.InsertJob {
+	return driver.InsertJob{
 		Queue:       "default",
 		Type:        typ,
 		Dedupe:      driver.DedupePermanent,
@@ -102,7 +102,7 @@ func newJob(typ string) driver.InsertParams {
 }
 
 // keyed is newJob with a business key and a dedupe mode.
-func keyed(typ, key, mode string) driver.InsertParams {
+func keyed(typ, key, mode string) driver.InsertJob {
 	p := newJob(typ)
 	p.Key, p.Dedupe = key, mode
 	return p
@@ -130,16 +130,16 @@ func (b *bundle) now() time.Time {
 	return now
 }
 
-func (b *bundle) insert(ps ...driver.InsertParams) []driver.InsertResult {
+func (b *bundle) insert(ps ...driver.InsertJob) []driver.InsertResult {
 	b.t.Helper()
-	res, err := b.d.Insert(b.ctx, nil, ps)
+	res, err := b.d.Insert(b.ctx, driver.InsertParams{Jobs: ps})
 	require.NoError(b.t, err)
 	require.Len(b.t, res, len(ps))
 	return res
 }
 
 // insertOne inserts a job that must be new and returns its id.
-func (b *bundle) insertOne(p driver.InsertParams) int64 {
+func (b *bundle) insertOne(p driver.InsertJob) int64 {
 	b.t.Helper()
 	res := b.insert(p)
 	require.False(b.t, res[0].Duplicate, "a new job was reported as a duplicate")
@@ -166,7 +166,7 @@ func (b *bundle) claim(p driver.ClaimParams) []driver.JobRow {
 
 // claimOne claims the next job of queue and type under a fresh token and
 // requires it to be want, so that a case never works on the wrong row.
-func (b *bundle) claimOne(want driver.InsertParams, id int64, lease time.Duration) (driver.JobRow, string) {
+func (b *bundle) claimOne(want driver.InsertJob, id int64, lease time.Duration) (driver.JobRow, string) {
 	b.t.Helper()
 	tok := newToken()
 	jobs := b.claim(driver.ClaimParams{Queue: want.Queue, Type: want.Type, Limit: 1, Lease: lease, Token: tok})
@@ -177,7 +177,7 @@ func (b *bundle) claimOne(want driver.InsertParams, id int64, lease time.Duratio
 
 func (b *bundle) complete(cs ...driver.Completion) []int64 {
 	b.t.Helper()
-	lost, err := b.d.Complete(b.ctx, cs)
+	lost, err := b.d.Complete(b.ctx, driver.CompleteParams{Completions: cs})
 	require.NoError(b.t, err)
 	return lost
 }
@@ -185,7 +185,7 @@ func (b *bundle) complete(cs ...driver.Completion) []int64 {
 // makeJob inserts p and moves it to status through the driver's own
 // transitions. The caller keeps p's queue and type free of other runnable
 // pending jobs, which claimOne checks.
-func (b *bundle) makeJob(status string, p driver.InsertParams) *driver.JobRow {
+func (b *bundle) makeJob(status string, p driver.InsertJob) *driver.JobRow {
 	b.t.Helper()
 	id := b.insertOne(p)
 	switch status {

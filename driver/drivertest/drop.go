@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/driver"
 )
 
 func exerciseDrop(t *testing.T, open Opener) {
@@ -15,7 +17,7 @@ func exerciseDrop(t *testing.T, open Opener) {
 		b := setup(t, open)
 		prefix := randomName("dt") + "_"
 		twin := strings.TrimSuffix(prefix, "_") + "x_" // what LIKE 'prefix%' also matches
-		t.Cleanup(func() { b.d.DropTables(b.ctx, twin) })
+		t.Cleanup(func() { b.d.DropTables(b.ctx, driver.DropTablesParams{Prefix: twin}) })
 		for _, name := range []string{prefix + "a", prefix + "b", twin + "a"} {
 			_, err := b.d.DB().ExecContext(b.ctx, "CREATE TABLE "+name+" (id INTEGER)")
 			require.NoError(t, err)
@@ -24,13 +26,13 @@ func exerciseDrop(t *testing.T, open Opener) {
 			_, err := b.d.DB().ExecContext(b.ctx, "SELECT COUNT(*) FROM "+name)
 			return err == nil
 		}
-		require.NoError(t, b.d.DropTables(b.ctx, prefix))
+		require.NoError(t, b.d.DropTables(b.ctx, driver.DropTablesParams{Prefix: prefix}))
 		require.False(t, exists(prefix+"a"))
 		require.False(t, exists(prefix+"b"))
 		require.True(t, exists(twin+"a"), "a table of another prefix was dropped")
-		require.NoError(t, b.d.DropTables(b.ctx, twin))
+		require.NoError(t, b.d.DropTables(b.ctx, driver.DropTablesParams{Prefix: twin}))
 		require.False(t, exists(twin+"a"))
 
-		require.Error(t, b.d.DropTables(b.ctx, "bad%"), "a prefix is validated")
+		require.Error(t, b.d.DropTables(b.ctx, driver.DropTablesParams{Prefix: "bad%"}), "a prefix is validated")
 	})
 }

@@ -13,7 +13,7 @@ import (
 // reclaimed sets up the race that fencing exists for: a worker claims a
 // job, its lease expires, the job is rescued and claimed by a second
 // worker. It returns the job as the second worker holds it and both tokens.
-func (b *bundle) reclaimed(p driver.InsertParams) (row *driver.JobRow, oldTok, newTok string) {
+func (b *bundle) reclaimed(p driver.InsertJob) (row *driver.JobRow, oldTok, newTok string) {
 	b.t.Helper()
 	id := b.insertOne(p)
 	// A negative lease is already expired: no sleeping for a lease to run out.
@@ -117,7 +117,7 @@ func exerciseFencing(t *testing.T, open Opener) {
 		defer tx.Rollback()
 		_, err = tx.ExecContext(b.ctx, "INSERT INTO "+notes+" (id, note) VALUES (1, 'charged')")
 		require.NoError(t, err)
-		held, err := b.d.CompleteTx(b.ctx, tx, driver.Completion{ID: id, Token: tok, Status: driver.StatusSuccess, Result: strPtr("tx result")})
+		held, err := b.d.CompleteTx(b.ctx, driver.CompleteTxParams{Tx: tx, Completion: driver.Completion{ID: id, Token: tok, Status: driver.StatusSuccess, Result: strPtr("tx result")}})
 		require.NoError(t, err)
 		require.True(t, held)
 		require.NoError(t, tx.Commit())
@@ -142,7 +142,7 @@ func exerciseFencing(t *testing.T, open Opener) {
 		require.NoError(t, err)
 		_, err = tx.ExecContext(b.ctx, "INSERT INTO "+notes+" (id, note) VALUES (1, 'charged')")
 		require.NoError(t, err)
-		held, err := b.d.CompleteTx(b.ctx, tx, driver.Completion{ID: id, Token: tok, Status: driver.StatusSuccess})
+		held, err := b.d.CompleteTx(b.ctx, driver.CompleteTxParams{Tx: tx, Completion: driver.Completion{ID: id, Token: tok, Status: driver.StatusSuccess}})
 		require.NoError(t, err)
 		require.True(t, held)
 		require.NoError(t, tx.Rollback())
@@ -162,7 +162,7 @@ func exerciseFencing(t *testing.T, open Opener) {
 		defer tx.Rollback()
 		_, err = tx.ExecContext(b.ctx, "INSERT INTO "+notes+" (id, note) VALUES (1, 'charged twice')")
 		require.NoError(t, err)
-		ok, err := b.d.CompleteTx(b.ctx, tx, driver.Completion{ID: held.ID, Token: oldTok, Status: driver.StatusSuccess})
+		ok, err := b.d.CompleteTx(b.ctx, driver.CompleteTxParams{Tx: tx, Completion: driver.Completion{ID: held.ID, Token: oldTok, Status: driver.StatusSuccess}})
 		require.NoError(t, err)
 		require.False(t, ok, "CompleteTx reported a lost lease as held")
 		// The caller rolls back on false, as the library does.

@@ -86,7 +86,7 @@ func exerciseInsert(t *testing.T, open Opener) {
 		// of stored jobs and some of earlier rows in the same batch.
 		pre := b.insert(keyed("bulk", "dup-0", driver.DedupePermanent), keyed("bulk", "uniq-6", driver.DedupePermanent))
 		const n = 2500
-		ps := make([]driver.InsertParams, n)
+		ps := make([]driver.InsertJob, n)
 		for i := range ps {
 			p := newJob(fmt.Sprintf("bulk-%d", i%3))
 			p.Payload, p.Priority = jsonPayload(i), i%4
@@ -141,7 +141,7 @@ func exerciseInsert(t *testing.T, open Opener) {
 		// every driver's row limit, and 100 KiB payloads the byte limits.
 		const n = 5100
 		big := `{"blob": "` + strings.Repeat("z", 100<<10) + `"}`
-		ps := make([]driver.InsertParams, n)
+		ps := make([]driver.InsertJob, n)
 		for i := range ps {
 			ps[i] = newJob("chunk")
 			ps[i].Payload = jsonPayload(i)
@@ -175,7 +175,7 @@ func exerciseInsert(t *testing.T, open Opener) {
 		b := setup(t, open)
 		tx, err := b.d.DB().BeginTx(b.ctx, nil)
 		require.NoError(t, err)
-		res, err := b.d.Insert(b.ctx, tx, []driver.InsertParams{keyed("tx", "tx-key", driver.DedupePermanent), newJob("tx")})
+		res, err := b.d.Insert(b.ctx, driver.InsertParams{Tx: tx, Jobs: []driver.InsertJob{keyed("tx", "tx-key", driver.DedupePermanent), newJob("tx")}})
 		require.NoError(t, err)
 		require.Len(t, res, 2)
 		require.NoError(t, tx.Rollback())
@@ -195,7 +195,7 @@ func exerciseInsert(t *testing.T, open Opener) {
 		tx, err := b.d.DB().BeginTx(b.ctx, nil)
 		require.NoError(t, err)
 		defer tx.Rollback()
-		res, err := b.d.Insert(b.ctx, tx, []driver.InsertParams{keyed("tx", "tx-key", driver.DedupePermanent), keyed("tx", "tx-key", driver.DedupePermanent)})
+		res, err := b.d.Insert(b.ctx, driver.InsertParams{Tx: tx, Jobs: []driver.InsertJob{keyed("tx", "tx-key", driver.DedupePermanent), keyed("tx", "tx-key", driver.DedupePermanent)}})
 		require.NoError(t, err)
 		require.False(t, res[0].Duplicate)
 		require.Equal(t, driver.InsertResult{ID: res[0].ID, Duplicate: true}, res[1])
@@ -218,11 +218,11 @@ func exerciseInsert(t *testing.T, open Opener) {
 		defer tx.Rollback()
 		// The caller's transaction has read (and so, under REPEATABLE
 		// READ, fixed its snapshot) before another session takes the key.
-		_, err = b.d.Insert(b.ctx, tx, []driver.InsertParams{newJob("first")})
+		_, err = b.d.Insert(b.ctx, driver.InsertParams{Tx: tx, Jobs: []driver.InsertJob{newJob("first")}})
 		require.NoError(t, err)
 		other := b.insertOne(keyed("t", "raced", driver.DedupePermanent))
 
-		res, err := b.d.Insert(b.ctx, tx, []driver.InsertParams{keyed("t", "raced", driver.DedupePermanent), keyed("t", "fresh", driver.DedupePermanent)})
+		res, err := b.d.Insert(b.ctx, driver.InsertParams{Tx: tx, Jobs: []driver.InsertJob{keyed("t", "raced", driver.DedupePermanent), keyed("t", "fresh", driver.DedupePermanent)}})
 		require.NoError(t, err)
 		require.Equal(t, driver.InsertResult{ID: other, Duplicate: true}, res[0])
 		require.False(t, res[1].Duplicate)
@@ -240,7 +240,7 @@ func exerciseInsert(t *testing.T, open Opener) {
 			key := fmt.Sprintf("pending-tx-%v", commit)
 			tx, err := b.d.DB().BeginTx(b.ctx, nil)
 			require.NoError(t, err)
-			held, err := b.d.Insert(b.ctx, tx, []driver.InsertParams{keyed("t", key, driver.DedupeActive)})
+			held, err := b.d.Insert(b.ctx, driver.InsertParams{Tx: tx, Jobs: []driver.InsertJob{keyed("t", key, driver.DedupeActive)}})
 			require.NoError(t, err)
 
 			type result struct {
@@ -249,7 +249,7 @@ func exerciseInsert(t *testing.T, open Opener) {
 			}
 			ch := make(chan result, 1)
 			go func() {
-				res, err := b.d.Insert(b.ctx, nil, []driver.InsertParams{keyed("t", key, driver.DedupeActive)})
+				res, err := b.d.Insert(b.ctx, driver.InsertParams{Jobs: []driver.InsertJob{keyed("t", key, driver.DedupeActive)}})
 				ch <- result{res, err}
 			}()
 			// Give the racing insert time to block on the key (or, on a
@@ -299,7 +299,7 @@ func exerciseInsert(t *testing.T, open Opener) {
 		t.Parallel()
 		b := setup(t, open)
 		bad := newJob(strings.Repeat("t", driver.MaxTypeLen+1))
-		_, err := b.d.Insert(b.ctx, nil, []driver.InsertParams{keyed("ok", "k1", driver.DedupePermanent), newJob("ok"), bad})
+		_, err := b.d.Insert(b.ctx, driver.InsertParams{Jobs: []driver.InsertJob{keyed("ok", "k1", driver.DedupePermanent), newJob("ok"), bad}})
 		require.Error(t, err, "a type longer than %d characters was accepted", driver.MaxTypeLen)
 		require.Empty(t, b.listAll(driver.ListParams{}), "a failed batch left rows behind")
 		// Nor did it leave k1 taken.
@@ -319,14 +319,14 @@ func exerciseInsert(t *testing.T, open Opener) {
 
 		// One more character fails the same way everywhere, never silently
 		// truncating (which would make two keys collide).
-		for name, mod := range map[string]func(*driver.InsertParams){
-			"queue": func(p *driver.InsertParams) { p.Queue = strings.Repeat("q", driver.MaxQueueLen+1) },
-			"type":  func(p *driver.InsertParams) { p.Type = strings.Repeat("t", driver.MaxTypeLen+1) },
-			"key":   func(p *driver.InsertParams) { p.Key = strings.Repeat("x", driver.MaxKeyLen+1) },
+		for name, mod := range map[string]func(*driver.InsertJob){
+			"queue": func(p *driver.InsertJob) { p.Queue = strings.Repeat("q", driver.MaxQueueLen+1) },
+			"type":  func(p *driver.InsertJob) { p.Type = strings.Repeat("t", driver.MaxTypeLen+1) },
+			"key":   func(p *driver.InsertJob) { p.Key = strings.Repeat("x", driver.MaxKeyLen+1) },
 		} {
 			p := newJob("limits")
 			mod(&p)
-			_, err := b.d.Insert(b.ctx, nil, []driver.InsertParams{p})
+			_, err := b.d.Insert(b.ctx, driver.InsertParams{Jobs: []driver.InsertJob{p}})
 			require.Error(t, err, "over-long %s was accepted", name)
 		}
 		require.Len(t, b.listAll(driver.ListParams{}), 1)
@@ -375,7 +375,7 @@ func exerciseInsert(t *testing.T, open Opener) {
 		// worker a payload it cannot parse.
 		p := newJob("bad-json")
 		p.Payload = []byte(`{"unterminated": `)
-		_, err := b.d.Insert(b.ctx, nil, []driver.InsertParams{newJob("ok"), p})
+		_, err := b.d.Insert(b.ctx, driver.InsertParams{Jobs: []driver.InsertJob{newJob("ok"), p}})
 		require.Error(t, err, "an invalid JSON payload was stored")
 		require.Empty(t, b.listAll(driver.ListParams{}))
 	})
@@ -383,7 +383,7 @@ func exerciseInsert(t *testing.T, open Opener) {
 	t.Run("EmptyInsert", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
-		res, err := b.d.Insert(b.ctx, nil, nil)
+		res, err := b.d.Insert(b.ctx, driver.InsertParams{Jobs: nil})
 		require.NoError(t, err)
 		require.Empty(t, res)
 	})

@@ -21,7 +21,7 @@ func exerciseLease(t *testing.T, open Opener) {
 		}
 		release := func(holder string) bool {
 			t.Helper()
-			ok, err := b.d.ReleaseLease(b.ctx, "maintenance", holder)
+			ok, err := b.d.ReleaseLease(b.ctx, driver.ReleaseLeaseParams{Name: "maintenance", Holder: holder})
 			require.NoError(t, err)
 			return ok
 		}
@@ -98,7 +98,7 @@ func exerciseLease(t *testing.T, open Opener) {
 		require.NoError(t, err)
 		require.False(t, back.Held)
 		require.Equal(t, "B", back.Holder)
-		ok, err := b.d.ReleaseLease(b.ctx, "leader", "A")
+		ok, err := b.d.ReleaseLease(b.ctx, driver.ReleaseLeaseParams{Name: "leader", Holder: "A"})
 		require.NoError(t, err)
 		require.False(t, ok, "the expired holder released the new holder's lease")
 	})
@@ -113,7 +113,7 @@ func exerciseLease(t *testing.T, open Opener) {
 		require.True(t, x.Held)
 		require.True(t, y.Held)
 
-		ok, err := b.d.ReleaseLease(b.ctx, "never-taken", "A")
+		ok, err := b.d.ReleaseLease(b.ctx, driver.ReleaseLeaseParams{Name: "never-taken", Holder: "A"})
 		require.NoError(t, err)
 		require.False(t, ok)
 	})

@@ -14,11 +14,13 @@ func exerciseObserve(t *testing.T, open Opener) {
 		t.Parallel()
 		b := setup(t, open)
 		min0 := b.now().UTC().Truncate(time.Minute)
-		add := func(rows ...driver.StatRow) { require.NoError(t, b.d.AddStats(b.ctx, rows)) }
+		add := func(rows ...driver.StatRow) {
+			require.NoError(t, b.d.AddStats(b.ctx, driver.AddStatsParams{Rows: rows}))
+		}
 		add(driver.StatRow{Queue: "q", Type: "t", Outcome: driver.OutcomeSuccess, Bucket: min0, Count: 3},
 			driver.StatRow{Queue: "q", Type: "t", Outcome: driver.OutcomeFailed, Bucket: min0, Count: 1})
 		add(driver.StatRow{Queue: "q", Type: "t", Outcome: driver.OutcomeSuccess, Bucket: min0, Count: 4})
-		rows, err := b.d.ReadStats(b.ctx, min0.Add(-time.Minute))
+		rows, err := b.d.ReadStats(b.ctx, driver.ReadStatsParams{Since: min0.Add(-time.Minute)})
 		require.NoError(t, err)
 		got := map[string]int64{}
 		for _, r := range rows {
@@ -38,12 +40,12 @@ func exerciseObserve(t *testing.T, open Opener) {
 		}
 		recent := driver.StatRow{Queue: "q", Type: "t", Outcome: "success", Bucket: hour.Add(4*time.Hour + 7*time.Minute), Count: 5}
 		rows = append(rows, recent)
-		require.NoError(t, b.d.AddStats(b.ctx, rows))
+		require.NoError(t, b.d.AddStats(b.ctx, driver.AddStatsParams{Rows: rows}))
 		// Twice: compaction must be idempotent.
 		for range 2 {
-			require.NoError(t, b.d.CompactStats(b.ctx, hour.Add(2*time.Hour)))
+			require.NoError(t, b.d.CompactStats(b.ctx, driver.CompactStatsParams{Before: hour.Add(2 * time.Hour)}))
 		}
-		got, err := b.d.ReadStats(b.ctx, hour.Add(-time.Hour))
+		got, err := b.d.ReadStats(b.ctx, driver.ReadStatsParams{Since: hour.Add(-time.Hour)})
 		require.NoError(t, err)
 		require.Len(t, got, 2, "%+v", got)
 		require.True(t, got[0].Bucket.Equal(hour))
@@ -70,12 +72,12 @@ func exerciseObserve(t *testing.T, open Opener) {
 		require.WithinDuration(t, started, nodes[0].StartedAt, clockSlack)
 		require.WithinDuration(t, b.now(), nodes[0].LastSeen, 5*time.Second)
 
-		purged, err := b.d.PurgeNodes(b.ctx, time.Hour)
+		purged, err := b.d.PurgeNodes(b.ctx, driver.PurgeNodesParams{StaleAfter: time.Hour})
 		require.NoError(t, err)
 		require.Zero(t, purged, "fresh rows are not stale")
 		require.NoError(t, b.d.DeleteNode(b.ctx, "host:2"))
 		time.Sleep(20 * time.Millisecond)
-		purged, err = b.d.PurgeNodes(b.ctx, 10*time.Millisecond)
+		purged, err = b.d.PurgeNodes(b.ctx, driver.PurgeNodesParams{StaleAfter: 10 * time.Millisecond})
 		require.NoError(t, err)
 		require.EqualValues(t, 1, purged)
 		nodes, err = b.d.ListNodes(b.ctx)

@@ -24,7 +24,7 @@ func exerciseProbe(t *testing.T, open Opener) {
 		}
 		runnable := func(queue, typ string) bool {
 			t.Helper()
-			ok, err := pr.Runnable(b.ctx, queue, typ)
+			ok, err := pr.Runnable(b.ctx, driver.RunnableParams{Queue: queue, Type: typ})
 			require.NoError(t, err)
 			return ok
 		}

@@ -58,7 +58,7 @@ func exerciseRelease(t *testing.T, open Opener) {
 		t.Parallel()
 		b := setup(t, open)
 		tok := newToken()
-		claimAs := func(p driver.InsertParams, lease time.Duration) int64 {
+		claimAs := func(p driver.InsertJob, lease time.Duration) int64 {
 			t.Helper()
 			id := b.insertOne(p)
 			jobs := b.claim(driver.ClaimParams{Queue: p.Queue, Type: p.Type, Limit: 1, Lease: lease, Token: tok})

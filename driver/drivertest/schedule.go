@@ -17,7 +17,7 @@ func exerciseSchedule(t *testing.T, open Opener) {
 		b := setup(t, open)
 		state := func(name string) driver.ScheduleState {
 			t.Helper()
-			s, err := b.d.ScheduleState(b.ctx, name)
+			s, err := b.d.ScheduleState(b.ctx, driver.ScheduleStateParams{Name: name})
 			require.NoError(t, err)
 			return s
 		}
@@ -34,7 +34,7 @@ func exerciseSchedule(t *testing.T, open Opener) {
 		zone := time.FixedZone("UTC-7", -7*3600)
 		slot1 := time.Date(2026, 3, 1, 2, 0, 0, 0, zone)
 		before := b.now()
-		require.NoError(t, b.d.InitSchedule(b.ctx, "nightly", slot1))
+		require.NoError(t, b.d.InitSchedule(b.ctx, driver.InitScheduleParams{Name: "nightly", Last: slot1}))
 		after := b.now()
 		s := state("nightly")
 		require.True(t, s.Found)
@@ -47,7 +47,7 @@ func exerciseSchedule(t *testing.T, open Opener) {
 		v0 := s.Version
 
 		// Init of an existing schedule changes nothing, so every node may call it.
-		require.NoError(t, b.d.InitSchedule(b.ctx, "nightly", slot1.Add(time.Hour)))
+		require.NoError(t, b.d.InitSchedule(b.ctx, driver.InitScheduleParams{Name: "nightly", Last: slot1.Add(time.Hour)}))
 		require.Equal(t, s, state("nightly"))
 
 		slot2 := slot1.Add(24 * time.Hour)
@@ -96,7 +96,7 @@ func exerciseSchedule(t *testing.T, open Opener) {
 
 		slot := b.now().Truncate(time.Second)
 		for _, name := range []string{"zeta", "alpha", "mid"} {
-			require.NoError(t, b.d.InitSchedule(b.ctx, name, slot))
+			require.NoError(t, b.d.InitSchedule(b.ctx, driver.InitScheduleParams{Name: name, Last: slot}))
 		}
 		list, err = b.d.ListSchedules(b.ctx)
 		require.NoError(t, err)
@@ -105,7 +105,7 @@ func exerciseSchedule(t *testing.T, open Opener) {
 			names = append(names, s.Name)
 			require.True(t, s.Found)
 			require.True(t, s.LastSlot.Equal(slot))
-			one, err := b.d.ScheduleState(b.ctx, s.Name)
+			one, err := b.d.ScheduleState(b.ctx, driver.ScheduleStateParams{Name: s.Name})
 			require.NoError(t, err)
 			require.Equal(t, one, s, "ListSchedules and ScheduleState disagree on %s", s.Name)
 		}
@@ -116,8 +116,8 @@ func exerciseSchedule(t *testing.T, open Opener) {
 		t.Parallel()
 		b := setup(t, open)
 		slot := b.now().Truncate(time.Minute)
-		require.NoError(t, b.d.InitSchedule(b.ctx, "every-minute", slot))
-		s, err := b.d.ScheduleState(b.ctx, "every-minute")
+		require.NoError(t, b.d.InitSchedule(b.ctx, driver.InitScheduleParams{Name: "every-minute", Last: slot}))
+		s, err := b.d.ScheduleState(b.ctx, driver.ScheduleStateParams{Name: "every-minute"})
 		require.NoError(t, err)
 
 		// Every node computed the same next slot from the same version.
@@ -145,7 +145,7 @@ func exerciseSchedule(t *testing.T, open Opener) {
 			}
 		}
 		require.NotEqual(t, -1, winner, "no node advanced the schedule")
-		after, err := b.d.ScheduleState(b.ctx, "every-minute")
+		after, err := b.d.ScheduleState(b.ctx, driver.ScheduleStateParams{Name: "every-minute"})
 		require.NoError(t, err)
 		// Each node here claims to have created a job, so each counts.
 		require.EqualValues(t, nodes, after.Fires)

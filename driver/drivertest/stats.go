@@ -14,7 +14,7 @@ func exerciseStats(t *testing.T, open Opener) {
 		t.Parallel()
 		b := setup(t, open)
 		now := b.now()
-		in := func(queue, typ string, age time.Duration) driver.InsertParams {
+		in := func(queue, typ string, age time.Duration) driver.InsertJob {
 			p := newJob(typ)
 			p.Queue, p.RunAt = queue, now.Add(-age)
 			return p
@@ -65,7 +65,7 @@ func exerciseStats(t *testing.T, open Opener) {
 		b.insertOne(future)
 		future.Queue = "mixed"
 		b.insertOne(future)
-		due := b.makeJob(driver.StatusPending, driver.InsertParams{Queue: "mixed", Type: "now", Dedupe: driver.DedupePermanent, Payload: []byte(`{}`), MaxAttempts: 5})
+		due := b.makeJob(driver.StatusPending, driver.InsertJob{Queue: "mixed", Type: "now", Dedupe: driver.DedupePermanent, Payload: []byte(`{}`), MaxAttempts: 5})
 
 		stats, err := b.d.Stats(b.ctx)
 		require.NoError(t, err)

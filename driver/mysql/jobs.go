@@ -41,8 +41,9 @@ func chunks(n, maxRows int, size func(i int) int) [][2]int {
 
 // Insert adds jobs with their keys taken in one global order (see
 // sqlcommon.InKeyOrder), so that overlapping batches cannot deadlock.
-func (d *Driver) Insert(ctx context.Context, tx *sql.Tx, jobs []driver.InsertParams) ([]driver.InsertResult, error) {
-	return sqlcommon.InKeyOrder(jobs, func(jobs []driver.InsertParams) ([]driver.InsertResult, error) {
+func (d *Driver) Insert(ctx context.Context, p driver.InsertParams) ([]driver.InsertResult, error) {
+	tx, jobs := p.Tx, p.Jobs
+	return sqlcommon.InKeyOrder(jobs, func(jobs []driver.InsertJob) ([]driver.InsertResult, error) {
 		return d.insertAll(ctx, tx, jobs)
 	})
 }
@@ -51,7 +52,7 @@ func (d *Driver) Insert(ctx context.Context, tx *sql.Tx, jobs []driver.InsertPar
 // deadlock. Keys already held are found with one query, the remaining rows
 // go in with multi-row INSERTs, and a key taken meanwhile by a concurrent
 // enqueue sends its chunk down a row-by-row path that tells which rows lost.
-func (d *Driver) insertAll(ctx context.Context, tx *sql.Tx, jobs []driver.InsertParams) ([]driver.InsertResult, error) {
+func (d *Driver) insertAll(ctx context.Context, tx *sql.Tx, jobs []driver.InsertJob) ([]driver.InsertResult, error) {
 	if len(jobs) == 0 {
 		return nil, nil
 	}
@@ -66,7 +67,7 @@ func (d *Driver) insertAll(ctx context.Context, tx *sql.Tx, jobs []driver.Insert
 	return out, nil
 }
 
-func (d *Driver) insert(ctx context.Context, tx *sql.Tx, jobs []driver.InsertParams) ([]driver.InsertResult, error) {
+func (d *Driver) insert(ctx context.Context, tx *sql.Tx, jobs []driver.InsertJob) ([]driver.InsertResult, error) {
 	out := make([]driver.InsertResult, len(jobs))
 	// Within the batch the first occurrence of a key wins.
 	first := map[string]int{}
@@ -158,7 +159,7 @@ func (d *Driver) keyHolders(ctx context.Context, q driver.Querier, keys []string
 }
 
 // insertArgs are the arguments of insert.sql for one job, in its order.
-func (d *Driver) insertArgs(j driver.InsertParams) []any {
+func (d *Driver) insertArgs(j driver.InsertJob) []any {
 	var runAt any
 	if !j.RunAt.IsZero() {
 		runAt = d.Time(j.RunAt)
@@ -169,14 +170,14 @@ func (d *Driver) insertArgs(j driver.InsertParams) []any {
 		j.Priority, j.MaxAttempts, runAt, d.Duration(j.Delay)}
 }
 
-func jobSize(j driver.InsertParams) int {
+func jobSize(j driver.InsertJob) int {
 	return len(j.Payload) + len(j.Key) + len(j.Queue) + len(j.Type) + 100
 }
 
 // insertChunks inserts jobs[idx] with multi-row INSERTs and records their
 // ids in out. byKey reads the ids back by key (every row in idx has one);
 // otherwise they are the consecutive range starting at LAST_INSERT_ID().
-func (d *Driver) insertChunks(ctx context.Context, tx *sql.Tx, jobs []driver.InsertParams, idx []int, out []driver.InsertResult, byKey bool) error {
+func (d *Driver) insertChunks(ctx context.Context, tx *sql.Tx, jobs []driver.InsertJob, idx []int, out []driver.InsertResult, byKey bool) error {
 	head, tuple, _ := strings.Cut(d.Q["insert"], "VALUES")
 	for _, c := range chunks(len(idx), insertChunkRows, func(i int) int { return jobSize(jobs[idx[i]]) }) {
 		part := idx[c[0]:c[1]]
@@ -221,7 +222,7 @@ func (d *Driver) insertChunks(ctx context.Context, tx *sql.Tx, jobs []driver.Ins
 }
 
 // idsByKey records the ids of the just-inserted keyed jobs[part].
-func (d *Driver) idsByKey(ctx context.Context, tx *sql.Tx, jobs []driver.InsertParams, part []int, out []driver.InsertResult) error {
+func (d *Driver) idsByKey(ctx context.Context, tx *sql.Tx, jobs []driver.InsertJob, part []int, out []driver.InsertResult) error {
 	keys := make([]string, len(part))
 	for n, i := range part {
 		keys[n] = jobs[i].Key
@@ -242,7 +243,7 @@ func (d *Driver) idsByKey(ctx context.Context, tx *sql.Tx, jobs []driver.InsertP
 
 // insertEach inserts jobs[idx] one prepared statement each, so that every id
 // is exact and a taken key is resolved to its holder row by row.
-func (d *Driver) insertEach(ctx context.Context, tx *sql.Tx, jobs []driver.InsertParams, idx []int, out []driver.InsertResult) error {
+func (d *Driver) insertEach(ctx context.Context, tx *sql.Tx, jobs []driver.InsertJob, idx []int, out []driver.InsertResult) error {
 	if len(idx) == 0 {
 		return nil
 	}
@@ -263,7 +264,7 @@ func (d *Driver) insertEach(ctx context.Context, tx *sql.Tx, jobs []driver.Inser
 // holder is read with a locking read, which sees the latest committed row
 // even from a REPEATABLE READ snapshot; should it vanish in between (rolled
 // back, or an active-mode job that finished), the insert is tried again.
-func (d *Driver) insertOne(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, j driver.InsertParams) (driver.InsertResult, error) {
+func (d *Driver) insertOne(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, j driver.InsertJob) (driver.InsertResult, error) {
 	const tries = 5
 	for range tries {
 		res, err := ins.ExecContext(ctx, d.insertArgs(j)...)
@@ -396,7 +397,8 @@ func (d *Driver) claimUpdate(ctx context.Context, tx *sql.Tx, p driver.ClaimPara
 // per chunk. When it matches fewer rows than the chunk, some leases were
 // lost: the statement is rolled back and the chunk replayed one fenced
 // statement per row, which tells which ones.
-func (d *Driver) Complete(ctx context.Context, cs []driver.Completion) ([]int64, error) {
+func (d *Driver) Complete(ctx context.Context, p driver.CompleteParams) ([]int64, error) {
+	cs := p.Completions
 	var lost []int64
 	size := func(i int) int { return completionSize(cs[i]) }
 	for _, c := range chunks(len(cs), completeChunkRows, size) {
@@ -583,6 +585,7 @@ var _ driver.Prober = (*Driver)(nil)
 
 // Runnable reports whether a claim on queue (and typ, if set) would find a
 // job now; idle workers call it often in place of claiming.
-func (d *Driver) Runnable(ctx context.Context, queue, typ string) (bool, error) {
+func (d *Driver) Runnable(ctx context.Context, p driver.RunnableParams) (bool, error) {
+	queue, typ := p.Queue, p.Type
 	return d.ProbeRunnable(ctx, queue, typ)
 }

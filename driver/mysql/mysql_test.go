@@ -63,16 +63,16 @@ func open(t *testing.T, forceUpdate bool) *mysql.Driver {
 	return d
 }
 
-func job(queue, key, dedupe string) driver.InsertParams {
+func job(queue, key, dedupe string) driver.InsertJob {
 	if dedupe == "" {
 		dedupe = driver.DedupePermanent
 	}
-	return driver.InsertParams{Queue: queue, Type: "t", Key: key, Dedupe: dedupe, Payload: []byte(`{"n": 1}`), MaxAttempts: 3}
+	return driver.InsertJob{Queue: queue, Type: "t", Key: key, Dedupe: dedupe, Payload: []byte(`{"n": 1}`), MaxAttempts: 3}
 }
 
-func insert(t *testing.T, ctx context.Context, d driver.Driver, jobs ...driver.InsertParams) []driver.InsertResult {
+func insert(t *testing.T, ctx context.Context, d driver.Driver, jobs ...driver.InsertJob) []driver.InsertResult {
 	t.Helper()
-	res, err := d.Insert(ctx, nil, jobs)
+	res, err := d.Insert(ctx, driver.InsertParams{Jobs: jobs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func claim(t *testing.T, ctx context.Context, d driver.Driver, p driver.ClaimPar
 
 func complete(t *testing.T, ctx context.Context, d driver.Driver, cs ...driver.Completion) []int64 {
 	t.Helper()
-	lost, err := d.Complete(ctx, cs)
+	lost, err := d.Complete(ctx, driver.CompleteParams{Completions: cs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +315,7 @@ func TestInsertDedupe(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rr, err := d.Insert(ctx, tx, []driver.InsertParams{job("tx", "in-tx", "")})
+		rr, err := d.Insert(ctx, driver.InsertParams{Tx: tx, Jobs: []driver.InsertJob{job("tx", "in-tx", "")}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -326,17 +326,17 @@ func TestInsertDedupe(t *testing.T) {
 
 		// Fields round-trip; a bad payload or an over-long queue fails.
 		runAt := time.Now().Add(time.Hour).UTC().Truncate(time.Microsecond)
-		p := driver.InsertParams{Queue: "f", Type: "typ", Key: "ключ", Dedupe: driver.DedupeActive,
+		p := driver.InsertJob{Queue: "f", Type: "typ", Key: "ключ", Dedupe: driver.DedupeActive,
 			Payload: []byte(`{"a":[1,2]}`), Priority: -3, MaxAttempts: 7, RunAt: runAt}
 		j := get(t, ctx, d, insert(t, ctx, d, p)[0].ID)
 		if j.Queue != "f" || j.Type != "typ" || j.Key != "ключ" || j.Dedupe != driver.DedupeActive || !jsonEqual(j.Payload, p.Payload) ||
 			j.Priority != -3 || j.MaxAttempts != 7 || !j.NextRunAt.Equal(runAt) || j.Status != driver.StatusPending {
 			t.Fatalf("round trip: %+v", j)
 		}
-		if _, err := d.Insert(ctx, nil, []driver.InsertParams{{Queue: "f", Type: "t", Dedupe: driver.DedupePermanent, Payload: []byte(`{`)}}); err == nil {
+		if _, err := d.Insert(ctx, driver.InsertParams{Jobs: []driver.InsertJob{{Queue: "f", Type: "t", Dedupe: driver.DedupePermanent, Payload: []byte(`{`)}}}); err == nil {
 			t.Fatal("invalid JSON payload accepted")
 		}
-		if _, err := d.Insert(ctx, nil, []driver.InsertParams{job(strings.Repeat("q", 65), "", "")}); err == nil {
+		if _, err := d.Insert(ctx, driver.InsertParams{Jobs: []driver.InsertJob{job(strings.Repeat("q", 65), "", "")}}); err == nil {
 			t.Fatal("over-long queue accepted")
 		}
 	})
@@ -354,12 +354,12 @@ func TestInsertConcurrentKeys(t *testing.T) {
 	start := make(chan struct{})
 	for w := range workers {
 		wg.Go(func() {
-			batch := make([]driver.InsertParams, keys)
+			batch := make([]driver.InsertJob, keys)
 			for i := range batch {
 				batch[i] = job("race", fmt.Sprintf("k%d", (i+w*25)%keys), "")
 			}
 			<-start
-			res, err := d.Insert(ctx, nil, batch)
+			res, err := d.Insert(ctx, driver.InsertParams{Jobs: batch})
 			if err != nil {
 				errs <- err
 				return

@@ -25,14 +25,15 @@ const (
 
 // Insert adds jobs with their keys taken in one global order (see
 // sqlcommon.InKeyOrder), so that overlapping batches cannot deadlock.
-func (d *Driver) Insert(ctx context.Context, tx *sql.Tx, jobs []driver.InsertParams) ([]driver.InsertResult, error) {
-	return sqlcommon.InKeyOrder(jobs, func(jobs []driver.InsertParams) ([]driver.InsertResult, error) {
+func (d *Driver) Insert(ctx context.Context, p driver.InsertParams) ([]driver.InsertResult, error) {
+	tx, jobs := p.Tx, p.Jobs
+	return sqlcommon.InKeyOrder(jobs, func(jobs []driver.InsertJob) ([]driver.InsertResult, error) {
 		return d.insertAll(ctx, tx, jobs)
 	})
 }
 
 // insertAll adds jobs with one INSERT ... SELECT FROM unnest(...) per chunk.
-func (d *Driver) insertAll(ctx context.Context, tx *sql.Tx, jobs []driver.InsertParams) ([]driver.InsertResult, error) {
+func (d *Driver) insertAll(ctx context.Context, tx *sql.Tx, jobs []driver.InsertJob) ([]driver.InsertResult, error) {
 	if len(jobs) == 0 {
 		return nil, nil
 	}
@@ -45,7 +46,7 @@ func (d *Driver) insertAll(ctx context.Context, tx *sql.Tx, jobs []driver.Insert
 	}
 	// Keyless rows that fit one statement need no transaction: the
 	// statement is atomic, and BEGIN and COMMIT would cost two round trips.
-	single := len(jobs) <= insertChunk && !slices.ContainsFunc(jobs, func(j driver.InsertParams) bool { return j.Key != "" })
+	single := len(jobs) <= insertChunk && !slices.ContainsFunc(jobs, func(j driver.InsertJob) bool { return j.Key != "" })
 	var out []driver.InsertResult
 	err := driver.RetryTransient(ctx, d.Transient, func() error {
 		if single {
@@ -71,7 +72,7 @@ func (d *Driver) insertAll(ctx context.Context, tx *sql.Tx, jobs []driver.Insert
 
 // insert sends each key's first occurrence and every keyless row; later
 // occurrences of a key in the batch are duplicates of the first.
-func (d *Driver) insert(ctx context.Context, q driver.Querier, jobs []driver.InsertParams) ([]driver.InsertResult, error) {
+func (d *Driver) insert(ctx context.Context, q driver.Querier, jobs []driver.InsertJob) ([]driver.InsertResult, error) {
 	out := make([]driver.InsertResult, len(jobs))
 	first := map[string]int{}
 	dupOf := map[int]int{}
@@ -102,7 +103,7 @@ func (d *Driver) insert(ctx context.Context, q driver.Querier, jobs []driver.Ins
 // insertChunk inserts jobs[idx...] and fills their results. Rows whose key
 // is taken get the holder's id; a row whose holder is gone by the time we
 // look (an active-mode job that finished) is inserted again.
-func (d *Driver) insertChunk(ctx context.Context, q driver.Querier, jobs []driver.InsertParams, idx []int, out []driver.InsertResult) error {
+func (d *Driver) insertChunk(ctx context.Context, q driver.Querier, jobs []driver.InsertJob, idx []int, out []driver.InsertResult) error {
 	for round := 0; len(idx) > 0; round++ {
 		if round == insertRounds {
 			return fmt.Errorf("business key %q: its holder finished %d times while we enqueued", jobs[idx[0]].Key, insertRounds)
@@ -151,7 +152,7 @@ func (d *Driver) insertChunk(ctx context.Context, q driver.Querier, jobs []drive
 
 // insertRows runs insert.sql for jobs[idx...] and returns the ids of the
 // inserted keyed rows by key, and those of the keyless rows.
-func (d *Driver) insertRows(ctx context.Context, q driver.Querier, jobs []driver.InsertParams, idx []int) (map[string]int64, []int64, error) {
+func (d *Driver) insertRows(ctx context.Context, q driver.Querier, jobs []driver.InsertJob, idx []int) (map[string]int64, []int64, error) {
 	n := len(idx)
 	var (
 		queues, types, dedupes, payloads = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -202,7 +203,7 @@ func (d *Driver) insertRows(ctx context.Context, q driver.Querier, jobs []driver
 }
 
 // keyHolders returns the ids of the jobs that hold the keys of jobs[idx...].
-func (d *Driver) keyHolders(ctx context.Context, q driver.Querier, jobs []driver.InsertParams, idx []int) (map[string]int64, error) {
+func (d *Driver) keyHolders(ctx context.Context, q driver.Querier, jobs []driver.InsertJob, idx []int) (map[string]int64, error) {
 	keys := make([]string, len(idx))
 	for k, i := range idx {
 		keys[k] = jobs[i].Key
@@ -258,7 +259,8 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) ([]driver.JobR
 
 // Complete applies a batch of fenced outcomes in one statement and returns
 // the ids whose lease was lost.
-func (d *Driver) Complete(ctx context.Context, cs []driver.Completion) ([]int64, error) {
+func (d *Driver) Complete(ctx context.Context, p driver.CompleteParams) ([]int64, error) {
+	cs := p.Completions
 	if len(cs) == 0 {
 		return nil, nil
 	}

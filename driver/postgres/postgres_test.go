@@ -22,16 +22,16 @@ func setup(t *testing.T) (driver.Driver, context.Context) {
 	return testdb.Open(t, "postgres"), ctx
 }
 
-func job(queue, key, dedupe string) driver.InsertParams {
+func job(queue, key, dedupe string) driver.InsertJob {
 	if dedupe == "" {
 		dedupe = driver.DedupePermanent
 	}
-	return driver.InsertParams{Queue: queue, Type: "t", Key: key, Dedupe: dedupe, Payload: []byte(`{"n":1}`), MaxAttempts: 3}
+	return driver.InsertJob{Queue: queue, Type: "t", Key: key, Dedupe: dedupe, Payload: []byte(`{"n":1}`), MaxAttempts: 3}
 }
 
-func insert(t *testing.T, ctx context.Context, d driver.Driver, jobs ...driver.InsertParams) []driver.InsertResult {
+func insert(t *testing.T, ctx context.Context, d driver.Driver, jobs ...driver.InsertJob) []driver.InsertResult {
 	t.Helper()
-	res, err := d.Insert(ctx, nil, jobs)
+	res, err := d.Insert(ctx, driver.InsertParams{Jobs: jobs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestInsert(t *testing.T) {
 	for _, j := range jobs {
 		cs = append(cs, driver.Completion{ID: j.ID, Token: "w", Status: driver.StatusSuccess})
 	}
-	if lost, err := d.Complete(ctx, cs); err != nil || len(lost) != 0 {
+	if lost, err := d.Complete(ctx, driver.CompleteParams{Completions: cs}); err != nil || len(lost) != 0 {
 		t.Fatalf("complete: lost %v, %v", lost, err)
 	}
 	third := insert(t, ctx, d, job("q", "act", driver.DedupeActive), job("q", "perm", driver.DedupePermanent))
@@ -172,7 +172,7 @@ func TestInsert(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rolled, err := d.Insert(ctx, tx, []driver.InsertParams{job("q", "rolled", driver.DedupePermanent)})
+	rolled, err := d.Insert(ctx, driver.InsertParams{Tx: tx, Jobs: []driver.InsertJob{job("q", "rolled", driver.DedupePermanent)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestInsert(t *testing.T) {
 	// Bad rows fail the whole call.
 	bad := job("q", "", "")
 	bad.Type = strings.Repeat("x", driver.MaxTypeLen+1)
-	if _, err := d.Insert(ctx, nil, []driver.InsertParams{job("q", "fine", driver.DedupePermanent), bad}); err == nil {
+	if _, err := d.Insert(ctx, driver.InsertParams{Jobs: []driver.InsertJob{job("q", "fine", driver.DedupePermanent), bad}}); err == nil {
 		t.Fatal("over-long type accepted")
 	}
 	if r := insert(t, ctx, d, job("q", "fine", driver.DedupePermanent)); r[0].Duplicate {
@@ -195,7 +195,7 @@ func TestInsert(t *testing.T) {
 func TestInsertLarge(t *testing.T) {
 	d, ctx := setup(t)
 	const n = 12001
-	batch := make([]driver.InsertParams, n)
+	batch := make([]driver.InsertJob, n)
 	for i := range batch {
 		batch[i] = job("big", "", "")
 		if i%1000 == 0 {

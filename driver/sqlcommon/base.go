@@ -1,7 +1,8 @@
 // Package sqlcommon holds the parts of the three SQL drivers that differ only
 // in their SQL text: the drivers embed a Base built from their own query
 // files and override the methods where a database has a better shape
-// (batched inserts, claims, completions).
+// (batched inserts, claims, completions). Unlike package driver it carries
+// no compatibility promise: it changes with the bundled drivers.
 package sqlcommon
 
 import (
@@ -115,7 +116,7 @@ func (b *Base) InTx(ctx context.Context, tx *sql.Tx, fn func(*sql.Tx) error) err
 // take no key lock and keep their places, so their ids still follow the
 // input; rows with the same key keep their input order, so the first
 // occurrence in the batch is still the one inserted.
-func InKeyOrder(jobs []driver.InsertParams, insert func([]driver.InsertParams) ([]driver.InsertResult, error)) ([]driver.InsertResult, error) {
+func InKeyOrder(jobs []driver.InsertJob, insert func([]driver.InsertJob) ([]driver.InsertResult, error)) ([]driver.InsertResult, error) {
 	var slots []int // the positions of the keyed rows
 	for i, j := range jobs {
 		if j.Key != "" {
@@ -144,7 +145,7 @@ func InKeyOrder(jobs []driver.InsertParams, insert func([]driver.InsertParams) (
 
 // RowName names row i of a batch passed through InKeyOrder in an error:
 // keyless rows keep their input position, keyed rows are named by key.
-func RowName(i int, j driver.InsertParams) string {
+func RowName(i int, j driver.InsertJob) string {
 	if j.Key != "" {
 		return fmt.Sprintf("job with key %q", j.Key)
 	}
@@ -319,7 +320,8 @@ func (b *Base) CompletionArgs(c driver.Completion) []any {
 }
 
 // CompleteTx applies one fenced outcome in the caller's transaction.
-func (b *Base) CompleteTx(ctx context.Context, tx *sql.Tx, c driver.Completion) (bool, error) {
+func (b *Base) CompleteTx(ctx context.Context, p driver.CompleteTxParams) (bool, error) {
+	tx, c := p.Tx, p.Completion
 	res, err := tx.ExecContext(ctx, b.Q["complete"], b.CompletionArgs(c)...)
 	if err != nil {
 		return false, fmt.Errorf("complete job %d: %w", c.ID, err)
@@ -550,7 +552,8 @@ func (b *Base) Stats(ctx context.Context) ([]driver.QueueStats, error) {
 }
 
 // SetQueuePaused records a queue's paused flag.
-func (b *Base) SetQueuePaused(ctx context.Context, queue string, paused bool) error {
+func (b *Base) SetQueuePaused(ctx context.Context, p driver.SetQueuePausedParams) error {
+	queue, paused := p.Queue, p.Paused
 	if _, err := b.Write.ExecContext(ctx, b.Q["queue_pause"], queue, paused); err != nil {
 		return fmt.Errorf("set queue %s paused=%v: %w", queue, paused, err)
 	}
@@ -617,7 +620,8 @@ func (b *Base) UpsertLease(ctx context.Context, p driver.LeaseParams) (driver.Le
 
 // ReleaseLease frees the lease if holder holds it. The row stays, so that
 // its fencing number keeps growing across holders.
-func (b *Base) ReleaseLease(ctx context.Context, name, holder string) (bool, error) {
+func (b *Base) ReleaseLease(ctx context.Context, p driver.ReleaseLeaseParams) (bool, error) {
+	name, holder := p.Name, p.Holder
 	var n int64
 	err := driver.RetryTransient(ctx, b.Transient, func() error {
 		res, err := b.Write.ExecContext(ctx, b.Q["lease_release"], name, holder)
@@ -655,7 +659,8 @@ func (b *Base) IsTransient(err error) bool { return b.Transient(err) }
 // with prefix. The names come from the catalogue, so tables of later
 // migrations and a test's own tables go too, and are matched here rather
 // than with LIKE, whose '_' wildcard would match other prefixes as well.
-func (b *Base) DropTables(ctx context.Context, prefix string) error {
+func (b *Base) DropTables(ctx context.Context, p driver.DropTablesParams) error {
+	prefix := p.Prefix
 	if err := driver.ValidatePrefix(prefix); err != nil {
 		return err
 	}

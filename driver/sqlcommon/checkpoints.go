@@ -101,7 +101,8 @@ func (b *Base) TakeCheckpoint(ctx context.Context, p driver.TakeCheckpointParams
 }
 
 // AdvanceCheckpoint records a chunk, in tx when set.
-func (b *Base) AdvanceCheckpoint(ctx context.Context, tx *sql.Tx, p driver.AdvanceCheckpointParams) error {
+func (b *Base) AdvanceCheckpoint(ctx context.Context, p driver.AdvanceCheckpointParams) error {
+	tx := p.Tx
 	return b.fenced(ctx, tx, "advance", p.Batch, p.Shard, b.Q["checkpoint_advance"], p.Cursor, p.Rows, p.ChunkSize, p.Batch, p.Shard, p.Version)
 }
 
@@ -150,7 +151,8 @@ func (b *Base) SetCheckpointStatus(ctx context.Context, p driver.SetCheckpointSt
 }
 
 // DeleteCheckpoints removes a batch's cursors.
-func (b *Base) DeleteCheckpoints(ctx context.Context, batch string) (int64, error) {
+func (b *Base) DeleteCheckpoints(ctx context.Context, p driver.DeleteCheckpointsParams) (int64, error) {
+	batch := p.Batch
 	var n int64
 	err := driver.RetryTransient(ctx, b.Transient, func() error {
 		res, err := b.Write.ExecContext(ctx, b.Q["checkpoint_delete"], batch)

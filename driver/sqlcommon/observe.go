@@ -11,7 +11,8 @@ import (
 
 // AddStats adds every row to its bucket in one transaction, so a flush is
 // counted whole or not at all.
-func (b *Base) AddStats(ctx context.Context, rows []driver.StatRow) error {
+func (b *Base) AddStats(ctx context.Context, p driver.AddStatsParams) error {
+	rows := p.Rows
 	if len(rows) == 0 {
 		return nil
 	}
@@ -42,7 +43,8 @@ func (b *Base) addStatsTx(ctx context.Context, tx *sql.Tx, rows []driver.StatRow
 }
 
 // ReadStats returns the buckets at or after since, oldest first.
-func (b *Base) ReadStats(ctx context.Context, since time.Time) ([]driver.StatRow, error) {
+func (b *Base) ReadStats(ctx context.Context, p driver.ReadStatsParams) ([]driver.StatRow, error) {
+	since := p.Since
 	rows, err := b.Read.QueryContext(ctx, b.Q["stats_read"], b.Time(since.UTC()))
 	if err != nil {
 		return nil, fmt.Errorf("read roll-ups: %w", err)
@@ -74,7 +76,8 @@ func scanStats(rows *sql.Rows) ([]driver.StatRow, error) {
 // one transaction. Rewriting a whole day each pass makes it idempotent
 // (already hourly rows are summed into themselves) and bounded, and a
 // leader that was down for under a day catches up.
-func (b *Base) CompactStats(ctx context.Context, before time.Time) error {
+func (b *Base) CompactStats(ctx context.Context, p driver.CompactStatsParams) error {
+	before := p.Before
 	hi := before.UTC().Truncate(time.Hour)
 	lo := hi.Add(-24 * time.Hour)
 	err := driver.RetryTransient(ctx, b.Transient, func() error {
@@ -169,7 +172,8 @@ func (b *Base) ListNodes(ctx context.Context) ([]driver.Node, error) {
 }
 
 // PurgeNodes deletes heartbeat rows older than staleAfter.
-func (b *Base) PurgeNodes(ctx context.Context, staleAfter time.Duration) (int64, error) {
+func (b *Base) PurgeNodes(ctx context.Context, p driver.PurgeNodesParams) (int64, error) {
+	staleAfter := p.StaleAfter
 	res, err := b.Write.ExecContext(ctx, b.Q["node_purge"], b.Duration(-staleAfter))
 	if err != nil {
 		return 0, fmt.Errorf("purge stale nodes: %w", err)

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/sluicehq/sluice/driver"
 )
@@ -22,7 +21,8 @@ func scanSchedule(scan func(...any) error) (driver.ScheduleState, error) {
 }
 
 // ScheduleState reads one schedule's progress.
-func (b *Base) ScheduleState(ctx context.Context, name string) (driver.ScheduleState, error) {
+func (b *Base) ScheduleState(ctx context.Context, p driver.ScheduleStateParams) (driver.ScheduleState, error) {
+	name := p.Name
 	s, err := scanSchedule(b.Read.QueryRowContext(ctx, b.Q["schedule_get"], name).Scan)
 	if errors.Is(err, sql.ErrNoRows) {
 		return driver.ScheduleState{Name: name}, nil
@@ -34,7 +34,8 @@ func (b *Base) ScheduleState(ctx context.Context, name string) (driver.ScheduleS
 }
 
 // InitSchedule inserts a schedule's row unless it exists.
-func (b *Base) InitSchedule(ctx context.Context, name string, last time.Time) error {
+func (b *Base) InitSchedule(ctx context.Context, p driver.InitScheduleParams) error {
+	name, last := p.Name, p.Last
 	err := driver.RetryTransient(ctx, b.Transient, func() error {
 		_, err := b.Write.ExecContext(ctx, b.Q["schedule_init"], name, b.Time(last))
 		return err

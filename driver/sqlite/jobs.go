@@ -12,15 +12,16 @@ import (
 
 // Insert adds jobs with their keys taken in one global order (see
 // sqlcommon.InKeyOrder), so that overlapping batches cannot deadlock.
-func (d *Driver) Insert(ctx context.Context, tx *sql.Tx, jobs []driver.InsertParams) ([]driver.InsertResult, error) {
-	return sqlcommon.InKeyOrder(jobs, func(jobs []driver.InsertParams) ([]driver.InsertResult, error) {
+func (d *Driver) Insert(ctx context.Context, p driver.InsertParams) ([]driver.InsertResult, error) {
+	tx, jobs := p.Tx, p.Jobs
+	return sqlcommon.InKeyOrder(jobs, func(jobs []driver.InsertJob) ([]driver.InsertResult, error) {
 		return d.insertAll(ctx, tx, jobs)
 	})
 }
 
 // insertAll adds jobs in one transaction with a prepared statement per row,
 // which in-process SQLite runs about as fast as a multi-row insert.
-func (d *Driver) insertAll(ctx context.Context, tx *sql.Tx, jobs []driver.InsertParams) ([]driver.InsertResult, error) {
+func (d *Driver) insertAll(ctx context.Context, tx *sql.Tx, jobs []driver.InsertJob) ([]driver.InsertResult, error) {
 	if len(jobs) == 0 {
 		return nil, nil
 	}
@@ -89,6 +90,7 @@ var _ driver.Prober = (*Driver)(nil)
 
 // Runnable reports whether a claim on queue (and typ, if set) would find a
 // job now; idle workers call it often in place of claiming.
-func (d *Driver) Runnable(ctx context.Context, queue, typ string) (bool, error) {
+func (d *Driver) Runnable(ctx context.Context, p driver.RunnableParams) (bool, error) {
+	queue, typ := p.Queue, p.Type
 	return d.ProbeRunnable(ctx, queue, typ)
 }

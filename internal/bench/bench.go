@@ -164,7 +164,7 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 		return nil, err
 	}
 	r := &runner{cfg: cfg, d: d, sql: bq}
-	if err := d.DropTables(ctx, cfg.Prefix); err != nil {
+	if err := d.DropTables(ctx, driver.DropTablesParams{Prefix: cfg.Prefix}); err != nil {
 		return nil, fmt.Errorf("drop old bench tables: %w", err)
 	}
 	if !cfg.Keep {
@@ -173,7 +173,7 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 			// its own, so an aborted run leaves nothing behind.
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 			defer cancel()
-			if derr := d.DropTables(dctx, cfg.Prefix); derr != nil && err == nil {
+			if derr := d.DropTables(dctx, driver.DropTablesParams{Prefix: cfg.Prefix}); derr != nil && err == nil {
 				err = fmt.Errorf("drop bench tables: %w", derr)
 			}
 		}()

@@ -77,7 +77,7 @@ func (a *app) workerClient(ctx context.Context, f *config.File) (*sluice.Client,
 		if q.Paused {
 			// paused: true pauses at start; resuming through the API or
 			// CLI then holds until the next start.
-			if err := d.SetQueuePaused(ctx, name, true); err != nil {
+			if err := d.SetQueuePaused(ctx, driver.SetQueuePausedParams{Queue: name, Paused: true}); err != nil {
 				return nil, err
 			}
 		}

@@ -146,7 +146,7 @@ func waitRetriesDue(t *testing.T, d driver.Driver) {
 // rollups sums the sluice_stats roll-ups of the last hour by outcome.
 func rollups(t *testing.T, d driver.Driver, typ string) map[string]int64 {
 	t.Helper()
-	rows, err := d.ReadStats(context.Background(), time.Now().Add(-time.Hour))
+	rows, err := d.ReadStats(context.Background(), driver.ReadStatsParams{Since: time.Now().Add(-time.Hour)})
 	require.NoError(t, err)
 	got := map[string]int64{}
 	for _, r := range rows {

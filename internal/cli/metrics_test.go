@@ -164,7 +164,7 @@ batches:
 	require.NoError(t, err)
 	require.Len(t, claimed, 2)
 	msg := "failed by the test"
-	lost, err := d.Complete(ctx, []driver.Completion{{ID: claimed[0].ID, Token: "test-holder", Status: driver.StatusFailed, Error: &msg}})
+	lost, err := d.Complete(ctx, driver.CompleteParams{Completions: []driver.Completion{{ID: claimed[0].ID, Token: "test-holder", Status: driver.StatusFailed, Error: &msg}}})
 	require.NoError(t, err)
 	require.Empty(t, lost)
 
@@ -249,7 +249,7 @@ batches:
 	code, out = api(http.MethodPost, "/v1/run?queue=runq&max_seconds=5", "")
 	require.Equal(t, http.StatusOK, code, out)
 	require.Contains(t, out, `"skipped":"another run is active"`)
-	_, err = d.ReleaseLease(ctx, "run:runq:", "test")
+	_, err = d.ReleaseLease(ctx, driver.ReleaseLeaseParams{Name: "run:runq:", Holder: "test"})
 	require.NoError(t, err)
 
 	const (
@@ -335,7 +335,7 @@ batches:
 	// database (this node is the only one), read between two equal scrapes.
 	for _, fam := range []string{"sluice_schedule_fires_total", "sluice_schedule_skips_total"} {
 		checks = append(checks, metricCheck{fam, func(_, after scrape) []string {
-			st, err := d.ScheduleState(ctx, "tick")
+			st, err := d.ScheduleState(ctx, driver.ScheduleStateParams{Name: "tick"})
 			require.NoError(t, err)
 			again := scrapeMetrics(t, base, token)
 			series := fam + `{queue="parked",type="tick"}`
@@ -396,7 +396,7 @@ batches:
 			want[series] = v
 		}
 	}
-	rows, err := d.ReadStats(ctx, time.Now().Add(-time.Hour))
+	rows, err := d.ReadStats(ctx, driver.ReadStatsParams{Since: time.Now().Add(-time.Hour)})
 	require.NoError(t, err)
 	got := map[string]float64{}
 	for _, r := range rows {

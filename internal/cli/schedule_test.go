@@ -52,7 +52,7 @@ func TestScheduleAcrossThreeNodes(t *testing.T) {
 	for i := 1; i < len(slots); i++ {
 		require.Equal(t, time.Second, slots[i].Sub(slots[i-1]), "gap or duplicate between %s and %s", slots[i-1], slots[i])
 	}
-	st, err := d.ScheduleState(context.Background(), "tick")
+	st, err := d.ScheduleState(context.Background(), driver.ScheduleStateParams{Name: "tick"})
 	require.NoError(t, err)
 	require.Equal(t, int64(len(slots)), st.Fires, "fires counted once per slot")
 }

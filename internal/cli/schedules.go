@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/sluicehq/sluice/driver"
 )
 
 func (a *app) schedulesCommand() *cobra.Command {
@@ -54,7 +56,7 @@ func (a *app) schedulesCommand() *cobra.Command {
 					r.Next = append(r.Next, sl.At)
 					t = sl.At
 				}
-				st, err := c.Driver().ScheduleState(cmd.Context(), s.Name)
+				st, err := c.Driver().ScheduleState(cmd.Context(), driver.ScheduleStateParams{Name: s.Name})
 				if err != nil {
 					return err
 				}

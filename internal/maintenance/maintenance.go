@@ -83,7 +83,7 @@ func (s *Service) Stop() {
 	if s.IsLeader() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if _, err := s.cfg.Driver.ReleaseLease(ctx, LeaderLease, s.cfg.NodeID); err != nil {
+		if _, err := s.cfg.Driver.ReleaseLease(ctx, driver.ReleaseLeaseParams{Name: LeaderLease, Holder: s.cfg.NodeID}); err != nil {
 			s.log.Warn("releasing maintenance leadership", "err", err)
 		}
 		// Even if the release failed: a stopped node runs no chores, and

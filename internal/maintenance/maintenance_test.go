@@ -170,7 +170,7 @@ func TestTakeOverAfterLeaderIsCutOff(t *testing.T) {
 func TestLeaderRescuesEveryRescueEvery(t *testing.T) {
 	d := testdb.Open(t, "sqlite")
 	ctx := context.Background()
-	_, err := d.Insert(ctx, nil, []driver.InsertParams{{Queue: "q", Type: "t", Dedupe: driver.DedupePermanent, Payload: []byte(`{}`), MaxAttempts: 3}})
+	_, err := d.Insert(ctx, driver.InsertParams{Jobs: []driver.InsertJob{{Queue: "q", Type: "t", Dedupe: driver.DedupePermanent, Payload: []byte(`{}`), MaxAttempts: 3}}})
 	require.NoError(t, err)
 	clk := newClock()
 	var rescued atomic.Int32

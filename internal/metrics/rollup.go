@@ -65,7 +65,7 @@ func (r *Rollup) Flush(ctx context.Context, d driver.Driver) error {
 	for k, n := range counts {
 		rows = append(rows, driver.StatRow{Queue: k.queue, Type: k.typ, Outcome: k.outcome, Bucket: k.minute, Count: n})
 	}
-	if err := d.AddStats(ctx, rows); err != nil {
+	if err := d.AddStats(ctx, driver.AddStatsParams{Rows: rows}); err != nil {
 		r.mu.Lock()
 		for k, n := range counts {
 			r.counts[k] += n

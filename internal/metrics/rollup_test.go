@@ -25,7 +25,7 @@ func TestFlushWritesEachCountOnceAndBeforeReturning(t *testing.T) {
 			ctx := context.Background()
 			r := metrics.NewRollup()
 			total := func() int64 {
-				rows, err := d.ReadStats(ctx, time.Now().Add(-time.Hour))
+				rows, err := d.ReadStats(ctx, driver.ReadStatsParams{Since: time.Now().Add(-time.Hour)})
 				if !assert.NoError(t, err) {
 					return 0
 				}

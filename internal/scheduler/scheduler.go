@@ -144,13 +144,13 @@ func (s *Scheduler) Pass(ctx context.Context) (time.Duration, error) {
 }
 
 func (s *Scheduler) fire(ctx context.Context, e Entry, now time.Time) error {
-	st, err := s.cfg.Driver.ScheduleState(ctx, e.Name)
+	st, err := s.cfg.Driver.ScheduleState(ctx, driver.ScheduleStateParams{Name: e.Name})
 	if err != nil {
 		return err
 	}
 	if !st.Found {
 		// A new schedule starts from now: there is nothing it missed.
-		return s.cfg.Driver.InitSchedule(ctx, e.Name, now)
+		return s.cfg.Driver.InitSchedule(ctx, driver.InitScheduleParams{Name: e.Name, Last: now})
 	}
 	// Slots from the last few seconds are late, not missed: a slow pass
 	// (a busy database, a GC pause) fires them all. catch_up limits only

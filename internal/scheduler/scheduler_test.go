@@ -36,23 +36,24 @@ func startBack(t *testing.T, d driver.Driver, lastJob int64) driver.ScheduleStat
 	ctx := context.Background()
 	now, err := d.Now(ctx)
 	require.NoError(t, err)
-	require.NoError(t, d.InitSchedule(ctx, name, now.Add(-3500*time.Millisecond)))
+	require.NoError(t, d.InitSchedule(ctx, driver.InitScheduleParams{Name: name, Last: now.Add(-3500 * time.Millisecond)}))
 	if lastJob > 0 {
-		st, err := d.ScheduleState(ctx, name)
+		st, err := d.ScheduleState(ctx, driver.ScheduleStateParams{Name: name})
 		require.NoError(t, err)
 		ok, err := d.AdvanceSchedule(ctx, driver.AdvanceScheduleParams{Name: name, Version: st.Version, LastSlot: st.LastSlot, LastJobID: lastJob})
 		require.NoError(t, err)
 		require.True(t, ok)
 	}
-	st, err := d.ScheduleState(ctx, name)
+	st, err := d.ScheduleState(ctx, driver.ScheduleStateParams{Name: name})
 	require.NoError(t, err)
 	return st
 }
 
 // insert enqueues a slot's job under its key, as the client does.
 func insert(ctx context.Context, d driver.Driver, key string) (int64, bool, error) {
-	res, err := d.Insert(ctx, nil, []driver.InsertParams{{Queue: "q", Type: name, Key: key, Dedupe: driver.DedupePermanent,
-		Payload: []byte(`{}`), MaxAttempts: 1}})
+	res, err := d.Insert(ctx, driver.InsertParams{Jobs: []driver.InsertJob{{Queue: "q", Type: name, Key: key, Dedupe: driver.DedupePermanent,
+		Payload: []byte(`{}`), MaxAttempts: 1}}})
+
 	if err != nil {
 		return 0, false, err
 	}
@@ -136,7 +137,7 @@ func TestSchedulersRacingForSlotsFireEachOnce(t *testing.T) {
 	waitPaused(t, paused, aDone)
 	_, err := b.Pass(ctx)
 	require.NoError(t, err)
-	afterB, err := d.ScheduleState(ctx, name)
+	afterB, err := d.ScheduleState(ctx, driver.ScheduleStateParams{Name: name})
 	require.NoError(t, err)
 	close(resume)
 	require.NoError(t, <-aDone)
@@ -149,7 +150,7 @@ func TestSchedulersRacingForSlotsFireEachOnce(t *testing.T) {
 	require.EqualValues(t, 1, a.fired.Load(), "node A created one slot's job")
 	require.EqualValues(t, len(keys)-1, b.fired.Load(), "node B created the others")
 
-	got, err := d.ScheduleState(ctx, name)
+	got, err := d.ScheduleState(ctx, driver.ScheduleStateParams{Name: name})
 	require.NoError(t, err)
 	require.EqualValues(t, len(keys), got.Fires, "fires counted")
 	require.Equal(t, st.Version+1, got.Version, "the schedule advanced more than once")
@@ -180,7 +181,7 @@ func TestConcurrentPassesCountEachFireOnce(t *testing.T) {
 	for k, n := range keys {
 		require.Equal(t, 1, n, "jobs of slot %s", k)
 	}
-	st, err := d.ScheduleState(ctx, name)
+	st, err := d.ScheduleState(ctx, driver.ScheduleStateParams{Name: name})
 	require.NoError(t, err)
 	require.EqualValues(t, len(keys), st.Fires, "fires counted")
 	require.EqualValues(t, len(keys), nodes[0].fired.Load()+nodes[1].fired.Load(), "fired hooks")
@@ -221,7 +222,7 @@ func TestSchedulersRacingToSkipCountSkipsOnce(t *testing.T) {
 	require.NoError(t, <-aDone)
 
 	require.Empty(t, slotJobs(t, d), "a slot fired while the previous run was pending")
-	got, err := d.ScheduleState(ctx, name)
+	got, err := d.ScheduleState(ctx, driver.ScheduleStateParams{Name: name})
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, b.skipped.Load(), int32(3))
 	require.EqualValues(t, b.skipped.Load(), got.Skips, "skips counted: the winner's only")

@@ -103,5 +103,5 @@ type Target struct {
 func Drop(d driver.Driver, prefix string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	d.DropTables(ctx, prefix)
+	d.DropTables(ctx, driver.DropTablesParams{Prefix: prefix})
 }

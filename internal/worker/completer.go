@@ -104,7 +104,7 @@ func (c *completer) flush(ctx context.Context, batch []pending) {
 	for attempt := 0; ; attempt++ {
 		var err error
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		lost, err = c.p.cfg.Driver.Complete(wctx, cs)
+		lost, err = c.p.cfg.Driver.Complete(wctx, driver.CompleteParams{Completions: cs})
 		cancel()
 		if err == nil {
 			break
@@ -142,7 +142,7 @@ func (p *Pool) completeInTx(x *running, o Outcome) {
 	defer cancel()
 	c := driver.Completion{ID: x.job.ID, Token: x.job.LockedBy, Status: o.Status, Delay: o.Delay,
 		Refund: o.Refund, Error: o.Error, Result: o.Result}
-	ok, err := p.cfg.Driver.CompleteTx(ctx, o.Tx, c)
+	ok, err := p.cfg.Driver.CompleteTx(ctx, driver.CompleteTxParams{Tx: o.Tx, Completion: c})
 	if err == nil && ok {
 		err = o.Tx.Commit()
 	} else {

@@ -67,7 +67,8 @@ func (d *countingDriver) Claim(ctx context.Context, p driver.ClaimParams) ([]dri
 	return jobs, err
 }
 
-func (d *countingDriver) Complete(ctx context.Context, cs []driver.Completion) ([]int64, error) {
+func (d *countingDriver) Complete(ctx context.Context, p driver.CompleteParams) ([]int64, error) {
+	cs := p.Completions
 	d.mu.Lock()
 	d.completes = append(d.completes, cs)
 	call := len(d.completes)
@@ -75,7 +76,7 @@ func (d *countingDriver) Complete(ctx context.Context, cs []driver.Completion) (
 	if d.beforeComplete != nil {
 		d.beforeComplete(call, cs)
 	}
-	return d.Driver.Complete(ctx, cs)
+	return d.Driver.Complete(ctx, driver.CompleteParams{Completions: cs})
 }
 
 // Heartbeat records a call once it returned.
@@ -89,8 +90,9 @@ func (d *countingDriver) Heartbeat(ctx context.Context, p driver.HeartbeatParams
 
 // Runnable keeps the SQLite driver's probe, which embedding the interface
 // would hide from the producer.
-func (d *countingDriver) Runnable(ctx context.Context, queue, typ string) (bool, error) {
-	return d.Driver.(driver.Prober).Runnable(ctx, queue, typ)
+func (d *countingDriver) Runnable(ctx context.Context, p driver.RunnableParams) (bool, error) {
+	queue, typ := p.Queue, p.Type
+	return d.Driver.(driver.Prober).Runnable(ctx, driver.RunnableParams{Queue: queue, Type: typ})
 }
 
 func (d *countingDriver) heartbeats() []driver.HeartbeatParams {
@@ -119,11 +121,11 @@ func openSQLite(t *testing.T) *countingDriver {
 // enqueue inserts n jobs of type "t" into queue "q" and returns their ids.
 func enqueue(t *testing.T, d driver.Driver, n int) []int64 {
 	t.Helper()
-	ps := make([]driver.InsertParams, n)
+	ps := make([]driver.InsertJob, n)
 	for i := range ps {
-		ps[i] = driver.InsertParams{Queue: "q", Type: "t", Dedupe: driver.DedupePermanent, Payload: []byte(`{}`), MaxAttempts: 3}
+		ps[i] = driver.InsertJob{Queue: "q", Type: "t", Dedupe: driver.DedupePermanent, Payload: []byte(`{}`), MaxAttempts: 3}
 	}
-	res, err := d.Insert(context.Background(), nil, ps)
+	res, err := d.Insert(context.Background(), driver.InsertParams{Jobs: ps})
 	require.NoError(t, err)
 	ids := make([]int64, n)
 	for i, r := range res {

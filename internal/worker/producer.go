@@ -179,7 +179,7 @@ func (pr *producer) idle(ctx context.Context, poll time.Duration) bool {
 		case <-until:
 			return true
 		case <-probeC:
-			runnable, err := pr.probe.Runnable(ctx, pr.q.Name, pr.q.Type)
+			runnable, err := pr.probe.Runnable(ctx, driver.RunnableParams{Queue: pr.q.Name, Type: pr.q.Type})
 			if ctx.Err() != nil {
 				return false
 			}

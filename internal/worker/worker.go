@@ -226,7 +226,7 @@ func (p *Pool) requeueStuck() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	lost, err := p.cfg.Driver.Complete(ctx, cs)
+	lost, err := p.cfg.Driver.Complete(ctx, driver.CompleteParams{Completions: cs})
 	if err != nil {
 		p.log.Error("requeue stuck jobs at shutdown", "jobs", len(cs), "err", err)
 		return

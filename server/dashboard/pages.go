@@ -78,7 +78,7 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request, v *view) {
 		return
 	}
 	day := now.Add(-24 * time.Hour).Truncate(time.Hour).Add(time.Hour)
-	rows, err := d.d.ReadStats(ctx, day)
+	rows, err := d.d.ReadStats(ctx, driver.ReadStatsParams{Since: day})
 	if err != nil {
 		d.fail(w, err)
 		return
