@@ -281,11 +281,11 @@ func (d *Driver) Complete(ctx context.Context, cs []driver.Completion) ([]int64,
 		}
 		finals[k] = c.Status != driver.StatusPending
 		if c.Error != nil {
-			s := driver.Text(*c.Error, driver.MaxErrorLen, true)
+			s := driver.StorableText(*c.Error, driver.MaxErrorLen, true)
 			errorTexts[k] = &s
 		}
 		if c.Result != nil {
-			s := driver.Text(*c.Result, driver.MaxResultLen, true)
+			s := driver.StorableText(*c.Result, driver.MaxResultLen, true)
 			resultTexts[k] = &s
 		}
 	}
