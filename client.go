@@ -83,7 +83,7 @@ func NewClient(cfg Config) (*Client, error) {
 		entries := make([]scheduler.Entry, len(cfg.Schedules))
 		byName := map[string]Schedule{}
 		for i, s := range cfg.Schedules {
-			entries[i] = scheduler.Entry{Name: s.Name, Schedule: s.Spec, Overlap: s.Overlap, CatchUp: s.CatchUp}
+			entries[i] = scheduler.Entry{Name: s.Name, Spec: s.Spec, Overlap: s.Overlap, CatchUp: s.CatchUp}
 			byName[s.Name] = s
 		}
 		hooks := scheduler.Hooks{
