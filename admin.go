@@ -203,8 +203,8 @@ func (c *Client) ResumeQueue(ctx context.Context, queue string) error {
 	return c.drv.SetQueuePaused(ctx, driver.SetQueuePausedParams{Queue: queue, Paused: false})
 }
 
-// Check validates one job as Enqueue would, without writing anything.
-func (c *Client) Check(p EnqueueParams) error {
+// ValidateEnqueue validates one job as Enqueue would, without writing anything.
+func (c *Client) ValidateEnqueue(p EnqueueParams) error {
 	_, err := c.prepare(p)
 	return err
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/maintenance"
 	"github.com/sluicehq/sluice/internal/metrics"
+	"github.com/sluicehq/sluice/internal/nodes"
 	"github.com/sluicehq/sluice/internal/scheduler"
 	"github.com/sluicehq/sluice/internal/worker"
 )
@@ -33,7 +34,7 @@ type Client struct {
 
 	metrics *metrics.Metrics
 	rollup  *metrics.Rollup
-	beat    *metrics.Heartbeat // nil for a client without workers
+	beat    *nodes.Heartbeat // nil for a client without workers
 
 	mu         sync.Mutex
 	started    bool
@@ -62,7 +63,7 @@ func NewClient(cfg Config) (*Client, error) {
 		for _, q := range cfg.Queues {
 			concurrency += q.Concurrency
 		}
-		c.beat = &metrics.Heartbeat{Driver: cfg.Driver, Node: driver.Node{ID: cfg.NodeID, Concurrency: concurrency},
+		c.beat = &nodes.Heartbeat{Driver: cfg.Driver, Node: driver.Node{ID: cfg.NodeID, Concurrency: concurrency},
 			Running: c.pool.Running, Rollup: c.rollup, Logger: cfg.Logger, Clock: cfg.Clock}
 	}
 	if len(cfg.Queues) > 0 && !cfg.DisableMaintenance {
@@ -82,7 +83,7 @@ func NewClient(cfg Config) (*Client, error) {
 		entries := make([]scheduler.Entry, len(cfg.Schedules))
 		byName := map[string]Schedule{}
 		for i, s := range cfg.Schedules {
-			entries[i] = scheduler.Entry{Name: s.Name, Schedule: s.Spec, Overlap: s.Overlap, CatchUp: s.CatchUp}
+			entries[i] = scheduler.Entry{Name: s.Name, Spec: s.Spec, Overlap: s.Overlap, CatchUp: s.CatchUp}
 			byName[s.Name] = s
 		}
 		hooks := scheduler.Hooks{

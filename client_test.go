@@ -136,7 +136,7 @@ func TestEnqueueDedupe(t *testing.T) {
 		require.False(t, a.Duplicate)
 		b, err := c.Enqueue(ctx, sluice.EnqueueParams{Type: "sync", Key: "order-7"})
 		require.NoError(t, err)
-		require.Equal(t, sluice.Result{ID: a.ID, Duplicate: true}, b)
+		require.Equal(t, sluice.EnqueueResult{ID: a.ID, Duplicate: true}, b)
 
 		_, err = c.Enqueue(ctx, sluice.EnqueueParams{Type: "sync", Payload: []byte("{not json")})
 		var ie *sluice.InputError

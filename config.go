@@ -8,10 +8,10 @@ import (
 	"os"
 	"time"
 
+	"github.com/sluicehq/sluice/cron"
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/scheduler"
-	"github.com/sluicehq/sluice/schedule"
 )
 
 // Type configures one job type: its handler and the defaults of its jobs.
@@ -56,7 +56,7 @@ const (
 // run the same schedules: each slot's job is keyed sched:<name>:<slot>.
 type Schedule struct {
 	Name    string
-	Spec    *schedule.Schedule
+	Spec    *cron.Expr
 	Type    string
 	Payload json.RawMessage // nil means {}
 	Queue   string          // default: the type's queue

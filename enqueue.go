@@ -29,44 +29,44 @@ type EnqueueParams struct {
 	Dedupe      string // "permanent" or "active"
 }
 
-// Result is the outcome of enqueuing one job.
-type Result struct {
+// EnqueueResult is the outcome of enqueuing one job.
+type EnqueueResult struct {
 	ID        int64 `json:"id"`
 	Duplicate bool  `json:"duplicate"`
 }
 
 // Enqueue adds a job. An existing business key is not an error: the
 // result holds the existing job's id with Duplicate true.
-func (c *Client) Enqueue(ctx context.Context, p EnqueueParams) (Result, error) {
+func (c *Client) Enqueue(ctx context.Context, p EnqueueParams) (EnqueueResult, error) {
 	rs, err := c.EnqueueMany(ctx, []EnqueueParams{p})
 	if err != nil {
-		return Result{}, err
+		return EnqueueResult{}, err
 	}
 	return rs[0], nil
 }
 
 // EnqueueTx adds a job inside the caller's transaction, so that it exists
 // only if the transaction commits. tx must belong to the client's database.
-func (c *Client) EnqueueTx(ctx context.Context, tx *sql.Tx, p EnqueueParams) (Result, error) {
+func (c *Client) EnqueueTx(ctx context.Context, tx *sql.Tx, p EnqueueParams) (EnqueueResult, error) {
 	rs, err := c.enqueue(ctx, tx, []EnqueueParams{p})
 	if err != nil {
-		return Result{}, err
+		return EnqueueResult{}, err
 	}
 	return rs[0], nil
 }
 
 // EnqueueMany adds jobs all or nothing, with multi-row inserts where the
 // database allows. Results are in the order of ps.
-func (c *Client) EnqueueMany(ctx context.Context, ps []EnqueueParams) ([]Result, error) {
+func (c *Client) EnqueueMany(ctx context.Context, ps []EnqueueParams) ([]EnqueueResult, error) {
 	return c.enqueue(ctx, nil, ps)
 }
 
 // EnqueueManyTx is EnqueueMany inside the caller's transaction.
-func (c *Client) EnqueueManyTx(ctx context.Context, tx *sql.Tx, ps []EnqueueParams) ([]Result, error) {
+func (c *Client) EnqueueManyTx(ctx context.Context, tx *sql.Tx, ps []EnqueueParams) ([]EnqueueResult, error) {
 	return c.enqueue(ctx, tx, ps)
 }
 
-func (c *Client) enqueue(ctx context.Context, tx *sql.Tx, ps []EnqueueParams) ([]Result, error) {
+func (c *Client) enqueue(ctx context.Context, tx *sql.Tx, ps []EnqueueParams) ([]EnqueueResult, error) {
 	if len(ps) == 0 {
 		return nil, nil
 	}
@@ -85,10 +85,10 @@ func (c *Client) enqueue(ctx context.Context, tx *sql.Tx, ps []EnqueueParams) ([
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Result, len(res))
+	out := make([]EnqueueResult, len(res))
 	queues := map[string]bool{}
 	for i, r := range res {
-		out[i] = Result{ID: r.ID, Duplicate: r.Duplicate}
+		out[i] = EnqueueResult{ID: r.ID, Duplicate: r.Duplicate}
 		// Counted when the insert returns: inside a caller's transaction
 		// that later rolls back, the count is one too many.
 		c.metrics.Enqueued(rows[i].Queue, rows[i].Type, r.Duplicate)

@@ -10,13 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/cron"
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/testdb"
-	"github.com/sluicehq/sluice/schedule"
 )
 
-func every(t *testing.T, expr string) *schedule.Schedule {
-	s, err := schedule.Parse(expr, nil)
+func every(t *testing.T, expr string) *cron.Expr {
+	s, err := cron.Parse(expr, nil)
 	require.NoError(t, err)
 	return s
 }

@@ -31,7 +31,7 @@ func (f *fixture) batch(name string) *batch.Batch {
 
 func (f *fixture) checkpoints(t *testing.T, name string) []batch.Checkpoint {
 	t.Helper()
-	cps, err := batch.Status(context.Background(), f.d, name)
+	cps, err := batch.Checkpoints(context.Background(), f.d, name)
 	require.NoError(t, err)
 	return cps
 }

@@ -18,9 +18,9 @@ import (
 // Checkpoint is one shard's progress as stored; the driver owns the table.
 type Checkpoint = driver.Checkpoint
 
-// Status returns the checkpoints of the named batch, or of every batch
+// Checkpoints returns the checkpoints of the named batch, or of every batch
 // when name is empty, ordered by batch and shard.
-func Status(ctx context.Context, d driver.Driver, name string) ([]Checkpoint, error) {
+func Checkpoints(ctx context.Context, d driver.Driver, name string) ([]Checkpoint, error) {
 	all, err := d.ListCheckpoints(ctx)
 	if err != nil {
 		return nil, err

@@ -330,7 +330,7 @@ func (b *Batch) DryRun(ctx context.Context, d driver.Driver) (DryRunResult, erro
 	if err != nil {
 		return DryRunResult{}, err
 	}
-	cps, err := Status(ctx, d, b.Name)
+	cps, err := Checkpoints(ctx, d, b.Name)
 	if err != nil {
 		return DryRunResult{}, err
 	}

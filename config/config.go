@@ -116,7 +116,7 @@ type Backoff struct {
 // Schedule enqueues a job on a cron schedule.
 type Schedule struct {
 	// Cron is five fields, or six with seconds first, or a descriptor
-	// such as @hourly or @every 30s; schedule.Parse reads it.
+	// such as @hourly or @every 30s; cron.Parse reads it.
 	Cron string `yaml:"cron"`
 	// Timezone is an IANA name; default "UTC", so that every node
 	// computes the same slots whatever its local time zone.

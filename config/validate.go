@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/cron"
 	"github.com/sluicehq/sluice/dburl"
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/handler/command"
 	"github.com/sluicehq/sluice/handler/webhook"
-	"github.com/sluicehq/sluice/schedule"
 )
 
 // fail reports a problem found after decoding, at the line of path or of
@@ -229,7 +229,7 @@ func (d *decoder) validateSchedule(f *File, name string, s *Schedule) error {
 	}
 	s.Location = loc
 	// The scheduler parses with the same function, so what passes here runs.
-	if _, err := schedule.Parse(s.Cron, loc); err != nil {
+	if _, err := cron.Parse(s.Cron, loc); err != nil {
 		return d.fail(path+".cron", err)
 	}
 	if s.Type == "" {

@@ -579,10 +579,10 @@ func IsFinal(status string) bool {
 	return status == StatusSuccess || status == StatusFailed || status == StatusCancelled
 }
 
-// Text makes s storable in every database's text column and cuts it to n
+// StorableText makes s storable in every database's text column and cuts it to n
 // bytes: invalid UTF-8 and NUL bytes (which PostgreSQL refuses) become
 // U+FFFD. Outputs of commands and webhooks pass through it.
-func Text(s string, n int, tail bool) string {
+func StorableText(s string, n int, tail bool) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	s = strings.ReplaceAll(s, "\x00", "\uFFFD")
 	return Truncate(s, n, tail)

@@ -15,9 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/cron"
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/testdb"
-	"github.com/sluicehq/sluice/schedule"
 	"github.com/sluicehq/sluice/server"
 )
 
@@ -84,7 +84,7 @@ func (b *browser) csrf(page string) string {
 
 // dashServer serves a client with a schedule on d behind the token.
 func dashServer(t testing.TB, d driver.Driver, schedName string) (*sluice.Client, string) {
-	spec, err := schedule.Parse("*/5 * * * *", time.UTC)
+	spec, err := cron.Parse("*/5 * * * *", time.UTC)
 	require.NoError(t, err)
 	c, err := sluice.NewClient(sluice.Config{Driver: d, Schedules: []sluice.Schedule{{Name: schedName, Spec: spec, Type: "report"}}})
 	require.NoError(t, err)

@@ -111,9 +111,9 @@ func (s *Server) enqueueBatch(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, r, err)
 			return
 		}
-		// Check validates as EnqueueMany will, but here the index can be
+		// ValidateEnqueue validates as EnqueueMany will, but here the index can be
 		// named; EnqueueMany then writes all or nothing.
-		if err := s.client.Check(p); err != nil {
+		if err := s.client.ValidateEnqueue(p); err != nil {
 			var ie *sluice.InputError
 			if errors.As(err, &ie) {
 				s.fail(w, r, badRequest("%s%s", prefix, ie.Error()))

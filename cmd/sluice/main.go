@@ -5,7 +5,7 @@ package main
 import (
 	"os"
 
-	"github.com/sluicehq/sluice/internal/cli"
+	"github.com/sluicehq/sluice/cmd/sluice/internal/cli"
 )
 
 func main() {

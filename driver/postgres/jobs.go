@@ -283,11 +283,11 @@ func (d *Driver) Complete(ctx context.Context, p driver.CompleteParams) ([]int64
 		}
 		finals[k] = c.Status != driver.StatusPending
 		if c.Error != nil {
-			s := driver.Text(*c.Error, driver.MaxErrorLen, true)
+			s := driver.StorableText(*c.Error, driver.MaxErrorLen, true)
 			errorTexts[k] = &s
 		}
 		if c.Result != nil {
-			s := driver.Text(*c.Result, driver.MaxResultLen, true)
+			s := driver.StorableText(*c.Result, driver.MaxResultLen, true)
 			resultTexts[k] = &s
 		}
 	}

@@ -304,11 +304,11 @@ func (b *Base) CompletionArgs(c driver.Completion) []any {
 	}
 	var errText, result *string
 	if c.Error != nil {
-		s := driver.Text(*c.Error, driver.MaxErrorLen, true)
+		s := driver.StorableText(*c.Error, driver.MaxErrorLen, true)
 		errText = &s
 	}
 	if c.Result != nil {
-		s := driver.Text(*c.Result, driver.MaxResultLen, true)
+		s := driver.StorableText(*c.Result, driver.MaxResultLen, true)
 		result = &s
 	}
 	final := 0

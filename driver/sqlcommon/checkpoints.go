@@ -110,7 +110,7 @@ func (b *Base) AdvanceCheckpoint(ctx context.Context, p driver.AdvanceCheckpoint
 func (b *Base) FinishCheckpoint(ctx context.Context, p driver.FinishCheckpointParams) error {
 	var lastErr sql.NullString
 	if p.Error != "" {
-		lastErr = sql.NullString{String: driver.Text(p.Error, driver.MaxErrorLen, false), Valid: true}
+		lastErr = sql.NullString{String: driver.StorableText(p.Error, driver.MaxErrorLen, false), Valid: true}
 	}
 	return b.fenced(ctx, nil, "finish", p.Batch, p.Shard, b.Q["checkpoint_finish"], p.Status, lastErr, p.Batch, p.Shard, p.Version)
 }

@@ -27,6 +27,7 @@ var engine = []struct {
 	{"internal/maintenance", true},
 	{"internal/scheduler", true},
 	{"internal/metrics", true},
+	{"internal/nodes", true},
 	{"driver", true},
 }
 

@@ -1,7 +1,7 @@
 // Package metrics holds sluice's observability state: the Prometheus
-// metrics of one Client (its own registry, never a global one), the
-// in-memory roll-up counts flushed to sluice_stats, and the sluice_nodes
-// heartbeat.
+// metrics of one Client (its own registry, never a global one) and the
+// in-memory roll-up counts flushed to sluice_stats, which the node
+// heartbeat (internal/nodes) flushes on each beat.
 //
 // Labels are queue and type (and outcome, a fixed set of four; name on
 // lock counters), never a job id or key, so the number of series stays

@@ -2,13 +2,10 @@ package metrics
 
 import (
 	"context"
-	"log/slog"
-	"runtime/debug"
 	"sync"
 	"time"
 
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/internal/clock"
 )
 
 type rollKey struct {
@@ -74,82 +71,4 @@ func (r *Rollup) Flush(ctx context.Context, d driver.Driver) error {
 		return err
 	}
 	return nil
-}
-
-// Heartbeat keeps a process's sluice_nodes row fresh and flushes its
-// roll-up counts, every Every (default 5s), from Start until Stop.
-type Heartbeat struct {
-	Driver  driver.Driver
-	Node    driver.Node // ID, Concurrency; StartedAt and Version are filled in
-	Running func() int
-	Rollup  *Rollup
-	Every   time.Duration
-	Logger  *slog.Logger
-	Clock   clock.Clock // the client's; StartedAt is read from it
-
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-// Start writes the first row at once, then runs the loop.
-func (h *Heartbeat) Start(ctx context.Context) {
-	if h.Every <= 0 {
-		h.Every = 5 * time.Second
-	}
-	h.Node.StartedAt = h.Clock.Now()
-	if h.Node.Version == "" {
-		h.Node.Version = version()
-	}
-	ctx, h.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	h.done = make(chan struct{})
-	h.beat(ctx)
-	go func() {
-		defer close(h.done)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(h.Every):
-			}
-			h.beat(ctx)
-		}
-	}()
-}
-
-func (h *Heartbeat) beat(ctx context.Context) {
-	n := h.Node
-	n.Running = h.Running()
-	if err := h.Driver.UpsertNode(ctx, n); err != nil && ctx.Err() == nil {
-		h.Logger.Warn("node heartbeat failed", "node", n.ID, "err", err)
-	}
-	if err := h.Rollup.Flush(ctx, h.Driver); err != nil && ctx.Err() == nil {
-		h.Logger.Warn("flushing roll-ups failed; kept for the next try", "err", err)
-	}
-}
-
-// Stop ends the loop, flushes the last counts and deletes the node's row.
-func (h *Heartbeat) Stop() {
-	if h.cancel == nil {
-		return
-	}
-	h.cancel()
-	<-h.done
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := h.Rollup.Flush(ctx, h.Driver); err != nil {
-		h.Logger.Warn("flushing roll-ups at stop", "err", err)
-	}
-	if err := h.Driver.DeleteNode(ctx, h.Node.ID); err != nil {
-		h.Logger.Warn("deleting node row at stop", "node", h.Node.ID, "err", err)
-	}
-	h.cancel = nil
-}
-
-// version is the main module's version from the build, "(devel)" for a
-// plain go build.
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "unknown"
 }

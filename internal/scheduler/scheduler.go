@@ -13,8 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluicehq/sluice/cron"
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/schedule"
 )
 
 // Overlap policies, for the config file and the Go API alike.
@@ -32,10 +32,10 @@ const (
 
 // Entry is one schedule.
 type Entry struct {
-	Name     string
-	Schedule *schedule.Schedule
-	Overlap  string // OverlapForbid or OverlapAllow; empty means DefaultOverlap
-	CatchUp  int    // missed slots to enqueue after downtime; default 1
+	Name    string
+	Spec    *cron.Expr
+	Overlap string // OverlapForbid or OverlapAllow; empty means DefaultOverlap
+	CatchUp int    // missed slots to enqueue after downtime; default 1
 }
 
 // lateGrace is how late a slot may be handled and still not count as
@@ -132,7 +132,7 @@ func (s *Scheduler) Pass(ctx context.Context) (time.Duration, error) {
 		if err := s.fire(ctx, e, now); err != nil {
 			errs = append(errs, err)
 		}
-		d := e.Schedule.Next(now).At.Sub(now)
+		d := e.Spec.Next(now).At.Sub(now)
 		if next == 0 || d < next {
 			next = d
 		}
@@ -156,13 +156,13 @@ func (s *Scheduler) fire(ctx context.Context, e Entry, now time.Time) error {
 	// (a busy database, a GC pause) fires them all. catch_up limits only
 	// what fell due while no node ran.
 	cut := now.Add(-lateGrace)
-	var due []schedule.Slot
+	var due []cron.Slot
 	from := st.LastSlot
 	if from.Before(cut) {
-		due = e.Schedule.Due(from, cut, e.CatchUp)
+		due = e.Spec.Due(from, cut, e.CatchUp)
 		from = cut
 	}
-	due = append(due, e.Schedule.Due(from, now, maxLate)...)
+	due = append(due, e.Spec.Due(from, now, maxLate)...)
 	if len(due) == 0 {
 		return nil
 	}

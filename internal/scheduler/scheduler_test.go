@@ -9,9 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicehq/sluice/cron"
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/testdb"
-	"github.com/sluicehq/sluice/schedule"
 )
 
 // These tests run two schedulers on one real SQLite database, as two nodes
@@ -24,9 +24,9 @@ const name = "tick"
 // entry fires every second.
 func entry(t *testing.T, overlap string) Entry {
 	t.Helper()
-	s, err := schedule.Parse("@every 1s", nil)
+	s, err := cron.Parse("@every 1s", nil)
 	require.NoError(t, err)
-	return Entry{Name: name, Schedule: s, Overlap: overlap}
+	return Entry{Name: name, Spec: s, Overlap: overlap}
 }
 
 // startBack records the schedule as handled up to 3.5s ago, with lastJob as

@@ -8,7 +8,7 @@
 //
 // Every case uses its own random lock names, so cases run in parallel
 // against one server. Crash behaviour (a SIGKILLed holder) needs a real
-// process and is tested with the sluice binary in internal/cli.
+// process and is tested with the sluice binary in cmd/sluice/internal/cli.
 package locktest
 
 import (

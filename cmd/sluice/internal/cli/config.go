@@ -10,8 +10,8 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/cron"
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/schedule"
 )
 
 // loadConfig reads --config, $SLUICE_CONFIG or ./sluice.yaml, once; with
@@ -125,7 +125,7 @@ func schedulesOf(f *config.File) ([]sluice.Schedule, error) {
 	out := make([]sluice.Schedule, 0, len(names))
 	for _, n := range names {
 		s := f.Schedules[n]
-		spec, err := schedule.Parse(s.Cron, s.Location)
+		spec, err := cron.Parse(s.Cron, s.Location)
 		if err != nil {
 			return nil, fmt.Errorf("schedule %s: %w", n, err)
 		}

@@ -132,7 +132,7 @@ func (a *app) enqueueNDJSON(ctx context.Context, path string) error {
 		}
 		p, err := l.Params()
 		if err == nil {
-			err = c.Check(p)
+			err = c.ValidateEnqueue(p)
 		}
 		if err != nil {
 			return usagef("--ndjson line %d: %v (nothing was enqueued)", n, err)

@@ -90,7 +90,7 @@ func TestConfigFileChoosesTheDatabase(t *testing.T) {
 			})
 			t.Run("enqueue", func(t *testing.T) {
 				r := sluiceCmd(t, "", "enqueue", "report", "--queue", "cli-enqueue", "--key", "cfg-1")
-				var res sluice.Result
+				var res sluice.EnqueueResult
 				require.NoError(t, json.Unmarshal([]byte(r.stdout), &res))
 				j, err := d.GetJob(context.Background(), res.ID)
 				require.NoError(t, err)
@@ -172,7 +172,7 @@ func TestConfigFileChoosesTheDatabase(t *testing.T) {
 					return err == nil
 				}, 15*time.Second, 50*time.Millisecond)
 				require.Equal(t, http.StatusCreated, resp.StatusCode)
-				var res sluice.Result
+				var res sluice.EnqueueResult
 				require.NoError(t, json.NewDecoder(resp.Body).Decode(&res))
 				resp.Body.Close()
 				j, err := d.GetJob(context.Background(), res.ID)

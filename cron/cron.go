@@ -1,31 +1,31 @@
-// Package schedule parses cron expressions and computes the slots a
-// schedule fires at, with daylight-saving rules that cron users expect:
+// Package cron parses cron expressions and computes the slots an
+// expression fires at, with daylight-saving rules that cron users expect:
 // a slot whose wall-clock time repeats when the clock falls back fires
 // once, and a slot skipped when the clock springs forward fires at the
 // moment of the jump instead of being lost.
-package schedule
+package cron
 
 import (
 	"fmt"
 	"strings"
 	"time"
 
-	"github.com/robfig/cron/v3"
+	robfig "github.com/robfig/cron/v3"
 )
 
-var parser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+var parser = robfig.NewParser(robfig.SecondOptional | robfig.Minute | robfig.Hour | robfig.Dom | robfig.Month | robfig.Dow | robfig.Descriptor)
 
-// Schedule is a parsed cron expression in a time zone.
-type Schedule struct {
+// Expr is a parsed cron expression in a time zone.
+type Expr struct {
 	expr  string
-	spec  cron.Schedule
+	spec  robfig.Schedule
 	loc   *time.Location
 	every bool // @every: fixed intervals, keyed by instant
 }
 
 // Parse reads a 5-field cron expression, an optional leading seconds field,
 // a descriptor such as @hourly, or @every 30s. loc nil means UTC.
-func Parse(expr string, loc *time.Location) (*Schedule, error) {
+func Parse(expr string, loc *time.Location) (*Expr, error) {
 	if loc == nil {
 		loc = time.UTC
 	}
@@ -37,17 +37,17 @@ func Parse(expr string, loc *time.Location) (*Schedule, error) {
 	if err != nil {
 		return nil, fmt.Errorf("invalid cron expression %q: %w", expr, err)
 	}
-	return &Schedule{expr: expr, spec: spec, loc: loc, every: strings.HasPrefix(expr, "@every")}, nil
+	return &Expr{expr: expr, spec: spec, loc: loc, every: strings.HasPrefix(expr, "@every")}, nil
 }
 
 // String returns the expression.
-func (s *Schedule) String() string { return s.expr }
+func (s *Expr) String() string { return s.expr }
 
-// Location returns the schedule's time zone.
-func (s *Schedule) Location() *time.Location { return s.loc }
+// Location returns the expression's time zone.
+func (s *Expr) Location() *time.Location { return s.loc }
 
 // Slot is one firing: At is the instant it is due, Key names it uniquely.
-// Cron slots are named by their wall-clock time in the schedule's zone, so
+// Cron slots are named by their wall-clock time in the expression's zone, so
 // the two instants of a repeated wall time share one key and fire once.
 type Slot struct {
 	At  time.Time
@@ -57,7 +57,7 @@ type Slot struct {
 const keyLayout = "2006-01-02T15:04:05"
 
 // Next returns the first slot after t.
-func (s *Schedule) Next(t time.Time) Slot {
+func (s *Expr) Next(t time.Time) Slot {
 	t = t.In(s.loc)
 	n := s.spec.Next(t)
 	if s.every {
@@ -71,7 +71,7 @@ func (s *Schedule) Next(t time.Time) Slot {
 
 // skipped finds a slot that a spring-forward jump between t and n swallowed:
 // its wall time never happened, so it fires at the instant of the jump.
-func (s *Schedule) skipped(t, n time.Time) (Slot, bool) {
+func (s *Expr) skipped(t, n time.Time) (Slot, bool) {
 	cur := t
 	for {
 		_, end := cur.ZoneBounds()
@@ -99,7 +99,7 @@ func (s *Schedule) skipped(t, n time.Time) (Slot, bool) {
 
 // Due returns the slots after last and up to now, oldest first, keeping
 // at most the catchUp most recent ones (catchUp < 1 means 1).
-func (s *Schedule) Due(last, now time.Time, catchUp int) []Slot {
+func (s *Expr) Due(last, now time.Time, catchUp int) []Slot {
 	if catchUp < 1 {
 		catchUp = 1
 	}

@@ -75,7 +75,7 @@ func countWhere(t *testing.T, d driver.Driver, tbl, where string) int64 {
 func killRuns(t *testing.T, d driver.Driver, env []string, name string, kills int) {
 	t.Helper()
 	checkpoint := func() batch.Checkpoint {
-		cps, err := batch.Status(context.Background(), d, name)
+		cps, err := batch.Checkpoints(context.Background(), d, name)
 		require.NoError(t, err)
 		if len(cps) == 0 {
 			return batch.Checkpoint{}

@@ -29,7 +29,7 @@ import (
 // without a driver in TestDocumentedMetrics fails it.
 func documentedMetrics(t *testing.T) []string {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "..", "README.md"))
+	f, err := os.Open(filepath.Join("..", "..", "..", "..", "README.md"))
 	require.NoError(t, err)
 	defer f.Close()
 	name := regexp.MustCompile("`(sluice_[a-z_*]+)")

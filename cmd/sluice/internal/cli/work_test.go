@@ -239,7 +239,7 @@ func TestServe(t *testing.T) {
 		return err == nil
 	}, 10*time.Second, 50*time.Millisecond)
 	require.Equal(t, http.StatusCreated, resp.StatusCode)
-	var res sluice.Result
+	var res sluice.EnqueueResult
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&res))
 	resp.Body.Close()
 	require.False(t, res.Duplicate)

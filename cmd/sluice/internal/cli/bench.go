@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/sluicehq/sluice/internal/bench"
+	"github.com/sluicehq/sluice/cmd/sluice/internal/bench"
 )
 
 func (a *app) benchCommand() *cobra.Command {

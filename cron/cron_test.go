@@ -1,4 +1,4 @@
-package schedule
+package cron
 
 import (
 	"testing"
@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func mustParse(t *testing.T, expr, tz string) *Schedule {
+func mustParse(t *testing.T, expr, tz string) *Expr {
 	t.Helper()
 	loc, err := time.LoadLocation(tz)
 	require.NoError(t, err)

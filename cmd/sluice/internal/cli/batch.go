@@ -226,7 +226,7 @@ func (a *app) batchStatusCommand() *cobra.Command {
 			if len(args) == 1 {
 				name = args[0]
 			}
-			cps, err := batch.Status(cmd.Context(), d, name)
+			cps, err := batch.Checkpoints(cmd.Context(), d, name)
 			if err != nil {
 				return err
 			}

@@ -25,7 +25,7 @@ import (
 func TestExampleConfigsAreValid(t *testing.T) {
 	t.Setenv("SLUICE_TOKEN", "example-token")
 	t.Setenv("HOOK_SECRET", "example-secret")
-	for _, p := range []string{"../../examples/quickstart/sluice.yaml", "../../examples/mysql-webhook/sluice.yaml"} {
+	for _, p := range []string{"../../../../examples/quickstart/sluice.yaml", "../../../../examples/mysql-webhook/sluice.yaml"} {
 		_, err := config.Load(p)
 		require.NoError(t, err, p)
 	}
@@ -40,7 +40,7 @@ func TestExampleWebhookReceiver(t *testing.T) {
 	ln.Close()
 	dir := t.TempDir()
 	const secret = "s3cret"
-	recv := exec.Command("python3", "../../examples/mysql-webhook/receiver.py", "--port", fmt.Sprint(port), "--db", filepath.Join(dir, "effects.db"))
+	recv := exec.Command("python3", "../../../../examples/mysql-webhook/receiver.py", "--port", fmt.Sprint(port), "--db", filepath.Join(dir, "effects.db"))
 	recv.Env = append(os.Environ(), "HOOK_SECRET="+secret)
 	require.NoError(t, recv.Start())
 	t.Cleanup(func() { recv.Process.Kill(); recv.Wait() })
@@ -80,7 +80,7 @@ func TestExampleWebhookReceiver(t *testing.T) {
 	// --db, and run drops any SLUICE_DB of the test's environment, which
 	// would win over the config's db:.
 	d, tg := testdb.OpenURL(t, "mysql")
-	cfg, err := filepath.Abs("../../examples/mysql-webhook/sluice.yaml")
+	cfg, err := filepath.Abs("../../../../examples/mysql-webhook/sluice.yaml")
 	require.NoError(t, err)
 	env := []string{"SLUICE_PREFIX=" + tg.Prefix, "SLUICE_EXAMPLE_DB=" + tg.URL, "SLUICE_EXAMPLE_APP=" + base,
 		"HOOK_SECRET=" + secret, "SLUICE_TOKEN=example-token"}
@@ -101,7 +101,7 @@ func TestExampleWebhookReceiver(t *testing.T) {
 // The README's quickstart command works as documented.
 func TestQuickstartScript(t *testing.T) {
 	cmd := exec.Command("bash", "examples/quickstart/run.sh")
-	cmd.Dir = "../.."
+	cmd.Dir = "../../../.."
 	cmd.Env = append(os.Environ(), "SLUICE_BIN="+bin, "SLUICE_DB=", "SLUICE_PREFIX=", "SLUICE_CONFIG=")
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)

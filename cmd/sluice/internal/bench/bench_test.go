@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/bench"
+	"github.com/sluicehq/sluice/cmd/sluice/internal/bench"
 	"github.com/sluicehq/sluice/internal/testdb"
 )
 
