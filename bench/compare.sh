@@ -2,8 +2,9 @@
 # bench/compare.sh runs `sluice bench` and River's peer (riverpeer) on the
 # same PostgreSQL, alternately so that drift of a shared machine hits both
 # alike; then sluice alone on MariaDB and SQLite, the finished-rows preload
-# case and the --latency case on each database. It writes the medians and
-# the sluice/River ratios to BENCHMARKS.md.
+# case, the --latency case and the pickup latency of jobs from another
+# client and from a plain INSERT on each database. It writes the medians
+# and the sluice/River ratios to BENCHMARKS.md.
 #
 # It assumes the servers are up (as .ci/run starts them) and creates the
 # databases sluice_bench (PostgreSQL, MariaDB) and riverpeer (PostgreSQL)
@@ -17,6 +18,8 @@
 #   FINISHED_ROWS [1000000] rows preloaded in the preload case; 0 skips it
 #   PRELOAD_JOBS [$JOBS]   jobs worked in the preload case
 #   LATENCY_JOBS [1000], LATENCY_RATE [200]
+#   PICKUP_JOBS [100], PICKUP_GAP [2s]: jobs from another client and from a
+#     plain INSERT, spaced at random around the gap, into idle workers
 #   PG_BASE [postgres://postgres@127.0.0.1:5432], MYSQL_URL [mysql://root@127.0.0.1:3306/sluice_bench]
 #   RIVERPEER [../shared/bench/riverpeer]: the peer's source directory or a built binary
 #   OUT [BENCHMARKS.md]
@@ -31,6 +34,8 @@ FINISHED_ROWS=${FINISHED_ROWS:-1000000}
 PRELOAD_JOBS=${PRELOAD_JOBS:-$JOBS}
 LATENCY_JOBS=${LATENCY_JOBS:-1000}
 LATENCY_RATE=${LATENCY_RATE:-200}
+PICKUP_JOBS=${PICKUP_JOBS:-100}
+PICKUP_GAP=${PICKUP_GAP:-2s}
 PG_BASE=${PG_BASE:-postgres://postgres@127.0.0.1:5432}
 PG_URL=$PG_BASE/sluice_bench
 RIVER_URL=$PG_BASE/riverpeer
@@ -117,10 +122,14 @@ for db in pg mysql sqlite; do
     sqlite) url=$(sqlite_url) ;;
   esac
   run "$db-latency" 100 "${SLUICE[@]}" --db "$url" --latency --jobs "$LATENCY_JOBS" --rate "$LATENCY_RATE" --concurrency 100
+  for src in client sql; do
+    [ "$db" = sqlite ] && url=$(sqlite_url)
+    run "$db-pickup-$src" 10 "${SLUICE[@]}" --db "$url" --latency --latency-source "$src" --jobs "$PICKUP_JOBS" --gap "$PICKUP_GAP" --concurrency 10
+  done
 done
 
 log "writing $OUT"
-export JOBS RUNS FINISHED_ROWS PRELOAD_JOBS LATENCY_JOBS LATENCY_RATE RESULTS
+export JOBS RUNS FINISHED_ROWS PRELOAD_JOBS LATENCY_JOBS LATENCY_RATE PICKUP_JOBS PICKUP_GAP RESULTS
 M_DATE=$(date -u '+%Y-%m-%d %H:%M UTC')
 M_NPROC=$(nproc)
 M_MEM=$(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
@@ -255,6 +264,30 @@ for db, name in preload:
     if n(f"{db}-latency", 100):
         p(f"| {name} | {num(med(f'{db}-latency', 100, 'insert_per_s'))} | {num(med(f'{db}-latency', 100, 'latency_p50_ms'), 2)} | "
           f"{num(med(f'{db}-latency', 100, 'latency_p99_ms'), 2)} |")
+p()
+
+p("## Pickup latency")
+p()
+p(f"Jobs that the workers' own process did not enqueue, so nothing wakes the workers in-process: "
+  f"{int(env['PICKUP_JOBS']):,} jobs, one every {env['PICKUP_GAP']} on average (at random between half and one and a")
+p("half times it), into 10 idle workers; from the start of the enqueue call or `INSERT` to the start of the handler.")
+p("`client`: `Enqueue` on a second client with a connection pool of its own and no workers, as a web process or")
+p("another node enqueues. `sql`: `INSERT INTO sluice_jobs (type, payload) VALUES (?, ?)` on a connection of its own,")
+p("as a PHP application does. PostgreSQL's insert trigger sends a `NOTIFY`; idle MySQL and SQLite workers check for")
+p("a runnable job every 25 ms with one indexed read. One run per row.")
+p()
+p("| database | source | latency p50 ms | latency p99 ms | target p50 / p99 ms | met |")
+p("|---|---|---:|---:|---|---|")
+for db, name in preload:
+    for src in ("client", "sql"):
+        k = f"{db}-pickup-{src}"
+        if not n(k, 10):
+            continue
+        p50, p99 = med(k, 10, "latency_p50_ms"), med(k, 10, "latency_p99_ms")
+        goal = (10.0, None) if db == "pg" else (50.0, 250.0)
+        ok = p50 is not None and p50 <= goal[0] and (goal[1] is None or (p99 is not None and p99 <= goal[1]))
+        p(f"| {name} | {src} | {num(p50, 1)} | {num(p99, 1)} | ≤ {goal[0]:g}{'' if goal[1] is None else f' / ≤ {goal[1]:g}'} | "
+          f"{'n/a' if p50 is None else ('yes' if ok else '**no**')} |")
 p()
 
 p("## Reproduce")
