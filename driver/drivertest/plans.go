@@ -18,7 +18,8 @@ type querier interface {
 }
 
 // exercisePlans EXPLAINs the dashboard's and the CLI's count and listing
-// queries, and the idle workers' runnable probe, on a table that holds mostly finished rows, and fails on a full
+// queries, the idle workers' runnable probe and the hand-back of a failed
+// claim, on a table that holds mostly finished rows, and fails on a full
 // scan of the jobs table: those rows grow without bound, so every such
 // query must go through an index.
 func exercisePlans(t *testing.T, open Opener) {
@@ -47,6 +48,9 @@ func exercisePlans(t *testing.T, open Opener) {
 			require.False(t, fullScan(b.d.Name(), jobs, plan, ordered), "%s: full scan of %s:\n%s", name, jobs, strings.Join(plan, "\n"))
 		}
 		check("pending count (stats)", qd.Query("stats"), nil, false)
+		// Workers hand back a claim after every failed one, usually for a
+		// token that holds nothing: an index lookup, never a scan.
+		check("release claim", qd.Query("release_claim"), []any{newToken()}, false)
 		if _, ok := b.d.(driver.Prober); ok {
 			// Idle workers run the probe many times a second.
 			check("runnable probe", qd.Query("runnable"), []any{"default"}, false)

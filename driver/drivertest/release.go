@@ -1,7 +1,6 @@
 package drivertest
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -103,25 +102,4 @@ func exerciseRelease(t *testing.T, open Opener) {
 		require.ErrorContains(t, err, "token")
 	})
 
-	exerciseReleasePlan(t, open)
-}
-
-// exerciseReleasePlan checks that a hand-back reads only the jobs being
-// processed: workers send one after every failed claim, usually for a
-// token that holds nothing, so it must cost an index lookup, not a scan of
-// a table that holds mostly finished rows.
-func exerciseReleasePlan(t *testing.T, open Opener) {
-	t.Run("ReleaseClaimUsesAnIndex", func(t *testing.T) {
-		t.Parallel()
-		b := setup(t, open)
-		qd, ok := b.d.(querier)
-		if !ok {
-			t.Skipf("%s exposes no query texts", b.d.Name())
-		}
-		jobs := jobsTable(t, qd.Query("list"))
-		fillForPlans(b, jobs)
-		plan := explain(b, qd.Query("release_claim"), []any{newToken()})
-		t.Logf("release_claim on %s:\n%s", b.d.Name(), strings.Join(plan, "\n"))
-		require.False(t, fullScan(b.d.Name(), jobs, plan, false), "full scan of %s:\n%s", jobs, strings.Join(plan, "\n"))
-	})
 }
