@@ -1,12 +1,10 @@
 package sluice_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,30 +15,13 @@ import (
 	"github.com/sluicehq/sluice/internal/testdb"
 )
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // A DetailError's detail reaches last_error and debug logs only, however
 // the handler wraps it (here also inside the type's timeout message).
 func TestDetailErrorStaysOutOfLogs(t *testing.T) {
 	d := testdb.Open(t, "sqlite")
 	ctx := context.Background()
 	for _, level := range []slog.Level{slog.LevelInfo, slog.LevelDebug} {
-		var log syncBuffer
+		var log testdb.SyncBuffer
 		c, err := sluice.NewClient(sluice.Config{Driver: d, Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: level})),
 			Types: map[string]sluice.Type{"charge": {Timeout: 20 * time.Millisecond, Handler: sluice.HandlerFunc(func(ctx context.Context, j *sluice.Job) error {
 				<-ctx.Done()

@@ -98,15 +98,7 @@ func databases(t *testing.T) (*sql.DB, string, string) {
 	return d.DB(), name, u.String()
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-func waitListening(t *testing.T, addr string, out *syncBuffer) {
+func waitListening(t *testing.T, addr string, out *testdb.SyncBuffer) {
 	t.Helper()
 	require.Eventually(t, func() bool {
 		c, err := net.Dial("tcp", addr)
@@ -117,30 +109,12 @@ func waitListening(t *testing.T, addr string, out *syncBuffer) {
 	}, 10*time.Second, 20*time.Millisecond, "nothing listens on %s: %s", addr, out)
 }
 
-// syncBuffer collects a process's output for failure messages.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // start runs a long-lived process in its own process group, stopped with
 // SIGTERM to the group when the test ends (php -S forks its workers), and
 // returns its output so far.
-func start(t *testing.T, env []string, name string, args ...string) *syncBuffer {
+func start(t *testing.T, env []string, name string, args ...string) *testdb.SyncBuffer {
 	t.Helper()
-	out := &syncBuffer{}
+	out := &testdb.SyncBuffer{}
 	cmd := exec.Command(name, args...)
 	cmd.Env, cmd.Stdout, cmd.Stderr = env, out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -180,7 +154,7 @@ func runMode(t *testing.T, mode string, server *sql.DB, dbName, appURL string) {
 	}
 	t.Cleanup(func() { server.Exec("DROP DATABASE IF EXISTS " + dbName) })
 
-	receiverAddr, listen := freeAddr(t), freeAddr(t)
+	receiverAddr, listen := testdb.FreeAddr(t), testdb.FreeAddr(t)
 	env := append(os.Environ(),
 		// The database comes from the config file, as users run it.
 		"SLUICE_DB=", "SLUICE_PREFIX=", "SLUICE_CONFIG=",

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -43,14 +42,6 @@ func jobStatus(t *testing.T, d driver.Driver, id int64) string {
 	j, err := d.GetJob(context.Background(), id)
 	require.NoError(t, err)
 	return j.Status
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // Every command that uses the database takes it from db: in the config file
@@ -162,7 +153,7 @@ func TestConfigFileChoosesTheDatabase(t *testing.T) {
 			})
 			t.Run("serve", func(t *testing.T) {
 				wd := t.TempDir()
-				addr := freeAddr(t)
+				addr := testdb.FreeAddr(t)
 				s := startIn(t, wd, env, "--config", cfg, "serve", "--listen", addr)
 				var resp *http.Response
 				require.Eventually(t, func() bool {

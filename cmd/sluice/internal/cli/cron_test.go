@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -211,10 +210,7 @@ func TestCronPassOverHTTP(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			d, tg := testdb.OpenURL(t, name)
 			cfg := writeCronConfig(t, tg.URL)
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			require.NoError(t, err)
-			addr := ln.Addr().String()
-			ln.Close()
+			addr := testdb.FreeAddr(t)
 			srv, stderr := startLogged(t, []string{"SLUICE_PREFIX=" + tg.Prefix},
 				"--config", cfg, "--log-level", "debug", "--log-format", "json", "serve", "--no-workers", "--listen", addr)
 			base := "http://" + addr
@@ -224,6 +220,7 @@ func TestCronPassOverHTTP(t *testing.T) {
 				body = append(body, fmt.Sprintf(`{"type":%q,"key":%q}`, p.Type, p.Key))
 			}
 			var resp *http.Response
+			var err error
 			require.Eventually(t, func() bool {
 				resp, err = http.Post(base+"/v1/jobs/batch", "application/json", strings.NewReader("["+strings.Join(body, ",")+"]"))
 				return err == nil

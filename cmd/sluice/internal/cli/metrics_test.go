@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -122,10 +121,7 @@ func testDocumentedMetrics(t *testing.T, dbName string) {
 	jobs := tg.Prefix + "jobs"
 	items := batchTable(t, d, tg.Prefix, 250) // three chunks of at most 100
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := testdb.FreeAddr(t)
 	const token = "metrics-test-token"
 	cfg := writeBatchConfig(t, fmt.Sprintf(`db: %q
 listen: %s

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -228,12 +227,10 @@ func TestServe(t *testing.T) {
 	require.Equal(t, 2, r.code)
 	require.Contains(t, r.stderr, "token")
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := testdb.FreeAddr(t)
 	s := startWorker(t, env, "serve", "--config", cfg, "--listen", addr)
 	var resp *http.Response
+	var err error
 	require.Eventually(t, func() bool {
 		resp, err = http.Post("http://"+addr+"/v1/jobs", "application/json", strings.NewReader(`{"type":"append","key":"k1"}`))
 		return err == nil
