@@ -3,7 +3,6 @@ package maintenance
 import (
 	"context"
 	"errors"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/testdb"
 )
 
@@ -21,24 +21,6 @@ import (
 // leaderTTL is short so that a hand-over takes a fraction of a second; the
 // services renew every third of it.
 const leaderTTL = 600 * time.Millisecond
-
-// manualClock is a clock that stands still until Advance.
-type manualClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *manualClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *manualClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // node is one service's view of the shared database: every call goes to
 // the real driver, rescues are counted, and cut makes the database
@@ -67,16 +49,16 @@ func (n *node) AcquireLease(ctx context.Context, p driver.LeaseParams) (driver.L
 }
 
 // start runs a service for node id on d.
-func start(t *testing.T, d driver.Driver, id string, clk *manualClock, rescued func(driver.RescueResult)) (*Service, *node) {
+func start(t *testing.T, d driver.Driver, id string, clk *clock.Manual, rescued func(driver.RescueResult)) (*Service, *node) {
 	t.Helper()
 	n := &node{Driver: d}
-	s := New(Config{Driver: n, NodeID: id, Clock: clk.now, LeaderTTL: leaderTTL, RescueEvery: time.Minute, Rescued: rescued})
+	s := New(Config{Driver: n, NodeID: id, Clock: clk.Clock(), LeaderTTL: leaderTTL, RescueEvery: time.Minute, Rescued: rescued})
 	s.Start(context.Background())
 	t.Cleanup(s.Stop)
 	return s, n
 }
 
-func newClock() *manualClock { return &manualClock{t: time.Date(2031, 5, 4, 12, 0, 0, 0, time.UTC)} }
+func newClock() *clock.Manual { return clock.NewManual(time.Date(2031, 5, 4, 12, 0, 0, 0, time.UTC)) }
 
 // leaderLease reads the leadership row.
 func leaderLease(t *testing.T, d driver.Driver) driver.Lease {

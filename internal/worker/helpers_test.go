@@ -19,29 +19,10 @@ import (
 // (when a lease is due for renewal) follows a manual clock that only the
 // test moves, so that a renewal happens exactly when a test asks for it.
 
-// manualClock is a clock that stands still until Advance.
-type manualClock struct {
-	mu sync.Mutex
-	t  time.Time
+// newManualClock starts the tests' clock on a fixed date.
+func newManualClock() *clock.Manual {
+	return clock.NewManual(time.Date(2031, 5, 4, 12, 0, 0, 0, time.UTC))
 }
-
-func newManualClock() *manualClock {
-	return &manualClock{t: time.Date(2031, 5, 4, 12, 0, 0, 0, time.UTC)}
-}
-
-func (c *manualClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *manualClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
-func (c *manualClock) Clock() clock.Clock { return c.now }
 
 // countingDriver delegates every call to the real driver and records the
 // calls the pool batches: claims, completions and heartbeats.
