@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/maintenance"
 )
 
 // JobInfo is a job as operators see it, in the CLI's and the API's JSON.
@@ -17,7 +18,7 @@ type JobInfo struct {
 	Key         string          `json:"key,omitempty"`
 	Dedupe      string          `json:"dedupe"`
 	Payload     json.RawMessage `json:"payload"`
-	Status      string          `json:"status"`
+	Status      driver.Status   `json:"status"`
 	Priority    int             `json:"priority"`
 	Attempts    int             `json:"attempts"`
 	MaxAttempts int             `json:"max_attempts"`
@@ -62,7 +63,7 @@ type ListParams = driver.ListParams
 // Jobs lists jobs newest first. Pass the last id of a page as AfterID to
 // read the next one.
 func (c *Client) Jobs(ctx context.Context, p ListParams) ([]JobInfo, error) {
-	if p.Status != "" && !validStatus(p.Status) {
+	if p.Status != "" && !p.Status.Valid() {
 		return nil, inputErr("status", "%q: want pending, processing, success, failed or cancelled", p.Status)
 	}
 	rows, err := c.drv.ListJobs(ctx, p)
@@ -74,14 +75,6 @@ func (c *Client) Jobs(ctx context.Context, p ListParams) ([]JobInfo, error) {
 		out[i] = infoOf(r)
 	}
 	return out, nil
-}
-
-func validStatus(s string) bool {
-	switch s {
-	case driver.StatusPending, driver.StatusProcessing, driver.StatusSuccess, driver.StatusFailed, driver.StatusCancelled:
-		return true
-	}
-	return false
 }
 
 // Retry moves a failed or cancelled job back to pending with more attempts.
@@ -107,18 +100,11 @@ func (c *Client) Cancel(ctx context.Context, id int64) error {
 
 // Purge deletes finished jobs in status older than olderThan, in chunks,
 // and returns how many it deleted.
-func (c *Client) Purge(ctx context.Context, status string, olderThan time.Duration) (int64, error) {
+func (c *Client) Purge(ctx context.Context, status driver.Status, olderThan time.Duration) (int64, error) {
 	if !driver.IsFinal(status) {
 		return 0, inputErr("status", "%q: only success, failed or cancelled jobs can be purged", status)
 	}
-	var total int64
-	for {
-		n, err := c.drv.Purge(ctx, driver.PurgeParams{Status: status, OlderThan: olderThan, Limit: 1000})
-		total += n
-		if err != nil || n < 1000 {
-			return total, err
-		}
-	}
+	return maintenance.Purge(ctx, c.drv, c.log, status, olderThan)
 }
 
 // QueueStats is the live picture of one queue.
@@ -177,9 +163,9 @@ func (c *Client) Stats(ctx context.Context) ([]QueueStats, error) {
 	hourAgo := now.Add(-time.Hour)
 	for _, r := range rolls {
 		s := at(r.Queue)
-		s.FinishedDay[r.Outcome] += r.Count
+		s.FinishedDay[string(r.Outcome)] += r.Count
 		if !r.Bucket.Before(hourAgo) {
-			s.FinishedHour[r.Outcome] += r.Count
+			s.FinishedHour[string(r.Outcome)] += r.Count
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Queue < out[j].Queue })

@@ -41,7 +41,7 @@ func startClient(t *testing.T, d driver.Driver, conc int, types map[string]sluic
 }
 
 // waitStatus polls until the job reaches status or the deadline passes.
-func waitStatus(t *testing.T, d driver.Driver, id int64, status string) *driver.JobRow {
+func waitStatus(t *testing.T, d driver.Driver, id int64, status driver.Status) *driver.JobRow {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {

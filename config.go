@@ -82,7 +82,7 @@ type Config struct {
 	// maintenance leader purges them. Defaults: DefaultRetentionSuccess,
 	// DefaultRetentionFailed, DefaultRetentionCancelled. A negative value
 	// keeps them forever.
-	Retention map[string]time.Duration
+	Retention map[driver.Status]time.Duration
 	// DisableMaintenance keeps this client out of the maintenance leader
 	// election: it does not rescue expired leases, purge finished jobs or
 	// compact roll-ups. By default every client that runs workers takes
@@ -119,7 +119,7 @@ func (c Config) withDefaults() Config {
 		host, _ := os.Hostname()
 		c.NodeID = fmt.Sprintf("%s:%d", host, os.Getpid())
 	}
-	ret := map[string]time.Duration{
+	ret := map[driver.Status]time.Duration{
 		driver.StatusSuccess:   DefaultRetentionSuccess,
 		driver.StatusFailed:    DefaultRetentionFailed,
 		driver.StatusCancelled: DefaultRetentionCancelled,

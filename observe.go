@@ -57,7 +57,7 @@ const uncharged = ""
 // outcomeOf names an attempt's outcome for metrics, roll-ups, logs and the
 // counts of a RunOnce pass: one of the driver.Outcome* names, or
 // uncharged.
-func outcomeOf(o worker.Outcome) string {
+func outcomeOf(o worker.Outcome) driver.Outcome {
 	switch {
 	case o.Status == driver.StatusSuccess:
 		return driver.OutcomeSuccess
@@ -93,7 +93,7 @@ func (c *Client) workerHooks() worker.Hooks {
 // failed, debug otherwise. Above debug level it carries no user data: the
 // error is its summary (see DetailError), and the payload and the
 // handler's output appear only when debug is enabled.
-func (c *Client) logAttempt(job driver.JobRow, o worker.Outcome, outcome string, ran time.Duration) {
+func (c *Client) logAttempt(job driver.JobRow, o worker.Outcome, outcome driver.Outcome, ran time.Duration) {
 	debug := c.log.Enabled(context.Background(), slog.LevelDebug)
 	attrs := []any{"job_id", job.ID, "type", job.Type, "queue", job.Queue, "attempt", job.Attempts,
 		"duration", ran, "status", o.Status}

@@ -44,7 +44,7 @@ type RunResult struct {
 }
 
 // count adds one attempt by its outcome (see outcomeOf).
-func (r *RunResult) count(outcome string) {
+func (r *RunResult) count(outcome driver.Outcome) {
 	switch outcome {
 	case driver.OutcomeSuccess:
 		r.Done++

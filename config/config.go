@@ -137,8 +137,8 @@ type Retention struct {
 }
 
 // Map returns the retention keyed by job status, as sluice.Config.Retention takes it.
-func (r Retention) Map() map[string]time.Duration {
-	return map[string]time.Duration{
+func (r Retention) Map() map[driver.Status]time.Duration {
+	return map[driver.Status]time.Duration{
 		driver.StatusSuccess: r.Success, driver.StatusFailed: r.Failed, driver.StatusCancelled: r.Cancelled,
 	}
 }

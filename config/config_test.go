@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/handler/command"
 	"github.com/sluicehq/sluice/handler/webhook"
 )
@@ -140,7 +141,7 @@ schedules:
 	require.Equal(t, "forbid", tick.Overlap)
 	require.Nil(t, tick.Payload)
 	require.Equal(t, config.Retention{Success: 7 * day, Failed: 30 * day, Cancelled: 7 * day}, f.Retention)
-	require.Equal(t, map[string]time.Duration{"success": 7 * day, "failed": 30 * day, "cancelled": 7 * day}, f.Retention.Map())
+	require.Equal(t, map[driver.Status]time.Duration{"success": 7 * day, "failed": 30 * day, "cancelled": 7 * day}, f.Retention.Map())
 
 	f, err = config.Parse("empty.yaml", nil)
 	require.NoError(t, err, "an empty file is all defaults")

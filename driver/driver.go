@@ -35,13 +35,17 @@ import (
 	"time"
 )
 
-// Job states. Jobs move between them as docs/design.md "Job lifecycle" describes.
+// Status is a job's state: the status column of sluice_jobs. Jobs move
+// between the states as docs/design.md "Job lifecycle" describes.
+type Status string
+
+// Job states, the only values the status column holds.
 const (
-	StatusPending    = "pending"
-	StatusProcessing = "processing"
-	StatusSuccess    = "success"
-	StatusFailed     = "failed"
-	StatusCancelled  = "cancelled"
+	StatusPending    Status = "pending"
+	StatusProcessing Status = "processing"
+	StatusSuccess    Status = "success"
+	StatusFailed     Status = "failed"
+	StatusCancelled  Status = "cancelled"
 )
 
 // Dedupe modes for a business key.
@@ -318,7 +322,7 @@ type Completion struct {
 	Token string
 	// Status is the new state: success or failed finish the job, pending
 	// returns it for another run after Delay.
-	Status string
+	Status Status
 	Delay  time.Duration
 	// Refund gives the attempt back (snooze, shutdown).
 	Refund bool
@@ -373,7 +377,7 @@ func (r *RescueResult) failedBy(k QueueType, n int) {
 }
 
 // CountRescued counts one rescued job from its new status, queue and type.
-func (r *RescueResult) CountRescued(status, queue, typ string) {
+func (r *RescueResult) CountRescued(status Status, queue, typ string) {
 	if status != StatusFailed {
 		r.Pending++
 		return
@@ -384,14 +388,14 @@ func (r *RescueResult) CountRescued(status, queue, typ string) {
 
 // PurgeParams selects finished jobs to delete.
 type PurgeParams struct {
-	Status    string
+	Status    Status
 	OlderThan time.Duration
 	Limit     int
 }
 
 // ListParams filters a keyset-paginated listing, newest first.
 type ListParams struct {
-	Status    string
+	Status    Status
 	Type      string
 	Queue     string
 	KeyPrefix string
@@ -560,7 +564,7 @@ type JobRow struct {
 	Key         string
 	Dedupe      string
 	Payload     []byte
-	Status      string
+	Status      Status
 	Priority    int
 	Attempts    int
 	MaxAttempts int
@@ -574,8 +578,17 @@ type JobRow struct {
 	FinishedAt  *time.Time
 }
 
+// Valid reports whether s is one of the job states.
+func (s Status) Valid() bool {
+	switch s {
+	case StatusPending, StatusProcessing, StatusSuccess, StatusFailed, StatusCancelled:
+		return true
+	}
+	return false
+}
+
 // IsFinal reports whether a status is one a job does not leave by itself.
-func IsFinal(status string) bool {
+func IsFinal(status Status) bool {
 	return status == StatusSuccess || status == StatusFailed || status == StatusCancelled
 }
 

@@ -2,13 +2,16 @@ package driver
 
 import "time"
 
-// Outcomes of a finished attempt: the outcome column of the sluice_stats
-// roll-ups and the outcome label of sluice_jobs_completed_total.
+// Outcome is how a finished attempt ended: the outcome column of the
+// sluice_stats roll-ups and the outcome label of sluice_jobs_completed_total.
+type Outcome string
+
+// The outcomes of an attempt.
 const (
-	OutcomeSuccess   = "success"
-	OutcomeRetry     = "retry"
-	OutcomeFailed    = "failed"
-	OutcomeCancelled = "cancelled"
+	OutcomeSuccess   Outcome = "success"
+	OutcomeRetry     Outcome = "retry"
+	OutcomeFailed    Outcome = "failed"
+	OutcomeCancelled Outcome = "cancelled"
 )
 
 // StatRow is one roll-up bucket: Count jobs of Type in Queue finished with
@@ -16,7 +19,7 @@ const (
 type StatRow struct {
 	Queue   string
 	Type    string
-	Outcome string
+	Outcome Outcome
 	Bucket  time.Time
 	Count   int64
 }

@@ -510,9 +510,9 @@ func countEnds(path string) int {
 }
 
 // successRows returns every job in success, paging through ListJobs.
-func jobsByStatus(t *testing.T, d driver.Driver) map[string][]driver.JobRow {
+func jobsByStatus(t *testing.T, d driver.Driver) map[driver.Status][]driver.JobRow {
 	t.Helper()
-	out := map[string][]driver.JobRow{}
+	out := map[driver.Status][]driver.JobRow{}
 	var after int64
 	for {
 		rows, err := d.ListJobs(context.Background(), driver.ListParams{AfterID: after, Limit: 1000})

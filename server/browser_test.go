@@ -102,7 +102,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	detail, err := chromedp.Run(bctx, chromedp.FullScreenshot(90))
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(title, "Overview"), "title %q", title)
-	require.Equal(t, driver.StatusPending, strings.TrimSpace(status), "the page shows the retried job as pending")
+	require.Equal(t, string(driver.StatusPending), strings.TrimSpace(status), "the page shows the retried job as pending")
 	requireStatus(t, c, r.ID, driver.StatusPending)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "overview.jpg"), overview, 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "job-detail.jpg"), detail, 0o644))

@@ -187,7 +187,7 @@ func mustURL(t *testing.T, s string) *url.URL {
 	return u
 }
 
-func requireStatus(t *testing.T, c *sluice.Client, id int64, want string) {
+func requireStatus(t *testing.T, c *sluice.Client, id int64, want driver.Status) {
 	t.Helper()
 	j, err := c.Job(context.Background(), id)
 	require.NoError(t, err)

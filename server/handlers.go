@@ -185,7 +185,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	jobs, err := s.client.Jobs(r.Context(), sluice.ListParams{Status: q.Get("status"), Type: q.Get("type"),
+	jobs, err := s.client.Jobs(r.Context(), sluice.ListParams{Status: driver.Status(q.Get("status")), Type: q.Get("type"),
 		Queue: q.Get("queue"), KeyPrefix: q.Get("key_prefix"), AfterID: after, Limit: int(limit)})
 	if err != nil {
 		s.fail(w, r, err)

@@ -119,7 +119,7 @@ func TestMetricsExactCounts(t *testing.T) {
 		require.NoError(t, err)
 		got := map[string]int64{}
 		for _, r := range rows {
-			got[r.Type+"/"+r.Outcome] += r.Count
+			got[r.Type+"/"+string(r.Outcome)] += r.Count
 		}
 		require.Equal(t, map[string]int64{"ok/success": 3, "flaky/retry": 1, "flaky/success": 1, "bad/failed": 2, "later/cancelled": 1}, got)
 		nodes, err := d.ListNodes(ctx)

@@ -68,8 +68,8 @@ func exerciseAdmin(t *testing.T, open Opener) {
 	t.Run("RetryWrongState", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
-		for _, status := range []string{driver.StatusPending, driver.StatusProcessing, driver.StatusSuccess} {
-			j := b.makeJob(status, newJob("not-retryable-"+status))
+		for _, status := range []driver.Status{driver.StatusPending, driver.StatusProcessing, driver.StatusSuccess} {
+			j := b.makeJob(status, newJob("not-retryable-"+string(status)))
 			n, err := b.d.Retry(b.ctx, driver.RetryParams{ID: j.ID})
 			requireWrongState(t, err)
 			require.Zero(t, n)
@@ -147,8 +147,8 @@ func exerciseAdmin(t *testing.T, open Opener) {
 	t.Run("CancelPendingAndFailed", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
-		for _, status := range []string{driver.StatusPending, driver.StatusFailed} {
-			j := b.makeJob(status, newJob("cancel-"+status))
+		for _, status := range []driver.Status{driver.StatusPending, driver.StatusFailed} {
+			j := b.makeJob(status, newJob("cancel-"+string(status)))
 			before := b.now()
 			require.NoError(t, b.d.Cancel(b.ctx, j.ID))
 			after := b.now()
@@ -166,8 +166,8 @@ func exerciseAdmin(t *testing.T, open Opener) {
 	t.Run("CancelWrongState", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
-		for _, status := range []string{driver.StatusProcessing, driver.StatusSuccess, driver.StatusCancelled} {
-			j := b.makeJob(status, newJob("not-cancellable-"+status))
+		for _, status := range []driver.Status{driver.StatusProcessing, driver.StatusSuccess, driver.StatusCancelled} {
+			j := b.makeJob(status, newJob("not-cancellable-"+string(status)))
 			requireWrongState(t, b.d.Cancel(b.ctx, j.ID))
 			require.Equal(t, j, b.get(j.ID), "a refused cancel changed the %s job", status)
 		}

@@ -185,7 +185,7 @@ func (b *bundle) complete(cs ...driver.Completion) []int64 {
 // makeJob inserts p and moves it to status through the driver's own
 // transitions. The caller keeps p's queue and type free of other runnable
 // pending jobs, which claimOne checks.
-func (b *bundle) makeJob(status string, p driver.InsertJob) *driver.JobRow {
+func (b *bundle) makeJob(status driver.Status, p driver.InsertJob) *driver.JobRow {
 	b.t.Helper()
 	id := b.insertOne(p)
 	switch status {

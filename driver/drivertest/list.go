@@ -13,7 +13,7 @@ func exerciseList(t *testing.T, open Opener) {
 	t.Run("FiltersNewestFirst", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
-		mk := func(status, queue, typ, key string) int64 {
+		mk := func(status driver.Status, queue, typ, key string) int64 {
 			p := newJob(typ)
 			p.Queue, p.Key = queue, key
 			return b.makeJob(status, p).ID

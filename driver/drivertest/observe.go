@@ -22,12 +22,12 @@ func exerciseObserve(t *testing.T, open Opener) {
 		add(driver.StatRow{Queue: "q", Type: "t", Outcome: driver.OutcomeSuccess, Bucket: min0, Count: 4})
 		rows, err := b.d.ReadStats(b.ctx, driver.ReadStatsParams{Since: min0.Add(-time.Minute)})
 		require.NoError(t, err)
-		got := map[string]int64{}
+		got := map[driver.Outcome]int64{}
 		for _, r := range rows {
 			require.True(t, r.Bucket.Equal(min0), "bucket %s, want %s", r.Bucket, min0)
 			got[r.Outcome] += r.Count
 		}
-		require.Equal(t, map[string]int64{"success": 7, "failed": 1}, got)
+		require.Equal(t, map[driver.Outcome]int64{"success": 7, "failed": 1}, got)
 	})
 
 	t.Run("CompactToHours", func(t *testing.T) {

@@ -107,7 +107,7 @@ func exercisePurge(t *testing.T, open Opener) {
 		b := setup(t, open)
 		pending := b.makeJob(driver.StatusPending, newJob("p"))
 		processing := b.makeJob(driver.StatusProcessing, newJob("q"))
-		for _, status := range []string{driver.StatusPending, driver.StatusProcessing, "", "bogus"} {
+		for _, status := range []driver.Status{driver.StatusPending, driver.StatusProcessing, "", "bogus"} {
 			n, err := b.d.Purge(b.ctx, driver.PurgeParams{Status: status, OlderThan: -time.Hour, Limit: 100})
 			require.Error(t, err, "purge of status %q", status)
 			require.Zero(t, n)

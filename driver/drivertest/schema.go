@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/driver"
 )
 
 func exerciseSchema(t *testing.T, open Opener) {
@@ -22,7 +24,7 @@ func exerciseSchema(t *testing.T, open Opener) {
 
 		// The schema still works after the repeated migration.
 		id := b.insertOne(newJob("after-migrate"))
-		require.Equal(t, "pending", b.get(id).Status)
+		require.Equal(t, driver.StatusPending, b.get(id).Status)
 	})
 
 	t.Run("SchemaVersionIsLatest", func(t *testing.T) {

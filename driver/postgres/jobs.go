@@ -277,7 +277,7 @@ func (d *Driver) Complete(ctx context.Context, p driver.CompleteParams) ([]int64
 		errorTexts, resultTexts = make([]*string, n), make([]*string, n)
 	)
 	for k, c := range sorted {
-		ids[k], tokens[k], statuses[k], delays[k] = c.ID, c.Token, c.Status, driver.Micros(c.Delay)
+		ids[k], tokens[k], statuses[k], delays[k] = c.ID, c.Token, string(c.Status), driver.Micros(c.Delay)
 		if c.Refund {
 			refunds[k] = 1
 		}

@@ -188,15 +188,15 @@ func (b *Base) ListQuery(p driver.ListParams) (string, []any) {
 		args = append(args, v)
 		where = append(where, strings.Replace(cond, "?", b.Placeholder(len(args)), 1))
 	}
-	switch p.Status {
-	case "":
-	case driver.StatusPending, driver.StatusProcessing, driver.StatusSuccess, driver.StatusFailed, driver.StatusCancelled:
-		// A literal from this fixed set, not a parameter: SQLite and a
-		// generic PostgreSQL plan only use a partial index (such as the
-		// finished-rows-by-status ones) whose predicate they can see.
-		where = append(where, "status = '"+p.Status+"'")
+	switch {
+	case p.Status == "":
+	case p.Status.Valid():
+		// A literal from the fixed set of states, not a parameter: SQLite
+		// and a generic PostgreSQL plan only use a partial index (such as
+		// the finished-rows-by-status ones) whose predicate they can see.
+		where = append(where, "status = '"+string(p.Status)+"'")
 	default:
-		add("status = ?", p.Status)
+		add("status = ?", string(p.Status))
 	}
 	if p.Queue != "" {
 		add("queue = ?", p.Queue)
@@ -389,7 +389,8 @@ func (b *Base) Rescue(ctx context.Context, p driver.RescueParams) (driver.Rescue
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var status, queue, typ string
+			var status driver.Status
+			var queue, typ string
 			if err := rows.Scan(&status, &queue, &typ); err != nil {
 				return err
 			}
@@ -520,7 +521,8 @@ func (b *Base) Stats(ctx context.Context) ([]driver.QueueStats, error) {
 	byQueue := map[string]*driver.QueueStats{}
 	var order []string
 	for rows.Next() {
-		var queue, status string
+		var queue string
+		var status driver.Status
 		var n int64
 		var oldest driver.Time
 		if err := rows.Scan(&queue, &status, &n, &oldest); err != nil {

@@ -95,8 +95,9 @@ func (b *Base) CompactStats(ctx context.Context, p driver.CompactStatsParams) er
 			return err
 		}
 		type key struct {
-			queue, typ, outcome string
-			hour                time.Time
+			queue, typ string
+			outcome    driver.Outcome
+			hour       time.Time
 		}
 		sums := map[key]int64{}
 		var order []key

@@ -25,7 +25,7 @@ type Config struct {
 	// Clock is the client's clock, required; it only paces the chores.
 	Clock clock.Clock
 	// Retention per finished status; zero keeps that status forever.
-	Retention map[string]time.Duration
+	Retention map[driver.Status]time.Duration
 	// RescueEvery defaults to 5s, PurgeEvery to 1m, LeaderTTL to 30s.
 	RescueEvery, PurgeEvery, LeaderTTL time.Duration
 	// Rescued is called after a rescue pass that moved jobs.
@@ -188,20 +188,31 @@ func (s *Service) PurgeAll(ctx context.Context) {
 		if keep <= 0 {
 			continue
 		}
-		var total int64
-		for ctx.Err() == nil {
-			n, err := s.cfg.Driver.Purge(ctx, driver.PurgeParams{Status: status, OlderThan: keep, Limit: 1000})
-			if err != nil {
-				s.log.Warn("purge failed", "status", status, "err", err)
-				break
-			}
-			total += n
-			if n < 1000 {
-				break
-			}
-		}
-		if total > 0 {
-			s.log.Info("purged finished jobs", "status", status, "rows", total, "older_than", keep)
+		if _, err := Purge(ctx, s.cfg.Driver, s.log, status, keep); err != nil {
+			s.log.Warn("purge failed", "status", status, "err", err)
 		}
 	}
+}
+
+// Purge deletes the jobs finished in status longer than olderThan ago, in
+// chunks of 1,000 so that no statement holds locks for long, logs what it
+// deleted and returns the count. Retention and an operator's purge both go
+// through it. On an error it still reports what the chunks before it deleted.
+func Purge(ctx context.Context, d driver.Driver, log *slog.Logger, status driver.Status, olderThan time.Duration) (int64, error) {
+	var total int64
+	var err error
+	for ctx.Err() == nil {
+		var n int64
+		if n, err = d.Purge(ctx, driver.PurgeParams{Status: status, OlderThan: olderThan, Limit: 1000}); err != nil {
+			break
+		}
+		total += n
+		if n < 1000 {
+			break
+		}
+	}
+	if total > 0 {
+		log.Info("purged finished jobs", "status", status, "rows", total, "older_than", olderThan)
+	}
+	return total, err
 }

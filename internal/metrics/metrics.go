@@ -113,8 +113,8 @@ func (m *Metrics) Enqueued(queue, typ string, duplicate bool) {
 
 // Completed counts a finished attempt with its run time and the time it
 // waited from next_run_at to its start.
-func (m *Metrics) Completed(queue, typ, outcome string, ran, waited time.Duration) {
-	m.completed.WithLabelValues(queue, typ, outcome).Inc()
+func (m *Metrics) Completed(queue, typ string, outcome driver.Outcome, ran, waited time.Duration) {
+	m.completed.WithLabelValues(queue, typ, string(outcome)).Inc()
 	if outcome == driver.OutcomeCancelled {
 		return // an operator's cancel runs nothing
 	}
@@ -135,7 +135,7 @@ func (m *Metrics) LeaseLost(queue, typ string) { m.leaseLost.WithLabelValues(que
 func (m *Metrics) Rescued(r driver.RescueResult) {
 	m.rescued.Add(float64(r.Pending + r.Failed))
 	for k, n := range r.FailedBy {
-		m.completed.WithLabelValues(k.Queue, k.Type, driver.OutcomeFailed).Add(float64(n))
+		m.completed.WithLabelValues(k.Queue, k.Type, string(driver.OutcomeFailed)).Add(float64(n))
 	}
 }
 

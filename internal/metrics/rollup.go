@@ -9,8 +9,9 @@ import (
 )
 
 type rollKey struct {
-	queue, typ, outcome string
-	minute              time.Time
+	queue, typ string
+	outcome    driver.Outcome
+	minute     time.Time
 }
 
 // Rollup counts finished attempts per queue, type, outcome and minute in
@@ -29,7 +30,9 @@ type Rollup struct {
 func NewRollup() *Rollup { return &Rollup{counts: map[rollKey]int64{}} }
 
 // Add counts one attempt that finished at at.
-func (r *Rollup) Add(queue, typ, outcome string, at time.Time) { r.addN(queue, typ, outcome, at, 1) }
+func (r *Rollup) Add(queue, typ string, outcome driver.Outcome, at time.Time) {
+	r.addN(queue, typ, outcome, at, 1)
+}
 
 // AddRescued counts the jobs that a rescue pass at at failed for good.
 func (r *Rollup) AddRescued(res driver.RescueResult, at time.Time) {
@@ -38,7 +41,7 @@ func (r *Rollup) AddRescued(res driver.RescueResult, at time.Time) {
 	}
 }
 
-func (r *Rollup) addN(queue, typ, outcome string, at time.Time, n int64) {
+func (r *Rollup) addN(queue, typ string, outcome driver.Outcome, at time.Time, n int64) {
 	k := rollKey{queue, typ, outcome, at.UTC().Truncate(time.Minute)}
 	r.mu.Lock()
 	r.counts[k] += n

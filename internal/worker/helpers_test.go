@@ -124,7 +124,7 @@ func job(t *testing.T, d driver.Driver, id int64) *driver.JobRow {
 }
 
 // count returns how many jobs of queue "q" are in status.
-func count(t *testing.T, d driver.Driver, status string) int {
+func count(t *testing.T, d driver.Driver, status driver.Status) int {
 	t.Helper()
 	jobs, err := d.ListJobs(context.Background(), driver.ListParams{Queue: "q", Status: status, Limit: 1000})
 	require.NoError(t, err)

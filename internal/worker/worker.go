@@ -20,7 +20,7 @@ import (
 
 // Outcome is what became of one attempt.
 type Outcome struct {
-	Status string // driver.StatusSuccess, StatusFailed or StatusPending
+	Status driver.Status // success, failed or pending
 	Delay  time.Duration
 	Refund bool
 	Error  *string

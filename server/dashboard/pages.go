@@ -98,7 +98,7 @@ const pageSize = 50
 func (d *Dashboard) jobs(w http.ResponseWriter, r *http.Request, v *view) {
 	q := r.URL.Query()
 	after, _ := strconv.ParseInt(q.Get("after"), 10, 64)
-	p := sluice.ListParams{Status: q.Get("status"), Type: q.Get("type"), Queue: q.Get("queue"), KeyPrefix: q.Get("key"),
+	p := sluice.ListParams{Status: driver.Status(q.Get("status")), Type: q.Get("type"), Queue: q.Get("queue"), KeyPrefix: q.Get("key"),
 		AfterID: after, Limit: pageSize}
 	list, err := d.c.Jobs(r.Context(), p)
 	if err != nil {
@@ -113,7 +113,7 @@ func (d *Dashboard) jobs(w http.ResponseWriter, r *http.Request, v *view) {
 	}
 	v.Title, v.Nav = "Jobs", "jobs"
 	v.Data = map[string]any{"Jobs": list, "Filter": p, "Next": next,
-		"Statuses": []string{"", driver.StatusPending, driver.StatusProcessing, driver.StatusSuccess, driver.StatusFailed, driver.StatusCancelled}}
+		"Statuses": []driver.Status{"", driver.StatusPending, driver.StatusProcessing, driver.StatusSuccess, driver.StatusFailed, driver.StatusCancelled}}
 	d.render(w, "jobs", v)
 }
 

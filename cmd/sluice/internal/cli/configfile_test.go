@@ -37,7 +37,7 @@ func seed(t *testing.T, d driver.Driver, p sluice.EnqueueParams) int64 {
 	return r.ID
 }
 
-func jobStatus(t *testing.T, d driver.Driver, id int64) string {
+func jobStatus(t *testing.T, d driver.Driver, id int64) driver.Status {
 	t.Helper()
 	j, err := d.GetJob(context.Background(), id)
 	require.NoError(t, err)

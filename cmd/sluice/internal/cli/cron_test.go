@@ -150,7 +150,7 @@ func rollups(t *testing.T, d driver.Driver, typ string) map[string]int64 {
 	got := map[string]int64{}
 	for _, r := range rows {
 		if r.Type == typ {
-			got[r.Outcome] += r.Count
+			got[string(r.Outcome)] += r.Count
 		}
 	}
 	return got

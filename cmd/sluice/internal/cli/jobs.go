@@ -68,7 +68,7 @@ func (a *app) jobsListCommand() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&p.Status, "status", "", "pending, processing, success, failed or cancelled")
+	f.StringVar((*string)(&p.Status), "status", "", "pending, processing, success, failed or cancelled")
 	f.StringVar(&p.Type, "type", "", "job type")
 	f.StringVar(&p.Queue, "queue", "", "queue")
 	f.StringVar(&p.KeyPrefix, "key-prefix", "", "business keys starting with this")
@@ -198,7 +198,8 @@ func (a *app) jobsCancelCommand() *cobra.Command {
 }
 
 func (a *app) jobsPurgeCommand() *cobra.Command {
-	var status, older string
+	var status driver.Status
+	var older string
 	cmd := &cobra.Command{
 		Use:   "purge --status S --older-than 7d",
 		Short: "Delete finished jobs, in chunks",
@@ -226,7 +227,7 @@ func (a *app) jobsPurgeCommand() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&status, "status", "", "success, failed or cancelled")
+	cmd.Flags().StringVar((*string)(&status), "status", "", "success, failed or cancelled")
 	cmd.Flags().StringVar(&older, "older-than", "", "finished longer ago than this, e.g. 7d")
 	return cmd
 }

@@ -34,7 +34,7 @@ func (a *app) statsCommand() *cobra.Command {
 			for _, s := range st {
 				fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\t%v\t%d\t%d\t%d\t%d\n", s.Queue, s.Pending, s.Processing, s.Failed,
 					(time.Duration(s.OldestPendingAge * float64(time.Second))).Round(time.Second), s.Paused,
-					s.FinishedHour[driver.OutcomeSuccess], s.FinishedHour[driver.OutcomeFailed], s.FinishedDay[driver.OutcomeSuccess], s.FinishedDay[driver.OutcomeFailed])
+					s.FinishedHour[string(driver.OutcomeSuccess)], s.FinishedHour[string(driver.OutcomeFailed)], s.FinishedDay[string(driver.OutcomeSuccess)], s.FinishedDay[string(driver.OutcomeFailed)])
 			}
 			return w.Flush()
 		},
