@@ -87,6 +87,7 @@ cleanup() {
   rm -rf "$WORK"
 }
 trap cleanup EXIT
+trap "exit 130" INT TERM # so that cleanup runs: the second MariaDB is stopped
 RESULTS=$WORK/results.tsv
 : >"$RESULTS"
 
