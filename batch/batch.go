@@ -189,6 +189,11 @@ func (b *Batch) Validate() error {
 	if b.Sink == nil {
 		return fmt.Errorf("batch %s: no sink", b.Name)
 	}
+	if c, ok := b.Sink.(checker); ok {
+		if err := c.Check(b.Key); err != nil {
+			return fmt.Errorf("batch %s: %w", b.Name, err)
+		}
+	}
 	if b.ChunkSize == 0 {
 		b.ChunkSize = DefaultChunkSize
 	}

@@ -17,7 +17,7 @@ import (
 
 // hitSink is the SQL sink that counts visits per row.
 func (f *fixture) hitSink() batch.SQLSink {
-	return batch.SQLSink{Statement: "UPDATE " + f.table + " SET hits = hits + 1 WHERE id IN ({ids})"}
+	return batch.SQLSink{Statements: []string{"UPDATE " + f.table + " SET hits = hits + 1 WHERE id IN ({ids})"}}
 }
 
 func (f *fixture) batch(name string) *batch.Batch {
@@ -368,18 +368,23 @@ func TestDryRun(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
+	sink := batch.SQLSink{Statements: []string{"DELETE FROM t WHERE id IN ({id})"}}
 	for _, tc := range []struct {
 		b   batch.Batch
 		msg string
 	}{
-		{batch.Batch{Name: "x", Source: "SELECT id FROM t ORDER BY id", Key: []string{"id"}, Sink: batch.SQLSink{}}, "must not contain ORDER BY"},
-		{batch.Batch{Name: "x", Source: "SELECT id FROM t LIMIT 5", Key: []string{"id"}, Sink: batch.SQLSink{}}, "must not contain LIMIT"},
-		{batch.Batch{Name: "x", Source: "SELECT id FROM t", Key: []string{"id; DROP"}, Sink: batch.SQLSink{}}, "plain identifier"},
-		{batch.Batch{Name: "x", Source: "SELECT id FROM t", Sink: batch.SQLSink{}}, "no key"},
+		{batch.Batch{Name: "x", Source: "SELECT id FROM t ORDER BY id", Key: []string{"id"}, Sink: sink}, "must not contain ORDER BY"},
+		{batch.Batch{Name: "x", Source: "SELECT id FROM t LIMIT 5", Key: []string{"id"}, Sink: sink}, "must not contain LIMIT"},
+		{batch.Batch{Name: "x", Source: "SELECT id FROM t", Key: []string{"id; DROP"}, Sink: sink}, "plain identifier"},
+		{batch.Batch{Name: "x", Source: "SELECT id FROM t", Sink: sink}, "no key"},
 		{batch.Batch{Name: "x", Source: "SELECT id FROM t", Key: []string{"id"}}, "no sink"},
-		{batch.Batch{Name: "x", Source: "SELECT id FROM t WHERE a = {shard}", Key: []string{"id"}, Sink: batch.SQLSink{}}, "no value or query shards"},
-		{batch.Batch{Name: "x", Source: "SELECT id FROM t", Key: []string{"id"}, Sink: batch.SQLSink{}, Shards: batch.Shards{Values: []string{"1"}}}, "need {shard}"},
-		{batch.Batch{Name: "x", Source: "SELECT id FROM t", Key: []string{"id"}, Sink: batch.SQLSink{}, MaxChunk: 50_000}, "chunk sizes"},
+		{batch.Batch{Name: "x", Source: "SELECT id FROM t WHERE a = {shard}", Key: []string{"id"}, Sink: sink}, "no value or query shards"},
+		{batch.Batch{Name: "x", Source: "SELECT id FROM t", Key: []string{"id"}, Sink: sink, Shards: batch.Shards{Values: []string{"1"}}}, "need {shard}"},
+		{batch.Batch{Name: "x", Source: "SELECT id FROM t", Key: []string{"id"}, Sink: sink, MaxChunk: 50_000}, "chunk sizes"},
+		{batch.Batch{Name: "x", Source: "SELECT id FROM t", Key: []string{"id"}, Sink: batch.SQLSink{}}, "no statement"},
+		{batch.Batch{Name: "x", Source: "SELECT id, created_at FROM t", Key: []string{"created_at", "id"},
+			Sink: batch.SQLSink{Statements: []string{"DELETE FROM t WHERE id BETWEEN {min:id} AND {max:id}"}}}, "{min:id} needs the batch's key to be [id] alone"},
+		{batch.Batch{Name: "x", Source: "SELECT id FROM t", Key: []string{"id"}, Sink: batch.CopySink{Table: "a"}}, "no destination"},
 	} {
 		err := tc.b.Validate()
 		require.ErrorContains(t, err, tc.msg)

@@ -48,7 +48,7 @@ func TestMemoryBounded(t *testing.T) {
 	var peak uint64
 	b := &batch.Batch{
 		Name: "narrow", Source: "SELECT id FROM " + tbl, Key: []string{"id"},
-		Sink:      batch.SQLSink{Statement: "UPDATE " + tbl + " SET hits = hits + 1 WHERE id IN ({id})"},
+		Sink:      batch.SQLSink{Statements: []string{"UPDATE " + tbl + " SET hits = hits + 1 WHERE id IN ({id})"}},
 		ChunkSize: 10_000,
 		Progress: func(p batch.Progress) {
 			if p.Chunks%10 == 0 {
@@ -82,7 +82,7 @@ func TestMeasureThroughput(t *testing.T) {
 	var sizes []int
 	b := &batch.Batch{
 		Name: "bench", Source: "SELECT id FROM " + tbl, Key: []string{"id"},
-		Sink:                batch.SQLSink{Statement: "UPDATE " + tbl + " SET hits = hits + 1 WHERE id IN ({id})"},
+		Sink:                batch.SQLSink{Statements: []string{"UPDATE " + tbl + " SET hits = hits + 1 WHERE id IN ({id})"}},
 		TargetChunkDuration: 500 * time.Millisecond, MinChunk: 500, MaxChunk: 20_000,
 		Progress: func(p batch.Progress) { sizes = append(sizes, p.ChunkSize) },
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/batch"
+	"github.com/sluicehq/sluice/driver"
 )
 
 // Batch is one resumable keyset batch (see package batch).
@@ -36,10 +37,25 @@ type BatchShards struct {
 	ToTime   time.Time `yaml:"-"`
 }
 
-// BatchSink sets exactly one of SQL and HTTP.
+// BatchSink sets SQL, Copy, Copy with SQL (copy, then delete), or HTTP.
 type BatchSink struct {
-	SQL  string `yaml:"sql"` // run per chunk; {column} and {ids} become the chunk's values
-	HTTP *HTTP  `yaml:"http"`
+	// SQL runs per chunk, statement by statement, in the chunk's
+	// transaction; {column}, {ids}, {min:column} and {max:column} become
+	// the chunk's values (see batch.SQLSink).
+	SQL  Statements `yaml:"sql"`
+	Copy *BatchCopy `yaml:"copy"`
+	HTTP *HTTP      `yaml:"http"`
+}
+
+// Statements is one SQL statement or a list of them.
+type Statements []string
+
+// BatchCopy copies each chunk's rows into a table on another database,
+// before SQL runs on the source (see batch.CopySink).
+type BatchCopy struct {
+	DB      string   `yaml:"db"`      // the destination's database URL
+	Table   string   `yaml:"table"`   // with a primary or unique key over the batch's key
+	Columns []string `yaml:"columns"` // default: every source column
 }
 
 // BatchChunk sets a fixed Size or an adaptive Target between Min and Max.
@@ -91,15 +107,8 @@ func (d *decoder) validateBatch(name string, b *Batch) error {
 	if err := d.validateBatchShards(path+".shards", b); err != nil {
 		return err
 	}
-	switch {
-	case b.Sink.SQL == "" && b.Sink.HTTP == nil:
-		return d.failf(path+".sink", "no sink: set sql: \"UPDATE ... WHERE id IN ({ids})\" or http: {url: ...}")
-	case b.Sink.SQL != "" && b.Sink.HTTP != nil:
-		return d.failf(path+".sink", "both sql and http are set: a batch has exactly one sink")
-	case b.Sink.HTTP != nil:
-		if err := d.validateHTTP(path+".sink.http", b.Sink.HTTP); err != nil {
-			return err
-		}
+	if err := d.validateBatchSink(path+".sink", b); err != nil {
+		return err
 	}
 	if err := d.validateBatchChunk(path+".chunk", &b.Chunk); err != nil {
 		return err
@@ -121,6 +130,35 @@ func (d *decoder) validateBatch(name string, b *Batch) error {
 	}
 	if b.Lease < 0 {
 		return d.failf(path+".lease", "must not be negative, got %s", b.Lease)
+	}
+	return nil
+}
+
+func (d *decoder) validateBatchSink(path string, b *Batch) error {
+	s := b.Sink
+	switch {
+	case len(s.SQL) == 0 && s.Copy == nil && s.HTTP == nil:
+		return d.failf(path, "no sink: set sql: \"UPDATE ... WHERE id IN ({ids})\", copy: {db: ..., table: ...} or http: {url: ...}")
+	case s.HTTP != nil && (len(s.SQL) > 0 || s.Copy != nil):
+		return d.failf(path, "http is set with sql or copy: an http sink stands alone")
+	case s.HTTP != nil:
+		return d.validateHTTP(path+".http", s.HTTP)
+	}
+	for i, st := range s.SQL {
+		if err := batch.CheckStatement(st, b.Key); err != nil {
+			return d.fail(fmt.Sprintf("%s.sql[%d]", path, i), err)
+		}
+	}
+	if c := s.Copy; c != nil {
+		if c.DB == "" {
+			return d.failf(path+".copy.db", "required: the destination's database URL")
+		}
+		if c.Table == "" {
+			return d.failf(path+".copy.table", "required: the destination table")
+		}
+		if err := (batch.CopySink{Table: c.Table, Columns: c.Columns}).CheckNames(); err != nil {
+			return d.fail(path+".copy", err)
+		}
 	}
 	return nil
 }
@@ -213,4 +251,51 @@ func (d *decoder) validateBatchChunk(path string, c *BatchChunk) error {
 		return d.failf(path, "want min (%d) <= max (%d) <= %d", lo, hi, batch.MaxChunkLimit)
 	}
 	return nil
+}
+
+// Runtime builds the batch named name from its entry, with defaults left
+// for batch.Validate to fill. open opens a copy sink's destination URL.
+func (b Batch) Runtime(name string, open func(url string) (driver.Driver, error)) (*batch.Batch, error) {
+	out := &batch.Batch{
+		Name:                name,
+		Source:              b.Source,
+		Key:                 b.Key,
+		ChunkSize:           b.Chunk.Size,
+		TargetChunkDuration: b.Chunk.Target,
+		MinChunk:            b.Chunk.Min,
+		MaxChunk:            b.Chunk.Max,
+		Throttle: batch.Throttle{Sleep: b.Throttle.Sleep, MaxRowsPerSec: float64(b.Throttle.MaxRowsPerS),
+			Query: b.Throttle.Query, Threshold: float64(b.Throttle.Threshold), Poll: b.Throttle.PollInterval},
+		Retry:    batch.Retry{Attempts: b.Retry.Attempts, Base: b.Retry.Base, Max: b.Retry.Max},
+		Parallel: b.Parallel,
+		Lease:    b.Lease,
+	}
+	if s := b.Shards; s != nil {
+		switch {
+		case s.Values != nil:
+			out.Shards.Values = s.Values
+		case s.Query != "":
+			out.Shards.Query = s.Query
+		default:
+			out.Shards.Window = &batch.Window{Column: s.Column, From: s.FromTime, To: s.ToTime, Step: s.Step}
+		}
+	}
+	s := b.Sink
+	switch {
+	case s.HTTP != nil:
+		out.Sink = batch.HTTPSink{URL: s.HTTP.URL, Secret: s.HTTP.Secret, Timeout: s.HTTP.Timeout, Headers: s.HTTP.Headers}
+	case s.Copy != nil:
+		dest, err := open(s.Copy.DB)
+		if err != nil {
+			return nil, fmt.Errorf("batch %s: copy destination: %w", name, err)
+		}
+		c := batch.CopySink{Dest: dest, Table: s.Copy.Table, Columns: s.Copy.Columns}
+		if len(s.SQL) > 0 {
+			c.Then = batch.SQLSink{Statements: s.SQL}
+		}
+		out.Sink = c
+	default:
+		out.Sink = batch.SQLSink{Statements: s.SQL}
+	}
+	return out, nil
 }

@@ -25,6 +25,13 @@ batches:
     shards: { column: created_at, from: 2024-01-01, to: "2024-01-03T00:00:00Z", step: 24h }
     sink: { http: { url: "http://127.0.0.1:9000/rows", secret: s3cret, timeout: 5s } }
     chunk: { target: 500ms, min: 100, max: 10000 }
+  archive:
+    source: "SELECT * FROM orders WHERE created_at < '2025-01-01'"
+    key: [id]
+    sink:
+      copy: { db: "mysql://root@archive:3306/archive", table: orders_archive }
+      sql:
+        - "DELETE FROM orders WHERE id BETWEEN {min:id} AND {max:id} AND created_at < '2025-01-01'"
 `))
 	require.NoError(t, err)
 	c := f.Batches["close_expired"]
@@ -38,6 +45,10 @@ batches:
 	require.Equal(t, 24*time.Hour, e.Shards.Step)
 	require.Equal(t, "s3cret", e.Sink.HTTP.Secret)
 	require.Equal(t, 500*time.Millisecond, e.Chunk.Target)
+	require.Equal(t, config.Statements{"UPDATE orders SET status = 'closed' WHERE id IN ({ids})"}, c.Sink.SQL, "one statement as a string")
+	a := f.Batches["archive"]
+	require.Equal(t, "orders_archive", a.Sink.Copy.Table)
+	require.Len(t, a.Sink.SQL, 1, "statements as a list")
 }
 
 func TestRejectBadBatches(t *testing.T) {
@@ -49,7 +60,11 @@ func TestRejectBadBatches(t *testing.T) {
 	requireRejected(t, b("source: 'SELECT id FROM t'\n    sink: { sql: x }"), "batches.b.key", "required")
 	requireRejected(t, b("source: 'SELECT id FROM t'\n    key: [id, 'x; DROP TABLE t']\n    sink: { sql: x }"), "batches.b.key[1]", "plain identifier")
 	requireRejected(t, b("source: 'SELECT id FROM t'\n    key: [id]"), "batches.b.sink", "no sink")
-	requireRejected(t, b("source: 'SELECT id FROM t'\n    key: [id]\n    sink: { sql: x, http: { url: 'http://h' } }"), "batches.b.sink", "both sql and http")
+	requireRejected(t, b("source: 'SELECT id FROM t'\n    key: [id]\n    sink: { sql: x, http: { url: 'http://h' } }"), "batches.b.sink", "http is set with sql or copy")
+	requireRejected(t, b("source: 'SELECT id, at FROM t'\n    key: [at, id]\n    sink: { sql: ['DELETE FROM t WHERE id IN ({id})', 'DELETE FROM u WHERE id <= {max:id}'] }"),
+		"batches.b.sink.sql[1]", "{max:id} needs the batch's key to be [id] alone")
+	requireRejected(t, b("source: 'SELECT id FROM t'\n    key: [id]\n    sink: { copy: { table: a } }"), "batches.b.sink.copy.db", "required")
+	requireRejected(t, b("source: 'SELECT id FROM t'\n    key: [id]\n    sink: { copy: { db: 'sqlite:a.db', table: 'a; DROP' } }"), "batches.b.sink.copy", "plain identifiers")
 	requireRejected(t, b(ok+"    chunk: { target: 5 minutes }"), "batches.b.chunk.target", "invalid duration")
 	requireRejected(t, b(ok+"    chunk: { size: 10, target: 1s }"), "batches.b.chunk", "not both")
 	requireRejected(t, b(ok+"    chunk: { target: 1s, min: 100, max: 50 }"), "batches.b.chunk", "want min (100) <= max (50)")

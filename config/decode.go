@@ -136,6 +136,15 @@ func (d *decoder) decode(n *yaml.Node, path string, v reflect.Value) error {
 		return nil
 	case *json.RawMessage:
 		return d.decodeJSON(n, path, p)
+	case *Statements:
+		if n.Kind == yaml.ScalarNode {
+			s, err := d.scalar(n, path, "a statement")
+			if err != nil {
+				return err
+			}
+			*p = Statements{s.Value}
+			return nil
+		}
 	case *Argv:
 		if n.Kind == yaml.ScalarNode {
 			return d.errorf(path, n.Line, "must be an argv list such as %s, not a string: commands run without a shell",

@@ -240,7 +240,17 @@ type Dialect struct {
 	// argument must be bound in the stored layout, and a time column read
 	// back is parsed, so it no longer compares exactly as stored.
 	TextTimes bool
+	// SkipDuplicates is the clause that ends an INSERT so that a row whose
+	// primary or unique key already exists is skipped, not an error and
+	// not an update of other columns; col is any inserted column (MySQL's
+	// form needs one to name). A batch's copy sink uses it to make a
+	// repeated chunk a no-op on the destination.
+	SkipDuplicates func(col string) string
 }
+
+// SkipDuplicatesANSI is PostgreSQL's and SQLite's clause: no conflict
+// target, so any unique key counts.
+func SkipDuplicatesANSI(string) string { return " ON CONFLICT DO NOTHING" }
 
 // QuoteANSI quotes an identifier in double quotes, as SQLite and
 // PostgreSQL (and standard SQL) do.

@@ -290,7 +290,14 @@ func (d *Driver) Name() string { return "mysql" }
 // Dialect is MySQL's spelling: backquoted names, and no row comparisons,
 // which MariaDB does not turn into an index range.
 func (d *Driver) Dialect() driver.Dialect {
-	return driver.Dialect{Name: "mysql", Placeholder: d.Placeholder, QuoteIdent: quoteIdent}
+	return driver.Dialect{Name: "mysql", Placeholder: d.Placeholder, QuoteIdent: quoteIdent, SkipDuplicates: skipDuplicates}
+}
+
+// skipDuplicates sets a column to itself on a duplicate key, which changes
+// nothing; INSERT IGNORE would also turn conversion errors into warnings
+// and store truncated values.
+func skipDuplicates(col string) string {
+	return " ON DUPLICATE KEY UPDATE " + quoteIdent(col) + " = " + quoteIdent(col)
 }
 
 func quoteIdent(ident string) string { return "`" + strings.ReplaceAll(ident, "`", "``") + "`" }

@@ -138,7 +138,7 @@ func (d *Driver) Name() string { return "postgres" }
 
 // Dialect is PostgreSQL's spelling.
 func (d *Driver) Dialect() driver.Dialect {
-	return driver.Dialect{Name: "postgres", Placeholder: d.Placeholder, QuoteIdent: driver.QuoteANSI, RowCompare: true}
+	return driver.Dialect{Name: "postgres", Placeholder: d.Placeholder, QuoteIdent: driver.QuoteANSI, RowCompare: true, SkipDuplicates: driver.SkipDuplicatesANSI}
 }
 
 // Close closes the pool.

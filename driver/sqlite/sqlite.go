@@ -174,7 +174,7 @@ func (d *Driver) Name() string { return "sqlite" }
 // Dialect is SQLite's spelling: times are text, and a row comparison
 // is an index range.
 func (d *Driver) Dialect() driver.Dialect {
-	return driver.Dialect{Name: "sqlite", Placeholder: d.Placeholder, QuoteIdent: driver.QuoteANSI, RowCompare: true, TextTimes: true}
+	return driver.Dialect{Name: "sqlite", Placeholder: d.Placeholder, QuoteIdent: driver.QuoteANSI, RowCompare: true, TextTimes: true, SkipDuplicates: driver.SkipDuplicatesANSI}
 }
 
 // Close closes both pools.

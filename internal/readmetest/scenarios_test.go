@@ -45,6 +45,9 @@ var scenarios = map[string]scenario{
 	"php": {setup: setupPHP, before: servePHP, done: checkPHP},
 	// The batch worked example on SQLite, with the tables it reads.
 	"batch": {setup: setupBatch, done: checkBatch},
+	// The archive worked example on SQLite: orders in sluice.db, the
+	// archive in a second database file, archive.db.
+	"archive": {setup: setupArchive, done: checkArchive},
 }
 
 // --- repo ---------------------------------------------------------------
@@ -300,4 +303,56 @@ func checkBatch(t *testing.T, sc *scene) {
 		}
 	}
 	require.Equal(t, batchTenants*open, count("status = 'open'"), "only expired orders were closed")
+}
+
+// --- archive ------------------------------------------------------------
+
+const (
+	archiveOrders = 5000
+	archiveOld    = 3000 // orders created before 2026-01-01
+)
+
+// setupArchive creates orders in the scene's sluice.db, archiveOld of them
+// from 2025, and an empty orders_archive, keyed by id, in archive.db.
+func setupArchive(t *testing.T, sc *scene) {
+	sc.sluice(t, "migrate")
+	const ddl = `(id INTEGER PRIMARY KEY, tenant_id INTEGER NOT NULL, status TEXT NOT NULL, created_at TEXT NOT NULL)`
+	src, err := sql.Open("sqlite", filepath.Join(sc.dir, "sluice.db"))
+	require.NoError(t, err)
+	defer src.Close()
+	_, err = src.Exec("CREATE TABLE orders " + ddl)
+	require.NoError(t, err)
+	tx, err := src.Begin()
+	require.NoError(t, err)
+	for id := 1; id <= archiveOrders; id++ {
+		at := time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(id) * time.Hour)
+		if id > archiveOld {
+			at = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(id) * time.Minute)
+		}
+		_, err := tx.Exec("INSERT INTO orders VALUES (?, ?, 'paid', ?)", id, id%7, at.Format(time.DateTime))
+		require.NoError(t, err)
+	}
+	require.NoError(t, tx.Commit())
+	dst, err := sql.Open("sqlite", filepath.Join(sc.dir, "archive.db"))
+	require.NoError(t, err)
+	defer dst.Close()
+	_, err = dst.Exec("CREATE TABLE orders_archive " + ddl)
+	require.NoError(t, err)
+}
+
+// checkArchive: the orders from before 2026 moved to archive.db, each
+// once, and the newer ones stayed.
+func checkArchive(t *testing.T, sc *scene) {
+	count := func(file, q string) int {
+		db, err := sql.Open("sqlite", filepath.Join(sc.dir, file))
+		require.NoError(t, err)
+		defer db.Close()
+		var n int
+		require.NoError(t, db.QueryRow(q).Scan(&n))
+		return n
+	}
+	require.Equal(t, archiveOrders-archiveOld, count("sluice.db", "SELECT COUNT(*) FROM orders"), "orders left")
+	require.Zero(t, count("sluice.db", "SELECT COUNT(*) FROM orders WHERE created_at < '2026-01-01'"), "old orders left")
+	require.Equal(t, archiveOld, count("archive.db", "SELECT COUNT(*) FROM orders_archive WHERE id <= 3000"), "orders archived")
+	require.Equal(t, archiveOld, count("archive.db", "SELECT COUNT(*) FROM orders_archive"), "only old orders archived")
 }

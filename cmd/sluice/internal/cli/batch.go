@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/batch"
 	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/dburl"
 	"github.com/sluicehq/sluice/driver"
 )
 
@@ -60,36 +62,11 @@ func (a *app) batchOf(f *config.File, name string) (*batch.Batch, error) {
 		sort.Strings(names)
 		return nil, usagef("no batch %q in the config (batches: %s)", name, strings.Join(names, ", "))
 	}
-	b := &batch.Batch{
-		Name:                name,
-		Source:              c.Source,
-		Key:                 c.Key,
-		ChunkSize:           c.Chunk.Size,
-		TargetChunkDuration: c.Chunk.Target,
-		MinChunk:            c.Chunk.Min,
-		MaxChunk:            c.Chunk.Max,
-		Throttle: batch.Throttle{Sleep: c.Throttle.Sleep, MaxRowsPerSec: float64(c.Throttle.MaxRowsPerS),
-			Query: c.Throttle.Query, Threshold: float64(c.Throttle.Threshold), Poll: c.Throttle.PollInterval},
-		Retry:    batch.Retry{Attempts: c.Retry.Attempts, Base: c.Retry.Base, Max: c.Retry.Max},
-		Parallel: c.Parallel,
-		Lease:    c.Lease,
-		Log:      a.log,
+	b, err := c.Runtime(name, a.openDest)
+	if err != nil {
+		return nil, err
 	}
-	if s := c.Shards; s != nil {
-		switch {
-		case s.Values != nil:
-			b.Shards.Values = s.Values
-		case s.Query != "":
-			b.Shards.Query = s.Query
-		default:
-			b.Shards.Window = &batch.Window{Column: s.Column, From: s.FromTime, To: s.ToTime, Step: s.Step}
-		}
-	}
-	if c.Sink.HTTP != nil {
-		b.Sink = batch.HTTPSink{URL: c.Sink.HTTP.URL, Secret: c.Sink.HTTP.Secret, Timeout: c.Sink.HTTP.Timeout, Headers: c.Sink.HTTP.Headers}
-	} else {
-		b.Sink = batch.SQLSink{Statement: c.Sink.SQL}
-	}
+	b.Log = a.log
 	return b, nil
 }
 
@@ -133,9 +110,7 @@ nothing: the next run resumes after the last checkpointed chunk.
 					return nil
 				}
 				fmt.Fprintf(a.stdout, "shard: %s\nsql: %s\nargs: %v\nrows: %d\n", res.Shard, res.SQL, res.Args, res.Rows)
-				if s, ok := b.Sink.(batch.SQLSink); ok {
-					fmt.Fprintf(a.stdout, "sink: %s\n", s.Statement)
-				}
+				printSink(a.stdout, b.Sink)
 				fmt.Fprintln(a.stdout, "dry run: nothing written")
 				return nil
 			}
@@ -275,8 +250,22 @@ func (a *app) batchSetCommand(verb, short string, fn func(ctx context.Context, d
 
 var pastTense = map[string]string{"pause": "paused", "resume": "resumed", "reset": "reset"}
 
-// batchJobType is the job type that runs one shard of a configured batch.
-func batchJobType(name string) string { return "batch:" + name }
+// openDest opens a copy sink's destination, once per URL: batch jobs of
+// one process share its pool. It is not migrated: sluice keeps no tables there.
+func (a *app) openDest(url string) (driver.Driver, error) {
+	if d, ok := a.dests[url]; ok {
+		return d, nil
+	}
+	d, err := dburl.Open(url, dburl.Options{MustExist: true})
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", dburl.Redact(url), err)
+	}
+	if a.dests == nil {
+		a.dests = map[string]driver.Driver{}
+	}
+	a.dests[url] = d
+	return d, nil
+}
 
 // batchTypes gives each configured batch a job type whose jobs run one
 // shard each, so that `sluice batch enqueue` spreads a batch over workers.
@@ -290,32 +279,12 @@ func (a *app) batchTypes(f *config.File) (map[string]sluice.Type, []*batch.Batch
 		if err != nil {
 			return nil, nil, err
 		}
-		// Defaults are filled in now, so that shard jobs running at once
-		// only read b.
-		if err := b.Validate(); err != nil {
+		typ, t, err := b.JobType(a.drv)
+		if err != nil {
 			return nil, nil, err
 		}
 		batches = append(batches, b)
-		types[batchJobType(name)] = sluice.Type{Queue: sluice.DefaultQueue, Dedupe: driver.DedupeActive, Handler: sluice.HandlerFunc(
-			func(ctx context.Context, job *sluice.Job) error {
-				var p struct {
-					Shard string `json:"shard"`
-				}
-				if err := job.Decode(&p); err != nil || p.Shard == "" {
-					return sluice.Permanent(fmt.Errorf("batch job payload needs a shard: %s", job.Payload))
-				}
-				d := a.drv
-				switch err := b.RunShard(ctx, d, p.Shard); {
-				case err == nil:
-					return nil
-				case errors.Is(err, batch.ErrPaused):
-					return sluice.Snooze(30 * time.Second) // resumes once the batch is resumed
-				case errors.Is(err, batch.ErrBusy), errors.Is(err, batch.ErrLost), ctx.Err() != nil:
-					return err // another runner has it for now: retry with backoff
-				default:
-					return sluice.Permanent(err) // the shard is marked failed
-				}
-			})}
+		types[typ] = t
 	}
 	return types, batches, nil
 }
@@ -334,18 +303,13 @@ func (a *app) batchEnqueueCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			shards, err := b.ShardNames(cmd.Context(), d)
+			ps, err := b.ShardJobs(cmd.Context(), d)
 			if err != nil {
 				return err
 			}
 			c, err := sluice.NewClient(sluice.Config{Driver: d, Logger: a.log})
 			if err != nil {
 				return err
-			}
-			ps := make([]sluice.EnqueueParams, len(shards))
-			for i, s := range shards {
-				ps[i] = sluice.EnqueueParams{Type: batchJobType(args[0]), Key: "batch:" + args[0] + ":" + s,
-					Dedupe: driver.DedupeActive, Payload: map[string]string{"shard": s}}
 			}
 			rs, err := c.EnqueueMany(cmd.Context(), ps)
 			if err != nil {
@@ -359,5 +323,18 @@ func (a *app) batchEnqueueCommand() *cobra.Command {
 			}
 			return json.NewEncoder(a.stdout).Encode(map[string]int{"inserted": len(rs) - dups, "duplicates": dups})
 		},
+	}
+}
+
+// printSink shows a dry run what the sink would run per chunk.
+func printSink(w io.Writer, s batch.Sink) {
+	if c, ok := s.(batch.CopySink); ok {
+		fmt.Fprintf(w, "sink: copy into %s on %s\n", c.Table, c.Dest.Name())
+		s = c.Then
+	}
+	if q, ok := s.(batch.SQLSink); ok {
+		for _, st := range q.Statements {
+			fmt.Fprintf(w, "sink: %s\n", st)
+		}
 	}
 }

@@ -283,3 +283,65 @@ func TestBatchShardsAsJobs(t *testing.T) {
 		})
 	}
 }
+
+// SIGKILL three times during each of the three archive workloads: a purge
+// by key range; an archive to a second table in the same database (an
+// INSERT ... SELECT and a DELETE in the chunk's transaction); and an
+// archive to another database by a copy sink, then a DELETE. The other
+// database is another SQLite file, or on MariaDB and PostgreSQL other
+// tables reached through a pool of their own (their own transactions,
+// which is what the copy's idempotence is about). Every old row ends up
+// deleted from the source once and, when archived, in the archive once;
+// every newer row is untouched.
+func TestBatchArchiveCrash(t *testing.T) {
+	const n, cutoffID = 10_000, 6_000 // created_at is base + id/5 s
+	cutoff := "'" + time.Date(2024, 1, 1, 0, 0, cutoffID/5, 0, time.UTC).Format("2006-01-02 15:04:05") + "'"
+	for _, name := range testdb.Names {
+		for _, work := range []string{"purge", "archive", "copy"} {
+			t.Run(name+"/"+work, func(t *testing.T) {
+				t.Parallel()
+				d, tg := testdb.OpenURL(t, name)
+				tbl := batchTable(t, d, tg.Prefix, n)
+				old := "created_at < " + cutoff
+				archive, dest := tg.Prefix+"archive", d
+				sink := fmt.Sprintf(`{ sql: "DELETE FROM %s WHERE id BETWEEN {min:id} AND {max:id} AND %s" }`, tbl, old)
+				switch work {
+				case "archive":
+					// No key on the archive, so that a row archived twice shows.
+					_, err := d.DB().Exec(fmt.Sprintf("CREATE TABLE %s AS SELECT * FROM %s WHERE 1 = 0", archive, tbl))
+					require.NoError(t, err)
+					sink = fmt.Sprintf(`{ sql: ["INSERT INTO %s SELECT * FROM %s WHERE id IN ({id})", "DELETE FROM %s WHERE id IN ({id})"] }`, archive, tbl, tbl)
+				case "copy":
+					var dtg testdb.Target
+					dest, dtg = testdb.OpenURL(t, name)
+					archive = dtg.Prefix + "archive"
+					batchTable(t, dest, dtg.Prefix, 0)
+					_, err := dest.DB().Exec(fmt.Sprintf("ALTER TABLE %sitems RENAME TO %s", dtg.Prefix, archive))
+					require.NoError(t, err)
+					sink = fmt.Sprintf(`{ copy: { db: "%s", table: %s }, sql: "DELETE FROM %s WHERE id BETWEEN {min:id} AND {max:id} AND %s" }`,
+						dtg.URL, archive, tbl, old)
+				}
+				cfg := writeBatchConfig(t, fmt.Sprintf(`batches:
+  move:
+    source: "SELECT * FROM %s WHERE %s"
+    key: [id]
+    sink: %s
+    chunk: { size: 100 }
+    throttle: { sleep: 10ms }
+`, tbl, old, sink))
+				env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix, "SLUICE_CONFIG=" + cfg}
+				killRuns(t, d, env, "move", 3)
+				require.Zero(t, countWhere(t, d, tbl, fmt.Sprintf("id < %d", cutoffID)), "old rows left in the source")
+				require.Equal(t, int64(n-cutoffID+1), countWhere(t, d, tbl, "hits = 0"), "newer rows left as they were")
+				if work == "purge" {
+					return
+				}
+				var rows, distinct, sum int64
+				require.NoError(t, dest.DB().QueryRow("SELECT COUNT(*), COUNT(DISTINCT id), SUM(id) FROM "+archive).Scan(&rows, &distinct, &sum))
+				require.Equal(t, int64(cutoffID-1), rows, "archived rows")
+				require.Equal(t, rows, distinct, "a row archived twice")
+				require.Equal(t, int64((cutoffID-1)*cutoffID/2), sum, "the archive holds ids 1..cutoff-1")
+			})
+		}
+	}
+}

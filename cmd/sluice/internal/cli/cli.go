@@ -59,7 +59,8 @@ type app struct {
 	dbURL   string       // the database in force; "" until resolved
 	dbFrom  string       // where dbURL came from, for messages
 
-	drv driver.Driver
+	drv   driver.Driver
+	dests map[string]driver.Driver // copy sinks' destinations, by URL
 }
 
 // Main runs the CLI and returns the process exit code.
@@ -75,6 +76,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	err := root.ExecuteContext(ctx)
 	if a.drv != nil {
 		a.drv.Close()
+	}
+	for _, d := range a.dests {
+		d.Close()
 	}
 	if err == nil {
 		return exitOK

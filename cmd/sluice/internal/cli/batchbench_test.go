@@ -1,0 +1,63 @@
+package cli_test
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/dburl"
+	"github.com/sluicehq/sluice/internal/testdb"
+)
+
+// bench/batch.sh at a tiny size: pt-archiver and sluice side by side on
+// each workload (purge, archive to a second table, archive to a second
+// MariaDB instance), each run's rows checked by the script, which exits
+// non-zero (STRICT=1) if any run failed or left wrong rows. Skipped, loudly,
+// without pt-archiver or MariaDB's server binaries, unless
+// SLUICE_TEST_REQUIRE_ALL=1.
+func TestBatchBenchSmoke(t *testing.T) {
+	for _, tool := range []string{"pt-archiver", "mariadb-install-db", "/usr/sbin/mariadbd", "mysql"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			msg := fmt.Sprintf("bench/batch.sh smoke run needs %s (apt-get install -y percona-toolkit mariadb-server): %v", tool, err)
+			if testdb.RequireAll() {
+				t.Fatalf("%s (SLUICE_TEST_REQUIRE_ALL=1)", msg)
+			}
+			fmt.Fprintf(os.Stderr, "\n!!! SKIPPING THE PT-ARCHIVER SIDE-BY-SIDE SMOKE RUN: %s\n", msg)
+			t.Skip(msg)
+		}
+	}
+	u, err := url.Parse(testdb.URL("mysql", ""))
+	require.NoError(t, err)
+	// A database of its own, so that a bench run at the same time is untouched.
+	db := "sluice_bbs_" + strings.TrimSuffix(testdb.Prefix(), "_")
+	d, err := dburl.Open(testdb.URL("mysql", ""), dburl.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		d.DB().ExecContext(context.Background(), "DROP DATABASE IF EXISTS "+db)
+		d.Close()
+	})
+	out := filepath.Join(t.TempDir(), "BENCHMARKS.md")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "../../../../bench/batch.sh")
+	cmd.Env = append(os.Environ(), "ROWS=2000", "RUNS=1", "CHUNK=200", "SIZES=", "FORMS=range", "ADAPTIVE=0", "STRICT=1",
+		"MYSQL_HOST="+u.Hostname(), "MYSQL_PORT="+u.Port(), "DB="+db, "SLUICE_BIN="+bin, "OUT="+out,
+		"SLUICE_DB=", "SLUICE_CONFIG=", "SLUICE_PREFIX=")
+	res, err := cmd.CombinedOutput()
+	require.NoError(t, err, "bench/batch.sh:\n%s", res)
+	md, err := os.ReadFile(out)
+	require.NoError(t, err)
+	for _, w := range []string{"### Purge", "### Archive to a second table, same database", "### Archive to a second MariaDB instance"} {
+		require.Contains(t, string(md), w)
+	}
+	require.Equal(t, 3, strings.Count(string(md), "| pt-archiver | pt-archiver | 200 | 1 | 0 |"), "pt-archiver ran each workload once, with correct results:\n%s", md)
+	require.Equal(t, 3, strings.Count(string(md), "| sluice | key range | 200 | 1 | 0 |"), "sluice ran each workload once, with correct results:\n%s", md)
+}
