@@ -140,6 +140,9 @@ M_PG=$(psql "$PG_BASE/postgres" -tAc "SHOW server_version" | awk '{ print $1 }')
 M_MYSQL=$(mysql "${MYSQL_ARGS[@]}" -NBe "SELECT VERSION()")
 M_COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo "+local changes")
 export M_DATE M_NPROC M_MEM M_CPU M_OS M_GO M_PG M_MYSQL M_COMMIT
+# bench/batch.sh owns the section between its markers: keep it as it is.
+batch_section=$(mktemp)
+sed -n '/<!-- bench\/batch.sh:begin -->/,/<!-- bench\/batch.sh:end -->/p' "$ROOT/$OUT" 2>/dev/null >"$batch_section" || true
 python3 - >"$ROOT/$OUT" <<'PY'
 import json, os, statistics
 
@@ -316,4 +319,8 @@ p("```")
 p()
 p("</details>")
 PY
+if [ -s "$batch_section" ]; then
+  { echo; cat "$batch_section"; } >>"$ROOT/$OUT"
+fi
+rm -f "$batch_section"
 log "done: $OUT"

@@ -2,11 +2,101 @@ package config
 
 import (
 	"fmt"
+	"log/slog"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/batch"
+	"github.com/sluicehq/sluice/cron"
+	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/handler/command"
 	"github.com/sluicehq/sluice/handler/webhook"
 )
+
+// Runtime is what a file sets up in a process that runs jobs: the library's
+// Config and the batches whose shards its jobs run. This is the one place
+// where the file becomes the library's settings; the CLI only adds what no
+// file holds.
+type Runtime struct {
+	// Config has the types (the file's and one per batch), the queues, the
+	// schedules, the retention, the driver and the logger; the caller may
+	// set the clock.
+	Config sluice.Config
+	// Batches are the batches behind the batch types. Once the client
+	// exists, give them its metrics, so that their chunks count on its
+	// /metrics.
+	Batches []*batch.Batch
+	// Paused are the queues the file starts paused (paused: true).
+	Paused []string
+}
+
+// Runtime maps the file for a process that runs jobs on d. open opens a
+// copy sink's destination database.
+func (f *File) Runtime(d driver.Driver, open func(url string) (driver.Driver, error), log *slog.Logger) (*Runtime, error) {
+	types, err := f.SluiceTypes()
+	if err != nil {
+		return nil, err
+	}
+	rt := &Runtime{}
+	for _, name := range sortedKeys(f.Batches) {
+		b, err := f.Batches[name].Runtime(name, open)
+		if err != nil {
+			return nil, err
+		}
+		b.Log = log
+		typ, t, err := b.JobType(d)
+		if err != nil {
+			return nil, err
+		}
+		rt.Batches = append(rt.Batches, b)
+		types[typ] = t
+	}
+	queues := map[string]sluice.QueueConfig{}
+	for _, name := range sortedKeys(f.Queues) {
+		q := f.Queues[name]
+		qc := sluice.QueueConfig{Concurrency: q.Concurrency}
+		if !q.Rate.IsZero() {
+			qc.Rate = float64(q.Rate.N) / q.Rate.Per.Seconds()
+		}
+		queues[name] = qc
+		if q.Paused {
+			rt.Paused = append(rt.Paused, name)
+		}
+	}
+	// A queue that only types name still needs workers to run them.
+	for _, t := range types {
+		if _, ok := queues[t.Queue]; !ok {
+			queues[t.Queue] = sluice.QueueConfig{Concurrency: sluice.DefaultConcurrency}
+		}
+	}
+	scheds, err := f.SluiceSchedules()
+	if err != nil {
+		return nil, err
+	}
+	rt.Config = sluice.Config{
+		Driver:    d,
+		Logger:    log,
+		Types:     types,
+		Queues:    queues,
+		Schedules: scheds,
+		Retention: f.Retention.Map(),
+	}
+	return rt, nil
+}
+
+// SluiceSchedules builds the file's schedules, in name order.
+func (f *File) SluiceSchedules() ([]sluice.Schedule, error) {
+	out := make([]sluice.Schedule, 0, len(f.Schedules))
+	for _, n := range sortedKeys(f.Schedules) {
+		s := f.Schedules[n]
+		spec, err := cron.Parse(s.Cron, s.Location)
+		if err != nil {
+			return nil, fmt.Errorf("schedule %s: %w", n, err)
+		}
+		out = append(out, sluice.Schedule{Name: n, Spec: spec, Type: s.Type, Payload: s.Payload,
+			Queue: s.Queue, Overlap: s.Overlap, CatchUp: s.CatchUp})
+	}
+	return out, nil
+}
 
 // SluiceTypes builds the job types the file declares, each with its
 // webhook or command handler, for sluice.Config.Types.

@@ -267,28 +267,6 @@ func (a *app) openDest(url string) (driver.Driver, error) {
 	return d, nil
 }
 
-// batchTypes gives each configured batch a job type whose jobs run one
-// shard each, so that `sluice batch enqueue` spreads a batch over workers.
-// It also returns the batches, for the caller to give them the metrics of
-// the client that will run those jobs.
-func (a *app) batchTypes(f *config.File) (map[string]sluice.Type, []*batch.Batch, error) {
-	types := map[string]sluice.Type{}
-	var batches []*batch.Batch
-	for name := range f.Batches {
-		b, err := a.batchOf(f, name)
-		if err != nil {
-			return nil, nil, err
-		}
-		typ, t, err := b.JobType(a.drv)
-		if err != nil {
-			return nil, nil, err
-		}
-		batches = append(batches, b)
-		types[typ] = t
-	}
-	return types, batches, nil
-}
-
 func (a *app) batchEnqueueCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "enqueue NAME",

@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sort"
 	"time"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/config"
-	"github.com/sluicehq/sluice/cron"
 	"github.com/sluicehq/sluice/driver"
 )
 
@@ -46,9 +44,9 @@ func (a *app) loadConfig() (*config.File, error) {
 	return f, nil
 }
 
-// workerClient builds a client that runs the config's queues, types and
-// schedules. The database must already be migrated.
-func (a *app) workerClient(ctx context.Context, f *config.File) (*sluice.Client, error) {
+// workerClient builds a client that runs the config's queues, types,
+// batches and schedules. The database must already be migrated.
+func (a *app) workerClient(ctx context.Context) (*sluice.Client, error) {
 	d, err := a.open()
 	if err != nil {
 		return nil, err
@@ -56,83 +54,28 @@ func (a *app) workerClient(ctx context.Context, f *config.File) (*sluice.Client,
 	if _, err := driver.CheckSchema(ctx, d); err != nil {
 		return nil, err
 	}
-	types, err := f.SluiceTypes()
+	rt, err := a.cfg.Runtime(d, a.openDest, a.log)
 	if err != nil {
 		return nil, err
 	}
-	batchTypes, batches, err := a.batchTypes(f)
-	if err != nil {
-		return nil, err
-	}
-	for name, t := range batchTypes {
-		types[name] = t
-	}
-	queues := map[string]sluice.QueueConfig{}
-	for name, q := range f.Queues {
-		qc := sluice.QueueConfig{Concurrency: q.Concurrency}
-		if !q.Rate.IsZero() {
-			qc.Rate = float64(q.Rate.N) / q.Rate.Per.Seconds()
-		}
-		queues[name] = qc
-		if q.Paused {
-			// paused: true pauses at start; resuming through the API or
-			// CLI then holds until the next start.
-			if err := d.SetQueuePaused(ctx, driver.SetQueuePausedParams{Queue: name, Paused: true}); err != nil {
-				return nil, err
-			}
+	for _, q := range rt.Paused {
+		// paused: true pauses at start; resuming through the API or CLI
+		// then holds until the next start.
+		if err := d.SetQueuePaused(ctx, driver.SetQueuePausedParams{Queue: q, Paused: true}); err != nil {
+			return nil, err
 		}
 	}
-	// A queue that only types name still needs workers to run them.
-	for _, t := range types {
-		if _, ok := queues[t.Queue]; !ok {
-			queues[t.Queue] = sluice.QueueConfig{Concurrency: sluice.DefaultConcurrency}
-		}
+	if rt.Config.Clock, err = clockFromEnv(); err != nil {
+		return nil, err
 	}
-	scheds, err := schedulesOf(f)
+	c, err := sluice.NewClient(rt.Config)
 	if err != nil {
 		return nil, err
 	}
-	clock, err := clockFromEnv()
-	if err != nil {
-		return nil, err
-	}
-	c, err := sluice.NewClient(sluice.Config{
-		Clock:     clock,
-		Driver:    d,
-		Types:     types,
-		Queues:    queues,
-		Schedules: scheds,
-		Retention: f.Retention.Map(),
-		Logger:    a.log,
-	})
-	if err != nil {
-		return nil, err
-	}
-	// Batch shards run as this client's jobs: their chunks count on its /metrics.
-	for _, b := range batches {
+	for _, b := range rt.Batches {
 		b.Metrics = c.Metrics()
 	}
 	return c, nil
-}
-
-// schedulesOf converts the config's schedules, in name order.
-func schedulesOf(f *config.File) ([]sluice.Schedule, error) {
-	names := make([]string, 0, len(f.Schedules))
-	for n := range f.Schedules {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	out := make([]sluice.Schedule, 0, len(names))
-	for _, n := range names {
-		s := f.Schedules[n]
-		spec, err := cron.Parse(s.Cron, s.Location)
-		if err != nil {
-			return nil, fmt.Errorf("schedule %s: %w", n, err)
-		}
-		out = append(out, sluice.Schedule{Name: n, Spec: spec, Type: s.Type, Payload: s.Payload,
-			Queue: s.Queue, Overlap: s.Overlap, CatchUp: s.CatchUp})
-	}
-	return out, nil
 }
 
 // clockFromEnv reads SLUICE_CLOCK_OFFSET, a test hook that skews this

@@ -30,11 +30,7 @@ sluice work.`,
 				return usagef("--max-jobs and --max-seconds must be at least 1")
 			}
 			p.MaxDuration = time.Duration(maxSeconds) * time.Second
-			f, err := a.loadConfig()
-			if err != nil {
-				return err
-			}
-			c, err := a.workerClient(cmd.Context(), f)
+			c, err := a.workerClient(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -24,7 +24,7 @@ func (a *app) schedulesCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			scheds, err := schedulesOf(f)
+			scheds, err := f.SluiceSchedules()
 			if err != nil {
 				return err
 			}

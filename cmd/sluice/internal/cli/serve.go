@@ -40,7 +40,7 @@ address that is not loopback needs auth.tokens in the config.`,
 			if err := server.CheckListen(listen, len(f.Auth.Tokens) > 0); err != nil {
 				return usagef("%v", err)
 			}
-			c, err := a.workerClient(cmd.Context(), f)
+			c, err := a.workerClient(cmd.Context())
 			if err != nil {
 				return err
 			}

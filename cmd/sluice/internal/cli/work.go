@@ -18,11 +18,7 @@ running jobs --shutdown-timeout to finish, then cancels the rest and returns
 them to pending without charging the attempt.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := a.loadConfig()
-			if err != nil {
-				return err
-			}
-			c, err := a.workerClient(cmd.Context(), f)
+			c, err := a.workerClient(cmd.Context())
 			if err != nil {
 				return err
 			}
