@@ -36,7 +36,7 @@ func TestParseURLPooler(t *testing.T) {
 	require.Equal(t, pgx.QueryExecModeCacheStatement, uc.Conn.DefaultQueryExecMode, "a direct URL keeps pgx's statement cache")
 
 	for url, want := range map[string]string{
-		"postgres://u:secret@h/db?pooler=statement":                                            "pooler=statement",
+		"postgres://u:secret@h/db?pooler=statement":                                           "pooler=statement",
 		"postgres://u:secret@h/db?pooler=transaction&default_query_exec_mode=cache_statement": "default_query_exec_mode=cache_statement",
 		"postgres://u:secret@h/db?pooler=transaction&default_query_exec_mode=describe_exec":   "default_query_exec_mode=describe_exec",
 	} {
