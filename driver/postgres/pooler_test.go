@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"database/sql"
 	"log/slog"
 	"strings"
 	"testing"
@@ -134,4 +135,33 @@ func withParam(url, param string) string {
 		return url + "&" + param
 	}
 	return url + "?" + param
+}
+
+// Behind a pooler the driver sends no cancel request when a query's
+// context ends (PgBouncer 1.18 can crash on one; see dropCancelRequests):
+// the query goes on until the server notices the closed connection. A
+// direct driver's query is cancelled at once. A TLS cancel cannot be told
+// apart, so the connections here are plaintext, as PgBouncer's are by
+// default.
+func TestPoolerSendsNoCancelRequest(t *testing.T) {
+	d, tg := testdb.OpenURL(t, "postgres")
+	plain := withParam(tg.URL, "sslmode=disable")
+	for _, c := range []struct {
+		url       string
+		cancelled bool
+	}{{plain, true}, {withParam(plain, "pooler=transaction"), false}} {
+		pd, err := postgres.Open(c.url, postgres.Options{Prefix: tg.Prefix})
+		require.NoError(t, err)
+		marker := testdb.Prefix()
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		_, err = pd.(interface{ DB() *sql.DB }).DB().ExecContext(ctx, "SELECT pg_sleep(3) -- "+marker)
+		cancel()
+		require.Error(t, err)
+		time.Sleep(500 * time.Millisecond)
+		var running bool
+		require.NoError(t, d.(interface{ DB() *sql.DB }).DB().QueryRow(
+			`SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%' || $1)`, marker).Scan(&running))
+		require.Equal(t, !c.cancelled, running, "cancel request sent: %v, want %v", !running, c.cancelled)
+		pd.Close()
+	}
 }

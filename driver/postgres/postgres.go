@@ -169,6 +169,9 @@ func Open(url string, opts Options) (driver.Driver, error) {
 		return nil, err
 	}
 	cfg := uc.Conn
+	if uc.TransactionPooling {
+		dropCancelRequests(cfg)
+	}
 	listenCfg := cfg
 	switch {
 	case opts.ListenURL != "":

@@ -57,6 +57,18 @@ type bouncer struct {
 	pooled string // the same database through pgbouncer, with ?pooler=transaction
 	admin  string // pgbouncer's admin console
 	logs   *testdb.SyncBuffer
+	done   chan struct{} // closed when pgbouncer exits
+}
+
+// requireAlive fails t if pgbouncer has exited or logged a fatal error.
+func (b *bouncer) requireAlive(t *testing.T) {
+	t.Helper()
+	select {
+	case <-b.done:
+		t.Fatalf("pgbouncer exited:\n%s", tail(b.logs.String(), 2000))
+	default:
+	}
+	require.NotContains(t, b.logs.String(), "FATAL")
 }
 
 // poolSize is pgbouncer's server connections for the test database, fewer
@@ -125,6 +137,7 @@ log_disconnections = 0
 	cmd.Stdout, cmd.Stderr = b.logs, b.logs
 	require.NoError(t, cmd.Start())
 	done := make(chan struct{})
+	b.done = done
 	go func() { cmd.Wait(); close(done) }()
 	t.Cleanup(func() {
 		cmd.Process.Kill()
