@@ -284,6 +284,13 @@ func runSluice(t *testing.T, env []string, stdin string, args ...string) string 
 	return string(out)
 }
 
+func withParam(u, param string) string {
+	if strings.Contains(u, "?") {
+		return u + "&" + param
+	}
+	return u + "?" + param
+}
+
 func tail(s string, n int) string {
 	if len(s) > n {
 		return s[len(s)-n:]

@@ -127,9 +127,14 @@ schedules:
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var r struct{ OK bool }
-			require.NoError(t, json.Unmarshal([]byte(runSluice(t, env(listening), "", "run", "--max-jobs", "30", "--max-seconds", "10")), &r))
+			var r struct {
+				OK       bool
+				Requeued int
+			}
+			out := runSluice(t, env(listening), "", "run", "--max-jobs", "30", "--max-seconds", "10")
+			require.NoError(t, json.Unmarshal([]byte(out), &r))
 			require.True(t, r.OK)
+			t.Logf("sluice run: %s", strings.TrimSpace(out))
 		}()
 	}
 	wg.Wait()
