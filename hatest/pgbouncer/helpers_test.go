@@ -274,6 +274,13 @@ func startSluice(t *testing.T, env []string, args ...string) *proc {
 // runSluice runs a sluice command to its end and returns its stdout.
 func runSluice(t *testing.T, env []string, stdin string, args ...string) string {
 	t.Helper()
+	out, _ := runSluiceErr(t, env, stdin, args...)
+	return out
+}
+
+// runSluiceErr is runSluice that also returns stderr.
+func runSluiceErr(t *testing.T, env []string, stdin string, args ...string) (string, string) {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(append(os.Environ(), "SLUICE_DB=", "SLUICE_LISTEN_DB=", "SLUICE_PREFIX=", "SLUICE_CONFIG="), env...)
 	cmd.Stdin = strings.NewReader(stdin)
@@ -281,7 +288,7 @@ func runSluice(t *testing.T, env []string, stdin string, args ...string) string 
 	cmd.Stderr = &errb
 	out, err := cmd.Output()
 	require.NoError(t, err, "sluice %s: %s", args, errb.String())
-	return string(out)
+	return string(out), errb.String()
 }
 
 func withParam(u, param string) string {
