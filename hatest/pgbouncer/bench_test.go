@@ -13,7 +13,7 @@ import (
 	"github.com/sluicehq/sluice/internal/testdb"
 )
 
-// benchConcurrency and the default of 2,000 jobs scale `sluice bench` down
+// benchConcurrency and the default of 1,000 jobs scale `sluice bench` down
 // to seconds per run; SLUICE_HATEST_BENCH_JOBS raises it for a measurement.
 const benchConcurrency = 50
 
@@ -26,7 +26,7 @@ const benchConcurrency = 50
 // README, not a pass mark.
 func TestBenchThroughPooler(t *testing.T) {
 	b := startBouncer(t)
-	jobs := 2000
+	jobs := 1000
 	if v := os.Getenv("SLUICE_HATEST_BENCH_JOBS"); v != "" {
 		_, err := fmt.Sscan(v, &jobs)
 		require.NoError(t, err)

@@ -30,7 +30,9 @@ import (
 //   - a second `work` without listen_db probes instead, and works too;
 //   - concurrent `enqueue`s of the same keys dedupe to one job each;
 //   - every job runs exactly once, by the execution log, whichever process
-//     (work, serve, a bounded `sluice run`) claimed it;
+//     (work, serve, a bounded `sluice run`) claimed it, but for jobs a run
+//     pass cut short at its deadline and requeued (none, unless the
+//     machine is very slow);
 //   - each schedule slot fires once across the three processes.
 func TestProcessesThroughPooler(t *testing.T) {
 	t.Parallel()
@@ -124,7 +126,11 @@ schedules:
 			mu.Unlock()
 		}()
 	}
-	// Bounded passes run beside the workers, as cron would start them.
+	// Bounded passes run beside the workers, as cron would start them. A
+	// pass requeues what it has not finished by its deadline, and such a
+	// job may run again: the log check below allows that many duplicates,
+	// each first run by a pass.
+	requeued := 0
 	for range 2 {
 		wg.Add(1)
 		go func() {
@@ -133,13 +139,16 @@ schedules:
 				OK       bool
 				Requeued int
 			}
-			out, stderr := runSluiceErr(t, env(listening), "", "run", "--max-jobs", "30", "--max-seconds", "10")
+			out, stderr := runSluiceErr(t, env(listening), "", "run", "--max-jobs", "30", "--max-seconds", "20")
 			if strings.Contains(stderr, "level=WARN") || strings.Contains(stderr, "level=ERROR") {
 				t.Logf("sluice run stderr:\n%s", stderr)
 			}
 			require.NoError(t, json.Unmarshal([]byte(out), &r))
 			require.True(t, r.OK)
 			t.Logf("sluice run: %s", strings.TrimSpace(out))
+			mu.Lock()
+			requeued += r.Requeued
+			mu.Unlock()
 		}()
 	}
 	wg.Wait()
@@ -176,6 +185,8 @@ schedules:
 	}
 	rows := allJobs(t, d)
 	byType := map[string]int{}
+	workers := map[string]bool{fmt.Sprint(work.cmd.Process.Pid): true, fmt.Sprint(serve.cmd.Process.Pid): true, fmt.Sprint(probe.cmd.Process.Pid): true}
+	dups := 0
 	for _, j := range rows {
 		if j.Type == "tick" && j.Status == driver.StatusPending {
 			// A slot enqueued as the processes stopped: not run, and not lost.
@@ -183,10 +194,17 @@ schedules:
 			continue
 		}
 		require.Equal(t, driver.StatusSuccess, j.Status, "job %d (%s)", j.ID, j.Type)
+		if rs := runsOf(runs, j.ID); len(rs) == 2 && !workers[rs[0].pid] {
+			t.Logf("job %d ran twice, first in a run pass that requeued it at its deadline: %v", j.ID, rs)
+			dups++
+			byType[j.Type]++
+			continue
+		}
 		require.Equal(t, 1, ran[j.ID], "job %d (%s %q, %d attempts) ran %d times: %v; processes: work %d, serve %d, probing work %d",
 			j.ID, j.Type, j.Key, j.Attempts, ran[j.ID], runsOf(runs, j.ID), work.cmd.Process.Pid, serve.cmd.Process.Pid, probe.cmd.Process.Pid)
 		byType[j.Type]++
 	}
+	require.LessOrEqual(t, dups, requeued, "a job ran twice only if a run pass requeued it")
 	for id := range ran {
 		require.True(t, slices.ContainsFunc(rows, func(j driver.JobRow) bool { return j.ID == id }), "the log names job %d, which is not in the table", id)
 	}
@@ -199,8 +217,8 @@ schedules:
 			slots[j.Key] = true
 		}
 	}
-	t.Logf("%d jobs (%d work, %d schedule slots) ran exactly once across %d processes; pgbouncer pooled %d transactions on %d server connections",
-		len(rows), byType["work"], byType["tick"], len(pids), b.transactions(t)-before, poolSize)
+	t.Logf("%d jobs (%d work, %d schedule slots; %d requeued by a run pass and run again) ran across %d processes; pgbouncer pooled %d transactions on %d server connections",
+		len(rows), byType["work"], byType["tick"], dups, len(pids), b.transactions(t)-before, poolSize)
 	require.GreaterOrEqual(t, len(pids), 3, "work, serve and the probing work (and any run) shared the jobs")
 }
 
