@@ -43,7 +43,11 @@ import (
 
 // File is a parsed and validated config file. Defaults are filled in.
 type File struct {
-	DB        string              `yaml:"db"`     // database URL; empty means the CLI's default
+	DB string `yaml:"db"` // database URL; empty means the CLI's default
+	// ListenDB is a direct postgres:// URL to DB's database for the LISTEN
+	// connection, for a DB behind a transaction pooler (?pooler=transaction),
+	// which cannot pass notifications. It needs DB set in the same file.
+	ListenDB  string              `yaml:"listen_db"`
 	Listen    string              `yaml:"listen"` // host:port of the HTTP server; empty means the CLI's default
 	Auth      Auth                `yaml:"auth"`
 	Queues    map[string]Queue    `yaml:"queues"`

@@ -373,6 +373,9 @@ func TestRejectBadCIDR(t *testing.T) {
 func TestRejectOtherProblems(t *testing.T) {
 	for _, tc := range []struct{ yaml, path, msg string }{
 		{"db: mongodb://h/db", "db", "unknown database URL scheme"},
+		{"db: mysql://h/db\nlisten_db: postgres://h/db", "listen_db", "needs db: in the same file to be a postgres:// URL"},
+		{"listen_db: postgres://h/db", "listen_db", "needs db: in the same file"},
+		{"db: postgres://h:6432/db?pooler=transaction\nlisten_db: mysql://h/db", "listen_db", "want a direct postgres://"},
 		{"types: { x: { command: [x], max_attempts: 0 } }", "types.x.max_attempts", "must be at least 1"},
 		{"types:\n  x: { command: [x] }\n  x: { command: [y] }", "types.x", "key repeated (first set at line 2)"},
 		{"types: { x: { http: { url: 'http://h' }, permanent_exit_codes: [65] } }", "types.x.permanent_exit_codes", "only applies to command handlers"},

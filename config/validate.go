@@ -56,6 +56,14 @@ func (d *decoder) validate(f *File) error {
 			return d.fail("db", err)
 		}
 	}
+	if f.ListenDB != "" {
+		if s, err := dburl.Scheme(f.ListenDB); err != nil || s != "postgres" {
+			return d.failf("listen_db", "want a direct postgres://USER:PASS@HOST:PORT/DB URL to the database of db:")
+		}
+		if s, _ := dburl.Scheme(f.DB); s != "postgres" {
+			return d.failf("listen_db", "needs db: in the same file to be a postgres:// URL")
+		}
+	}
 	if f.Listen != "" {
 		if err := checkListen(f.Listen); err != nil {
 			return d.fail("listen", err)

@@ -1,5 +1,9 @@
 // Package dburl opens a sluice driver from a database URL:
 // sqlite:PATH, mysql://USER:PASS@HOST:PORT/DB or postgres://USER:PASS@HOST:PORT/DB.
+//
+// A postgres:// URL that goes through a transaction pooler such as
+// PgBouncer says so with ?pooler=transaction (see postgres.PoolerParam);
+// Options.ListenURL then gives a direct URL for wake-ups.
 package dburl
 
 import (
@@ -34,6 +38,12 @@ type Options struct {
 	// a new empty database instead of failing. In-memory databases and
 	// server databases are unaffected.
 	MustExist bool
+	// ListenURL is a direct postgres:// URL to the same database for the
+	// LISTEN connection that wakes idle workers, for a URL with
+	// ?pooler=transaction, through which notifications cannot pass.
+	// Without it, idle workers behind a pooler probe for jobs. PostgreSQL
+	// only.
+	ListenURL string
 }
 
 // Scheme returns the driver name for a URL: "sqlite", "mysql" or "postgres".
@@ -59,6 +69,14 @@ func Open(url string, opts Options) (driver.Driver, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.ListenURL != "" {
+		if scheme != "postgres" {
+			return nil, fmt.Errorf("a listen URL is for PostgreSQL databases only, not %s", scheme)
+		}
+		if s, err := Scheme(opts.ListenURL); err != nil || s != "postgres" {
+			return nil, fmt.Errorf("listen URL %s: want postgres://USER:PASS@HOST:PORT/DB", Redact(opts.ListenURL))
+		}
+	}
 	switch scheme {
 	case "sqlite":
 		path := strings.TrimPrefix(strings.TrimPrefix(url, "sqlite:"), "//")
@@ -75,7 +93,7 @@ func Open(url string, opts Options) (driver.Driver, error) {
 	case "mysql":
 		return mysql.Open(url, mysql.Options{Prefix: opts.Prefix})
 	default:
-		return postgres.Open(url, postgres.Options{Prefix: opts.Prefix})
+		return postgres.Open(url, postgres.Options{Prefix: opts.Prefix, ListenURL: opts.ListenURL})
 	}
 }
 

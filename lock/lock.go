@@ -12,7 +12,8 @@
 //   - mysql://... takes GET_LOCK on a connection kept for the whole hold; the
 //     server frees it when that session ends. Fenced through a side table.
 //   - postgres://... takes pg_try_advisory_lock on a connection kept for the
-//     whole hold; freed when that session ends.
+//     whole hold; freed when that session ends. Refused with ErrPooler
+//     when the URL says pooler=transaction: use ?lease=1 there.
 //   - sqlite:PATH, or any database URL with ?lease=1, holds a row of
 //     sluice_leases; the lock lapses ttl after the last renewal. Fenced.
 //

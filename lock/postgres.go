@@ -11,8 +11,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/sluicehq/sluice/driver/postgres"
 )
 
 // postgresLocker takes a session-level advisory lock on a connection set
@@ -26,15 +27,24 @@ type postgresLocker struct {
 	id string
 }
 
+// ErrPooler refuses the advisory-lock backend behind a transaction pooler:
+// the lock belongs to a server session, which the pooler hands to other
+// clients between transactions, so the lock would be neither held by us
+// nor released when we die.
+var ErrPooler = errors.New("pooler=transaction: an advisory lock belongs to a server session, which a transaction pooler hands to other clients between transactions; add lease=1 to the URL for a fenced lease row, which works through the pooler, or give a direct URL to the server")
+
 // maxAppName is NAMEDATALEN-1, the longest application_name kept.
 const maxAppName = 63
 
 func openPostgres(rawURL string, opts Options) (*postgresLocker, error) {
-	// pgx redacts the password in its parse errors.
-	cfg, err := pgx.ParseConfig(rawURL)
+	uc, err := postgres.ParseURL(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("postgres lock: %w", err)
 	}
+	if uc.TransactionPooling {
+		return nil, fmt.Errorf("postgres lock: %w", ErrPooler)
+	}
+	cfg := uc.Conn
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = 10 * time.Second
 	}

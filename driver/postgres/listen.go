@@ -2,21 +2,23 @@ package postgres
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/sluicehq/sluice/driver"
 )
 
-var _ driver.Listener = (*Driver)(nil)
+// listenCheckWait bounds the wait for the check notification of a
+// separate listen URL; a server answers in milliseconds.
+const listenCheckWait = 5 * time.Second
 
 // Listen holds one dedicated connection that LISTENs on the jobs channel
 // (filled by the insert trigger of migration 2) and calls wake with each
 // notified queue. A dropped connection is re-established with backoff;
 // workers poll meanwhile, so nothing is lost, only latency.
-func (d *Driver) Listen(ctx context.Context, wake func(queue string), log *slog.Logger) {
+func (d listening) Listen(ctx context.Context, wake func(queue string), log *slog.Logger) {
 	wait := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		err := d.listenOnce(ctx, wake)
@@ -33,7 +35,7 @@ func (d *Driver) Listen(ctx context.Context, wake func(queue string), log *slog.
 	}
 }
 
-func (d *Driver) listenOnce(ctx context.Context, wake func(string)) error {
+func (d listening) listenOnce(ctx context.Context, wake func(string)) error {
 	conn, err := pgx.ConnectConfig(ctx, d.connConfig.Copy())
 	if err != nil {
 		return err
@@ -42,11 +44,49 @@ func (d *Driver) listenOnce(ctx context.Context, wake func(string)) error {
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{d.channel}.Sanitize()); err != nil {
 		return err
 	}
+	if d.separate {
+		if err := d.checkListen(ctx, conn); err != nil {
+			return err
+		}
+	}
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
 			return err
 		}
-		wake(n.Payload)
+		if n.Channel == d.channel {
+			wake(n.Payload)
+		}
+	}
+}
+
+// checkListen proves that a separate listen URL reaches the database the
+// jobs are written to: it sends a notification through the database URL
+// and waits for it on conn. A listen URL naming another server or database
+// would otherwise pass every check and deliver no wake-up, ever.
+func (d listening) checkListen(ctx context.Context, conn *pgx.Conn) error {
+	check := d.channel + "_check"
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{check}.Sanitize()); err != nil {
+		return err
+	}
+	token := fmt.Sprintf("%d", time.Now().UnixNano())
+	if _, err := d.Write.ExecContext(ctx, "SELECT pg_notify($1, $2)", check, token); err != nil {
+		return fmt.Errorf("send the listen check: %w", err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, listenCheckWait)
+	defer cancel()
+	for {
+		n, err := conn.WaitForNotification(wctx)
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			return fmt.Errorf("the listen URL (%s:%d database %q) got no notification sent through the database URL within %v: it must reach the same database",
+				d.connConfig.Host, d.connConfig.Port, d.connConfig.Database, listenCheckWait)
+		}
+		if err != nil {
+			return err
+		}
+		if n.Channel == check && n.Payload == token {
+			_, err := conn.Exec(ctx, "UNLISTEN "+pgx.Identifier{check}.Sanitize())
+			return err
+		}
 	}
 }

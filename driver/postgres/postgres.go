@@ -2,6 +2,14 @@
 // over pgx, whose statement cache turns every query into a prepared
 // statement after its first use.
 //
+// Behind a transaction pooler such as PgBouncer (the URL says
+// pooler=transaction), every transaction may run on a different server
+// session, so the driver keeps no state in a session between statements:
+// it sends each query unprepared (pgx's exec mode), takes only
+// transaction-scoped locks, and listens for wake-ups on a direct
+// connection (Options.ListenURL) or not at all, in which case idle workers
+// probe instead.
+//
 // The hot paths are one statement each: a batch insert unnests arrays, a
 // claim is an UPDATE over a SKIP LOCKED subquery on a partial index, and a
 // batch completion joins the jobs to an unnested list of outcomes.
@@ -14,6 +22,9 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"net/url"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -42,21 +53,100 @@ type Driver struct {
 	// migrateLock keys the advisory lock that keeps migrations of the same
 	// prefix apart while letting other prefixes migrate at once.
 	migrateLock int64
-	// connConfig and channel serve the LISTEN connection.
+	// connConfig and channel serve the LISTEN connection; connConfig is
+	// nil when the driver does not listen (see listening).
 	connConfig *pgx.ConnConfig
 	channel    string
+	// separate is set when connConfig comes from Options.ListenURL, whose
+	// reach the listener checks (see checkListen).
+	separate bool
 }
 
-var _ driver.Driver = (*Driver)(nil)
+var (
+	_ driver.Driver = (*Driver)(nil)
+	_ driver.Prober = (*Driver)(nil)
+)
 
 // Options tune Open.
 type Options struct {
 	Prefix string // table prefix, default "sluice_"
+	// ListenURL, if set, is where the LISTEN connection for wake-ups goes
+	// instead of the database URL: a direct connection to the same
+	// database, for a database URL that goes through a transaction pooler,
+	// which cannot deliver notifications. It must not itself say
+	// pooler=transaction. With a pooler and no ListenURL the driver does
+	// not listen, and idle workers probe for new jobs instead.
+	ListenURL string
+}
+
+// PoolerParam is the URL parameter, read and removed by sluice, that says
+// the URL leads to a pooler: pooler=transaction for a transaction pooler
+// such as PgBouncer with pool_mode=transaction. It is the one switch for
+// everything sluice opens with the URL (the driver, the lock backends).
+const PoolerParam = "pooler"
+
+// safeExecModes are pgx's query modes that keep no named prepared statement
+// on a server session, as a transaction pooler needs; pgx recommends exec.
+var safeExecModes = []string{"exec", "cache_describe", "simple_protocol"}
+
+// URLConfig is a PostgreSQL URL parsed by ParseURL.
+type URLConfig struct {
+	Conn *pgx.ConnConfig
+	// TransactionPooling is set by pooler=transaction. Conn then runs
+	// queries in a mode that prepares nothing on the server.
+	TransactionPooling bool
+}
+
+// ParseURL parses a postgres:// URL with sluice's own parameter removed
+// (see PoolerParam) and pgx's query mode set for a pooler. Under
+// pooler=transaction it refuses the query modes that would leave prepared
+// statements on a server session another client may get next.
+func ParseURL(rawURL string) (URLConfig, error) {
+	base, query, _ := strings.Cut(rawURL, "?")
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return URLConfig{}, fmt.Errorf("postgres URL parameters: %w", err)
+	}
+	var uc URLConfig
+	if q.Has(PoolerParam) {
+		switch v := q.Get(PoolerParam); v {
+		case "transaction":
+			uc.TransactionPooling = true
+		default:
+			return URLConfig{}, fmt.Errorf("postgres URL parameter %s=%s: want %s=transaction (a session pooler needs no parameter)", PoolerParam, v, PoolerParam)
+		}
+		q.Del(PoolerParam)
+		// Only a query this function rewrote is re-encoded, so a URL
+		// without the parameter reaches pgx exactly as given.
+		rawURL = base
+		if len(q) > 0 {
+			rawURL += "?" + q.Encode()
+		}
+	}
+	if uc.TransactionPooling && q.Has("default_query_exec_mode") {
+		if m := q.Get("default_query_exec_mode"); !slices.Contains(safeExecModes, m) {
+			return URLConfig{}, fmt.Errorf("postgres URL: default_query_exec_mode=%s prepares statements on the server session, which %s=transaction hands to other clients; use one of %s or leave it out",
+				m, PoolerParam, strings.Join(safeExecModes, ", "))
+		}
+	}
+	// pgx redacts the password in its parse errors.
+	uc.Conn, err = pgx.ParseConfig(rawURL)
+	if err != nil {
+		return URLConfig{}, fmt.Errorf("postgres: %w", err)
+	}
+	if uc.TransactionPooling && !q.Has("default_query_exec_mode") {
+		uc.Conn.DefaultQueryExecMode = pgx.QueryExecModeExec
+	}
+	return uc, nil
 }
 
 // Open connects to the database at url (postgres://USER:PASS@HOST:PORT/DB?params
 // or postgresql://...) and checks that the server answers. It does not migrate.
-func Open(url string, opts Options) (*Driver, error) {
+//
+// The driver it returns is a driver.Listener when it can listen: always on a
+// direct URL, and behind pooler=transaction only with Options.ListenURL.
+// Otherwise it is only a driver.Prober, so that idle workers probe.
+func Open(url string, opts Options) (driver.Driver, error) {
 	prefix := opts.Prefix
 	if prefix == "" {
 		prefix = driver.DefaultPrefix
@@ -65,7 +155,8 @@ func Open(url string, opts Options) (*Driver, error) {
 		return nil, err
 	}
 	q, err := driver.LoadQueries(files, "queries", prefix, append(sqlcommon.Required,
-		"insert", "key_holder", "claim", "claim_type", "complete_batch", "lease_acquire", "schema_set", "schema_exists")...)
+		"insert", "key_holder", "claim", "claim_type", "complete_batch", "lease_acquire", "schema_set", "schema_exists",
+		"runnable", "runnable_type")...)
 	if err != nil {
 		return nil, err
 	}
@@ -73,15 +164,34 @@ func Open(url string, opts Options) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	// pgx redacts the password in its parse errors.
-	cfg, err := pgx.ParseConfig(url)
+	uc, err := ParseURL(url)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: %w", err)
+		return nil, err
+	}
+	cfg := uc.Conn
+	if uc.TransactionPooling {
+		dropCancelRequests(cfg)
+	}
+	listenCfg := cfg
+	switch {
+	case opts.ListenURL != "":
+		lc, err := ParseURL(opts.ListenURL)
+		if err != nil {
+			return nil, fmt.Errorf("listen URL: %w", err)
+		}
+		if lc.TransactionPooling {
+			return nil, fmt.Errorf("listen URL: %s=transaction: a transaction pooler cannot deliver notifications; give a direct URL to the database", PoolerParam)
+		}
+		listenCfg = lc.Conn
+	case uc.TransactionPooling:
+		listenCfg = nil
 	}
 	// Without a timeout, a host that drops packets would hang Open for
 	// minutes; a connect_timeout in the URL still wins.
-	if cfg.ConnectTimeout == 0 {
-		cfg.ConnectTimeout = connectTimeout
+	for _, c := range []*pgx.ConnConfig{cfg, listenCfg} {
+		if c != nil && c.ConnectTimeout == 0 {
+			c.ConnectTimeout = connectTimeout
+		}
 	}
 	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(maxConns)
@@ -103,8 +213,9 @@ func Open(url string, opts Options) (*Driver, error) {
 		},
 		migrations:  migs,
 		migrateLock: int64(h.Sum64()),
-		connConfig:  cfg,
+		connConfig:  listenCfg,
 		channel:     prefix + "jobs",
+		separate:    opts.ListenURL != "",
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout+5*time.Second)
 	defer cancel()
@@ -112,8 +223,18 @@ func Open(url string, opts Options) (*Driver, error) {
 		db.Close()
 		return nil, fmt.Errorf("postgres: connect to %s:%d database %q: %w", cfg.Host, cfg.Port, cfg.Database, err)
 	}
-	return d, nil
+	if listenCfg == nil {
+		return d, nil
+	}
+	return listening{d}, nil
 }
+
+// listening is the driver that pushes wake-ups. Workers type-assert
+// driver.Listener to choose between waiting for wake-ups and probing, so a
+// driver that cannot listen must not have the method at all.
+type listening struct{ *Driver }
+
+var _ driver.Listener = listening{}
 
 func sqlState(err error) string {
 	var pe *pgconn.PgError
@@ -186,6 +307,12 @@ func (d *Driver) Migrate(ctx context.Context) (int, error) {
 		return cur, fmt.Errorf("migrate: commit: %w", err)
 	}
 	return v, nil
+}
+
+// Runnable reports whether a claim on the queue (and type, if set) would
+// find a job now. Workers ask it only when the driver does not listen.
+func (d *Driver) Runnable(ctx context.Context, p driver.RunnableParams) (bool, error) {
+	return d.ProbeRunnable(ctx, p.Queue, p.Type)
 }
 
 // AcquireLease takes or renews a named lease with one upsert.

@@ -43,6 +43,8 @@ const (
 // Config describes one bench run.
 type Config struct {
 	URL string
+	// ListenURL is dburl.Options.ListenURL, for a URL behind a transaction pooler.
+	ListenURL string
 	// Prefix of the bench tables, which are dropped before (and, unless
 	// Keep, after) the run. Default DefaultPrefix; the application's
 	// default prefix is refused.
@@ -154,7 +156,7 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := dburl.Open(cfg.URL, dburl.Options{Prefix: cfg.Prefix})
+	d, err := dburl.Open(cfg.URL, dburl.Options{Prefix: cfg.Prefix, ListenURL: cfg.ListenURL})
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", dburl.Redact(cfg.URL), err)
 	}
@@ -397,7 +399,7 @@ func (r *runner) sender(c *sluice.Client) (func(context.Context, json.RawMessage
 			return err
 		}, func() {}, nil
 	}
-	d, err := dburl.Open(r.cfg.URL, dburl.Options{Prefix: r.cfg.Prefix})
+	d, err := dburl.Open(r.cfg.URL, dburl.Options{Prefix: r.cfg.Prefix, ListenURL: r.cfg.ListenURL})
 	if err != nil {
 		return nil, nil, fmt.Errorf("open %s for the %s source: %w", dburl.Redact(r.cfg.URL), r.cfg.Source, err)
 	}

@@ -55,7 +55,7 @@ func (a *app) benchCommand() *cobra.Command {
 			if cfg.Jobs < 1 || cfg.Concurrency < 1 || cfg.PayloadBytes < 0 || cfg.FinishedRows < 0 || cfg.Rate <= 0 || cfg.Gap <= 0 {
 				return usagef("--jobs, --concurrency, --rate and --gap must be positive; --payload-bytes and --finished-rows must not be negative")
 			}
-			cfg.URL = a.url()
+			cfg.URL, cfg.ListenURL = a.url(), a.listenURL
 			cfg.Logger = a.log
 			cfg.Progress = a.benchProgress()
 			if cpuProfile != "" {

@@ -45,6 +45,7 @@ type app struct {
 	stdout, stderr io.Writer
 
 	dbFlag     string // --db as given
+	listenFlag string // --listen-db as given
 	configFlag string // --config as given
 	logFormat  string
 	logLevel   string
@@ -58,6 +59,9 @@ type app struct {
 	cfgPath string       // the config file read; "" for none
 	dbURL   string       // the database in force; "" until resolved
 	dbFrom  string       // where dbURL came from, for messages
+	// listenURL is the direct URL for wake-ups (--listen-db, $SLUICE_LISTEN_DB
+	// or listen_db:), taken from the same place as dbURL; "" for none.
+	listenURL string
 
 	drv   driver.Driver
 	dests map[string]driver.Driver // copy sinks' destinations, by URL
@@ -140,6 +144,7 @@ func (a *app) rootCommand() *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
 	f := root.PersistentFlags()
 	f.StringVar(&a.dbFlag, "db", "", "database URL (env SLUICE_DB; else the config's db:; default "+dburl.Default+")")
+	f.StringVar(&a.listenFlag, "listen-db", "", "direct postgres:// URL for wake-ups when the database URL says ?pooler=transaction (env SLUICE_LISTEN_DB; else the config's listen_db:); goes with --db")
 	f.StringVar(&a.configFlag, "config", "", "config file (env SLUICE_CONFIG; ./sluice.yaml if it exists)")
 	f.StringVar(&a.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -204,18 +209,39 @@ func (a *app) resolve() error {
 	if err != nil {
 		return err
 	}
+	// The listen URL is read only from where the database URL came from,
+	// and is set aside with it: taken from elsewhere it could name another
+	// database than the one in force. A --listen-db that cannot apply is
+	// an error rather than ignored, since it was given for this command.
+	listen := []struct{ url, from string }{
+		{a.listenFlag, "--listen-db"}, {os.Getenv("SLUICE_LISTEN_DB"), "SLUICE_LISTEN_DB"}, {f.ListenDB, "listen_db: in " + a.cfgPath},
+	}
+	var pick int
 	switch {
 	case a.dbFlag != "":
-		a.dbURL, a.dbFrom = a.dbFlag, "--db"
+		a.dbURL, a.dbFrom, pick = a.dbFlag, "--db", 0
 	case os.Getenv("SLUICE_DB") != "":
-		a.dbURL, a.dbFrom = os.Getenv("SLUICE_DB"), "SLUICE_DB"
+		a.dbURL, a.dbFrom, pick = os.Getenv("SLUICE_DB"), "SLUICE_DB", 1
 	case f.DB != "":
-		a.dbURL, a.dbFrom = f.DB, "db: in "+a.cfgPath
+		a.dbURL, a.dbFrom, pick = f.DB, "db: in "+a.cfgPath, 2
 	default:
-		a.dbURL, a.dbFrom = dburl.Default, "the default"
+		a.dbURL, a.dbFrom, pick = dburl.Default, "the default", -1
 	}
 	if _, err := dburl.Scheme(a.dbURL); err != nil {
 		return fmt.Errorf("%s: %w", a.dbFrom, err)
+	}
+	for i, l := range listen {
+		switch {
+		case i == pick:
+			a.listenURL = l.url
+		case l.url != "" && i == 0:
+			return usagef("%s is set but the database comes from %s: give the listen URL in the same place as the database URL", l.from, a.dbFrom)
+		}
+	}
+	if a.listenURL != "" {
+		if s, _ := dburl.Scheme(a.dbURL); s != "postgres" {
+			return usagef("%s: a listen URL is for a postgres:// database, and the database from %s is %s", listen[pick].from, a.dbFrom, s)
+		}
 	}
 	a.log.Debug("database", "url", dburl.Redact(a.dbURL), "from", a.dbFrom, "prefix", a.prefix)
 	return nil
@@ -245,7 +271,7 @@ func (a *app) openDB(create bool) (driver.Driver, error) {
 		return nil, errors.New("internal error: the database was opened before it was resolved")
 	}
 	u := dburl.Redact(a.dbURL)
-	d, err := dburl.Open(a.dbURL, dburl.Options{Prefix: a.prefix, MustExist: !create})
+	d, err := dburl.Open(a.dbURL, dburl.Options{Prefix: a.prefix, MustExist: !create, ListenURL: a.listenURL})
 	if errors.Is(err, dburl.ErrNoDatabase) {
 		return nil, fmt.Errorf("no database at %s (from %s): run `sluice migrate` first", u, a.dbFrom)
 	}

@@ -67,7 +67,7 @@ func childEnv(env []string) []string {
 	var out []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		if k != "SLUICE_DB" && k != "SLUICE_CONFIG" && k != "SLUICE_PREFIX" {
+		if k != "SLUICE_DB" && k != "SLUICE_LISTEN_DB" && k != "SLUICE_CONFIG" && k != "SLUICE_PREFIX" {
 			out = append(out, kv)
 		}
 	}
@@ -172,6 +172,8 @@ func TestCLIBadInput(t *testing.T) {
 		{"bad id", []string{"jobs", "show", "abc"}, `job id "abc"`},
 		{"bad purge status", []string{"jobs", "purge", "--status", "pending", "--older-than", "1d"}, "--status"},
 		{"bad log level", []string{"--log-level", "loud", "stats"}, "--log-level"},
+		{"listen-db without db", []string{"--listen-db", "postgres://h/db", "stats"}, "--listen-db is set but the database comes from SLUICE_DB"},
+		{"listen-db on sqlite", []string{"--db", tg.URL, "--listen-db", "postgres://h/db", "stats"}, "a listen URL is for a postgres:// database"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

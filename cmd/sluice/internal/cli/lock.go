@@ -137,7 +137,7 @@ func (a *app) runLock(ctx context.Context, name string, argv []string, o lockOpt
 
 	lk, err := lock.Open(o.backend, lock.Options{Prefix: a.prefix})
 	if err != nil {
-		if errors.Is(err, lock.ErrBadURL) || errors.Is(err, dburl.ErrBadScheme) {
+		if errors.Is(err, lock.ErrBadURL) || errors.Is(err, dburl.ErrBadScheme) || errors.Is(err, lock.ErrPooler) {
 			return &usageError{"lock: --backend: " + err.Error()}
 		}
 		return a.lockExit(exitRuntime, "%s: %v", name, err)

@@ -368,6 +368,7 @@ func TestCLILockProcess(t *testing.T) {
 			{[]string{"lock", "x", "--wait", "-1s", "--", "true"}, "--wait"},
 			{[]string{"lock", "x", "--busy-exit", "300", "--", "true"}, "--busy-exit"},
 			{[]string{"lock", "x", "--backend", "oracle://db", "--", "true"}, `unknown lock backend "oracle"`},
+			{[]string{"lock", "x", "--backend", "postgres://u@127.0.0.1:1/db?pooler=transaction", "--", "true"}, "add lease=1 to the URL"},
 			{[]string{"lock", "", "--", "true"}, "missing NAME"},
 		} {
 			r := run(t, nil, "", c.args...)
