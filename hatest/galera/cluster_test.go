@@ -100,8 +100,8 @@ func freePort() (int, error) {
 // node is one mariadbd of the cluster, with its four ports: SQL, group
 // communication, incremental state transfer and full state transfer.
 type node struct {
-	n                        int
-	dir                      string
+	n                         int
+	dir                       string
 	port, gport, iport, sport int
 
 	mu   sync.Mutex

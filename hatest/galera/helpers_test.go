@@ -304,10 +304,10 @@ func checkAllSucceeded(t *testing.T, d driver.Driver, l *execLog, n int) (dups [
 
 // figures is one scenario's row of the report's table.
 type figures struct {
-	topology, fault  string
+	topology, fault   string
 	jobs, dups, bound int
-	lost, ackLost    int
-	recovery         time.Duration
+	lost, ackLost     int
+	recovery          time.Duration
 }
 
 // report logs a scenario's figures in the shape of the README's table.
