@@ -26,7 +26,10 @@ state=$(mysql -h"$3" -P"$4" -uroot --connect-timeout=3 -Nse "SHOW GLOBAL STATUS 
 
 // haproxy is one HAProxy in front of the cluster, spreading connections
 // over the Synced nodes (leastconn) and cutting the sessions of a node as
-// soon as its check fails, so that clients reconnect to a live one.
+// soon as its check fails, so that clients reconnect to a live one. A
+// check every 3 s, and every 1 s once one failed, with a 10 s timeout:
+// on this loaded machine a shorter timeout killed slow checks of healthy
+// nodes, whose sessions HAProxy then cut.
 type haproxy struct {
 	addr string
 	cmd  *exec.Cmd
@@ -58,7 +61,7 @@ func startHAProxy(t *testing.T, c *cluster) *haproxy {
 defaults
   mode tcp
   timeout connect 2s
-  timeout check 5s
+  timeout check 10s
   timeout client 10m
   timeout server 10m
   retries 2
@@ -68,7 +71,7 @@ listen galera
   option external-check
   external-check path "/usr/bin:/bin"
   external-check command %s
-  default-server inter 1s fall 2 rise 1 on-marked-down shutdown-sessions
+  default-server inter 3s fastinter 1s downinter 1s fall 2 rise 1 on-marked-down shutdown-sessions
 %s
 `, h.addr, check, strings.Join(servers, "\n"))
 	cfgPath := dir + "/haproxy.cfg"

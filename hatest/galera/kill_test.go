@@ -45,10 +45,15 @@ func TestKillNodeMidRun(t *testing.T) {
 	victim, witness := c.nodes[1], tg.drv[0]
 
 	// The producer, through HAProxy.
-	pd, err := dburl.Open(h.URL(), dburl.Options{Prefix: tg.prefix})
-	require.NoError(t, err)
+	var err error
+	var producer *sluice.Client
+	var pd driver.Driver
+	waitFor(t, 30*time.Second, "the producer connected through HAProxy", func() bool {
+		pd, err = dburl.Open(h.URL(), dburl.Options{Prefix: tg.prefix})
+		return err == nil
+	})
 	defer pd.Close()
-	producer, err := sluice.NewClient(sluice.Config{Driver: pd})
+	producer, err = sluice.NewClient(sluice.Config{Driver: pd})
 	require.NoError(t, err)
 	acked := map[string]int64{}
 	var ackMu sync.Mutex
