@@ -11,6 +11,7 @@
 //     lock lapses ttl after the last renewal. Fenced.
 //   - mysql://... takes GET_LOCK on a connection kept for the whole hold; the
 //     server frees it when that session ends. Fenced through a side table.
+//     Refused on a Galera cluster node, where GET_LOCK is not cluster-wide.
 //   - postgres://... takes pg_try_advisory_lock on a connection kept for the
 //     whole hold; freed when that session ends. Refused with ErrPooler
 //     when the URL says pooler=transaction: use ?lease=1 there.
@@ -45,6 +46,9 @@ var (
 	ErrLost = errors.New("lock lost")
 	// ErrBadURL marks a backend URL whose scheme is not known; the CLI exits 2 on it.
 	ErrBadURL = errors.New("unknown lock backend")
+	// ErrGalera refuses the mysql:// backend on a Galera cluster node, where
+	// GET_LOCK is local to the node; the lease backend (?lease=1) is safe there.
+	ErrGalera = errors.New("GET_LOCK is node-local on Galera")
 )
 
 // MaxNameLen is the longest lock name, so that every backend can store it

@@ -50,6 +50,11 @@ func openMySQL(rawURL string, opts Options) (*mysqlLocker, error) {
 		return nil, fmt.Errorf("mysql lock: %w", err)
 	}
 	defer d.Close()
+	if d.Galera() {
+		return nil, fmt.Errorf("mysql lock: %s is a Galera cluster node (wsrep_on=ON): GET_LOCK holds only on the node that took it, "+
+			"so processes on two nodes would both hold the lock; use the lease backend on the same database instead "+
+			"(the URL with ?lease=1), which Galera's certification keeps to one holder across nodes: %w", cfg.Addr, ErrGalera)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Timeout+30*time.Second)
 	defer cancel()
 	if err := migrate(ctx, d); err != nil {

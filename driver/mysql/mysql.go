@@ -55,6 +55,8 @@ type Driver struct {
 	consecutiveIDs bool
 	idStep         int64
 	server         string
+	// galera is true on a Galera cluster node (wsrep_on=ON).
+	galera bool
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -233,6 +235,13 @@ func (d *Driver) probe(ctx context.Context, forceUpdate bool) error {
 	d.skipLocked = !forceUpdate && supportsSkipLocked(d.server)
 	d.consecutiveIDs = lockMode < 2
 	d.idStep = max(step, 1)
+	// MySQL has no wsrep_on (no row); MariaDB has it, ON on a cluster node.
+	var name, on string
+	err = d.Write.QueryRowContext(ctx, "SHOW GLOBAL VARIABLES LIKE 'wsrep_on'").Scan(&name, &on)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("read wsrep_on: %w", err)
+	}
+	d.galera = strings.EqualFold(on, "ON")
 	return nil
 }
 
@@ -309,6 +318,13 @@ func (d *Driver) Close() error { return d.Write.Close() }
 // the UPDATE ... LIMIT fallback.
 func (d *Driver) SkipLocked() bool { return d.skipLocked }
 
+// Galera reports whether the server is a node of a Galera cluster
+// (wsrep_on=ON). Row locks and named locks (GET_LOCK) there are local to
+// the node: writes from other nodes are checked only at commit
+// (certification), so anything that relies on a lock to exclude another
+// session must not trust it across nodes.
+func (d *Driver) Galera() bool { return d.galera }
+
 // ServerVersion is the server's VERSION().
 func (d *Driver) ServerVersion() string { return d.server }
 
@@ -322,6 +338,9 @@ func (d *Driver) SchemaVersion(ctx context.Context) (int, int, error) {
 // Migrate applies pending migrations while holding a named lock. MySQL DDL
 // commits implicitly, so a transaction cannot keep two migrating processes
 // apart; GET_LOCK belongs to a session, hence the dedicated connection.
+// On Galera the lock holds on one node only: concurrent migrations through
+// different nodes can then collide on a step that cannot run twice (an
+// index), and one of them fails; a re-run finds the schema complete.
 func (d *Driver) Migrate(ctx context.Context) (int, error) {
 	conn, err := d.Write.Conn(ctx)
 	if err != nil {
@@ -348,7 +367,18 @@ func (d *Driver) Migrate(ctx context.Context) (int, error) {
 	if err != nil && !errors.Is(err, sql.ErrNoRows) && errNumber(err) != errNoSuchTable {
 		return 0, fmt.Errorf("migrate: read version: %w", err)
 	}
-	return sqlcommon.ApplyMigrations(ctx, conn, d.migrations, cur, d.Q["schema_set"])
+	v, err := sqlcommon.ApplyMigrations(ctx, conn, d.migrations, cur, d.Q["schema_set"])
+	if err != nil && d.galera {
+		// GET_LOCK holds on one Galera node only, so a migration running on
+		// another node at the same time may have applied a step first (its
+		// index then exists here). If that migration has finished, the
+		// schema is complete and there is nothing to report.
+		var now int
+		if d.Write.QueryRowContext(ctx, d.Q["schema_version"]).Scan(&now) == nil && now >= len(d.migrations) {
+			return now, nil
+		}
+	}
+	return v, err
 }
 
 // AcquireLease takes or renews a named lease. The row is locked while the

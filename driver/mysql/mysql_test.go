@@ -402,3 +402,26 @@ func skipUnreachable(t *testing.T, err error) {
 	fmt.Fprintf(os.Stderr, "\n!!! SKIPPING MYSQL TESTS: %v\n", err)
 	t.Skip(err)
 }
+
+// TestGaleraOff: a server that is not a Galera node (the test server) is
+// not taken for one; hatest/galera checks the other side on a cluster.
+func TestGaleraOff(t *testing.T) {
+	if d := open(t, false); d.Galera() {
+		t.Fatalf("server %s reported as a Galera node", d.ServerVersion())
+	}
+}
+
+// TestSchemaVersionNeverDrops: recording an older version (a slower
+// migration on another Galera node, where GET_LOCK does not serialise
+// them) keeps the newest, so later migrations do not re-run applied steps.
+func TestSchemaVersionNeverDrops(t *testing.T) {
+	ctx := context.Background()
+	d := open(t, false)
+	if _, err := d.DB().ExecContext(ctx, d.Query("schema_set"), 1); err != nil {
+		t.Fatal(err)
+	}
+	cur, latest, err := d.SchemaVersion(ctx)
+	if err != nil || cur != latest {
+		t.Fatalf("schema %d/%d after recording version 1, %v", cur, latest, err)
+	}
+}

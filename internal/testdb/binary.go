@@ -10,8 +10,10 @@ import (
 
 // MainWithBinary is a TestMain body for packages that test the real
 // `sluice` binary: it builds it once into a temporary directory, stores its
-// path in *bin, runs the tests and exits with their code.
-func MainWithBinary(m *testing.M, bin *string) {
+// path in *bin, runs the tests and exits with their code. Each cleanup runs
+// after the tests, before the exit that t.Cleanup cannot outlive: servers a
+// package shares between its tests are stopped there.
+func MainWithBinary(m *testing.M, bin *string, cleanups ...func()) {
 	dir, err := os.MkdirTemp("", "sluice-bin")
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "build sluice: %v\n", err)
@@ -25,6 +27,9 @@ func MainWithBinary(m *testing.M, bin *string) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	for _, c := range cleanups {
+		c()
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -51,7 +51,7 @@ sluice exits 1. SIGINT, SIGTERM and SIGHUP are passed on to CMD, and sluice exit
 with SLUICE_LOCK_NAME and, on backends with fencing numbers, SLUICE_LOCK_TOKEN.
 
 Backends: file:DIR (flock; the default is the system temp directory), redis://HOST:PORT/DB,
-mysql://USER:PASS@HOST:PORT/DB (GET_LOCK), postgres://USER:PASS@HOST:PORT/DB (advisory lock),
+mysql://USER:PASS@HOST:PORT/DB (GET_LOCK; refused on a Galera node, use ?lease=1), postgres://USER:PASS@HOST:PORT/DB (advisory lock),
 sqlite:PATH or any database URL with ?lease=1 (a sluice_leases row with a fencing number).`,
 		Example: `  */5 * * * * sluice lock nightly-report -- php think report:build
   sluice lock sync --backend redis://127.0.0.1:6379/0 --ttl 1m --timeout 30m -- ./sync.sh`,
@@ -137,7 +137,7 @@ func (a *app) runLock(ctx context.Context, name string, argv []string, o lockOpt
 
 	lk, err := lock.Open(o.backend, lock.Options{Prefix: a.prefix})
 	if err != nil {
-		if errors.Is(err, lock.ErrBadURL) || errors.Is(err, dburl.ErrBadScheme) || errors.Is(err, lock.ErrPooler) {
+		if errors.Is(err, lock.ErrBadURL) || errors.Is(err, dburl.ErrBadScheme) || errors.Is(err, lock.ErrPooler) || errors.Is(err, lock.ErrGalera) {
 			return &usageError{"lock: --backend: " + err.Error()}
 		}
 		return a.lockExit(exitRuntime, "%s: %v", name, err)
