@@ -423,12 +423,16 @@ func failoverRun(t *testing.T, c *cluster, syncMode bool) string {
 	return report
 }
 
-// What sluice adds to Patroni's failover, on this loaded machine: the
-// workers probe a lost database every 250 ms and HAProxy checks every
-// 500 ms, and the LISTEN connection retries at least every second.
+// Bounds on what sluice adds to Patroni's failover. The workers probe a
+// lost database every 250 ms, HAProxy checks every 500 ms and the LISTEN
+// connection retries at least every second (driver/postgres tests that
+// pacing exactly), so each takes about a second; the bounds are loose
+// because this machine may be loaded far past its two cores, and what
+// they catch is a process that does not follow the new primary by
+// itself. The measured figures are in the REPORT line.
 const (
-	maxResume     = 5 * time.Second
-	maxListenBack = 5 * time.Second
+	maxResume     = 15 * time.Second
+	maxListenBack = 10 * time.Second
 )
 
 // wakeBound is the pickup a NOTIFY must beat. With the probe's poll backed
