@@ -78,9 +78,10 @@ func TestPatroniFailover(t *testing.T) {
 
 // ack is one acknowledged enqueue: the serve call returned success.
 type ack struct {
-	key string
-	id  int64
-	at  time.Time
+	key  string
+	id   int64
+	sent time.Time // when the call that succeeded was made
+	at   time.Time // when it returned
 }
 
 // enqueuer posts jobs to one `sluice serve`, one at a time, each under a
@@ -111,6 +112,7 @@ func (e *enqueuer) run(ctx context.Context, stop <-chan struct{}) {
 			if ctx.Err() != nil {
 				return
 			}
+			sent := time.Now()
 			resp, err := client.Post(e.base+"/v1/jobs", "application/json", strings.NewReader(body))
 			if err == nil {
 				var r struct {
@@ -121,7 +123,7 @@ func (e *enqueuer) run(ctx context.Context, stop <-chan struct{}) {
 				if (resp.StatusCode == http.StatusCreated || resp.StatusCode == http.StatusOK) && derr == nil {
 					now := time.Now()
 					e.mu.Lock()
-					e.acks = append(e.acks, ack{key, r.ID, now})
+					e.acks = append(e.acks, ack{key, r.ID, sent, now})
 					fmt.Fprintf(e.log, "ack %s %d %d\n", key, r.ID, now.UnixNano())
 					e.mu.Unlock()
 					break
@@ -140,10 +142,11 @@ func (e *enqueuer) acked() []ack {
 	return slices.Clone(e.acks)
 }
 
-// firstAckAfter is when the first enqueue after t was acknowledged.
+// firstAckAfter is when the first enqueue call made after t was
+// acknowledged: one made before may have committed before t.
 func (e *enqueuer) firstAckAfter(t time.Time) time.Time {
 	for _, a := range e.acked() {
-		if a.at.After(t) {
+		if a.sent.After(t) {
 			return a.at
 		}
 	}
