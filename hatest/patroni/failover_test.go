@@ -438,12 +438,14 @@ const (
 	maxListenBack = 10 * time.Second
 )
 
-// wakeBound is the pickup a NOTIFY must beat. With the probe's poll backed
-// off, a job it has to find by polling waits over a second; a NOTIFY takes
-// tens of milliseconds.
+// wakeBound is the pickup a NOTIFY must beat. The probe's poll starts at
+// 5 ms and doubles while claims come back empty: after wakeIdle its next
+// claim is over 2 s away, so a job it had to find by polling would wait
+// about that long. A NOTIFY takes tens of milliseconds, a few hundred on
+// a machine loaded far past its cores.
 const (
-	wakeIdle  = 1500 * time.Millisecond
-	wakeBound = 500 * time.Millisecond
+	wakeIdle  = 3 * time.Second
+	wakeBound = time.Second
 )
 
 // wakeProbe is a sluice client that runs jobs of queue "wake" and records
