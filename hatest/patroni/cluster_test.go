@@ -381,6 +381,29 @@ func (c *cluster) kill(n *node) time.Time {
 	return at
 }
 
+// stallReplication freezes (SIGSTOP) the primary's WAL senders: from
+// then on no standby receives what the primary writes. (Freezing a
+// standby's receiver instead would not do: the kernel's socket buffers
+// would keep what the primary sent, and the receiver would write it all
+// once thawed.) With synchronous replication, commits then wait,
+// unacknowledged; without it, they are acknowledged and exist on the
+// primary alone. The senders die with the primary.
+func (c *cluster) stallReplication(primary *node) {
+	c.t.Helper()
+	rows, err := c.open(primary, "postgres").Query("SELECT pid FROM pg_stat_replication")
+	require.NoError(c.t, err)
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var pid int
+		require.NoError(c.t, rows.Scan(&pid))
+		require.NoError(c.t, syscall.Kill(pid, syscall.SIGSTOP))
+		n++
+	}
+	require.NoError(c.t, rows.Err())
+	require.NotZero(c.t, n, "a WAL sender to stall")
+}
+
 // children lists the processes whose parent is pid, from /proc.
 func children(pid int) []int {
 	ents, _ := os.ReadDir("/proc")

@@ -80,13 +80,15 @@ func runSluice(t *testing.T, env []string, args ...string) (string, error) {
 }
 
 // writeConfig writes a sluice config on url whose "work" type runs a
-// command that logs "start ID ATTEMPT PID" and "end ID ATTEMPT PID"
-// around a short sleep. $PPID is the sluice process (the argv runs
+// command that logs "start KEY ATTEMPT PID" and "end KEY ATTEMPT PID"
+// around a short sleep. Jobs are told apart by business key, not id: a
+// primary lost with commits not replicated may have handed out ids that
+// the new primary hands out again. $PPID is the sluice process (the argv runs
 // without a shell in between), so a line says which process ran it. Each
 // echo is one short O_APPEND write, so lines land whole.
 func writeConfig(t *testing.T, dir, name, url, logPath string) string {
 	t.Helper()
-	script := fmt.Sprintf(`echo "start $SLUICE_JOB_ID $SLUICE_JOB_ATTEMPT $PPID" >> %[1]s; sleep %[2]s; echo "end $SLUICE_JOB_ID $SLUICE_JOB_ATTEMPT $PPID" >> %[1]s`,
+	script := fmt.Sprintf(`echo "start $SLUICE_JOB_KEY $SLUICE_JOB_ATTEMPT $PPID" >> %[1]s; sleep %[2]s; echo "end $SLUICE_JOB_KEY $SLUICE_JOB_ATTEMPT $PPID" >> %[1]s`,
 		logPath, jobSleep)
 	cfg := fmt.Sprintf(`db: %q
 queues:
@@ -109,11 +111,11 @@ type execRun struct {
 	ended        bool
 }
 
-// readLog reads the execution log: every run of every job. It is read
-// once the workers are stopped, so every line must parse.
-func readLog(t *testing.T, path string) map[int64][]*execRun {
+// readLog reads the execution log: every run of every job, by key. It is
+// read once the workers are stopped, so every line must parse.
+func readLog(t *testing.T, path string) map[string][]*execRun {
 	t.Helper()
-	runs := map[int64][]*execRun{}
+	runs := map[string][]*execRun{}
 	f, err := os.Open(path)
 	if os.IsNotExist(err) {
 		return runs
@@ -122,10 +124,9 @@ func readLog(t *testing.T, path string) map[int64][]*execRun {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		var kind string
-		var id int64
+		var kind, id string
 		var attempt, pid int
-		_, err := fmt.Sscanf(sc.Text(), "%s %d %d %d", &kind, &id, &attempt, &pid)
+		_, err := fmt.Sscanf(sc.Text(), "%s %s %d %d", &kind, &id, &attempt, &pid)
 		require.NoError(t, err, "log line %q", sc.Text())
 		switch kind {
 		case "start":
