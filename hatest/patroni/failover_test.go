@@ -39,7 +39,7 @@ const (
 	enqueuePause = 30 * time.Millisecond
 	// stallFor is how long replication stalls before the kill.
 	stallFor = 2 * time.Second
-	dbName       = "sluice_ha"
+	dbName   = "sluice_ha"
 )
 
 // TestPatroniFailover builds one three-node cluster and fails it over
