@@ -6,7 +6,8 @@
 // acknowledged enqueues lost, acknowledged successes that ran again, jobs
 // lost, and the time from the kill to the first job finished on the new
 // primary. It does so once with synchronous replication and once
-// without.
+// without, each time with replication stalled for the last moments
+// before the kill, so that the asynchronous window is not empty.
 //
 // Every server here (etcd, three Patroni nodes with their postgres,
 // HAProxy) is started by the test on free ports with its files under a
@@ -140,7 +141,7 @@ func startCluster(t *testing.T, sync bool) *cluster {
 		if !t.Failed() {
 			os.RemoveAll(dir)
 		} else {
-			t.Logf("cluster files kept in %s", dir)
+			t.Logf("Patroni logs (tails):\n%s\ncluster files kept in %s", c.logs(), dir)
 		}
 	})
 

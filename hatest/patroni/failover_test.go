@@ -34,8 +34,8 @@ const (
 	// flight at the kill keeps its lease until its worker writes the
 	// outcome on the new primary, instead of being rescued and run again.
 	jobLease = "45s"
-	// enqueuers is the number of clients posting jobs, each to its own
-	// `sluice serve`, one job at a time.
+	// enqueuePause paces each of the two clients that post jobs, one at
+	// a time, each to its own `sluice serve`.
 	enqueuePause = 30 * time.Millisecond
 	// stallFor is how long replication stalls before the kill.
 	stallFor = 2 * time.Second
