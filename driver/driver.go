@@ -262,7 +262,9 @@ func QuoteANSI(ident string) string { return `"` + strings.ReplaceAll(ident, `"`
 type Listener interface {
 	// Listen calls wake with a queue name whenever runnable jobs were
 	// inserted into it, until ctx ends. It reconnects by itself and logs
-	// the connection's troubles to log.
+	// the connection's troubles to log. wake("") means any queue may have
+	// jobs nobody was told of: it is called each time listening
+	// (re)starts.
 	Listen(ctx context.Context, wake func(queue string), log *slog.Logger)
 }
 

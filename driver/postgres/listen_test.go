@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,12 +13,30 @@ import (
 	"github.com/sluicehq/sluice/internal/testdb"
 )
 
+// listen runs d's Listen until the test ends and sorts its wake-ups: a
+// queue's name, or "" each time listening (re)starts.
+func listen(t *testing.T, d driver.Driver, log *slog.Logger) (queues, restarts chan string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	queues, restarts = make(chan string, 16), make(chan string, 16)
+	go func() {
+		defer close(done)
+		d.(driver.Listener).Listen(ctx, func(q string) {
+			if q == "" {
+				restarts <- q
+			} else {
+				queues <- q
+			}
+		}, log)
+	}()
+	return queues, restarts
+}
+
 func TestListenWakesOnInsert(t *testing.T) {
 	d := testdb.Open(t, "postgres")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	woke := make(chan string, 16)
-	go d.(driver.Listener).Listen(ctx, func(q string) { woke <- q }, slog.New(slog.DiscardHandler))
+	ctx := context.Background()
+	woke, _ := listen(t, d, slog.New(slog.DiscardHandler))
 
 	// The LISTEN connection needs a moment; insert until a wake-up arrives.
 	deadline := time.After(10 * time.Second)
@@ -41,4 +60,33 @@ func TestListenWakesOnInsert(t *testing.T) {
 			t.Fatal("no notification within 10s")
 		}
 	}
+}
+
+// TestListenReconnects kills the LISTEN connection's backend again and
+// again, as a failover or a proxy timeout does. Every time, the listener
+// reconnects after the shortest wait, not one that grew with each loss
+// (a connection that had worked is a fresh loss), and wakes every queue
+// once listening again, for jobs inserted while it was deaf.
+func TestListenReconnects(t *testing.T) {
+	d, tg := testdb.OpenURL(t, "postgres")
+	var logs testdb.SyncBuffer
+	_, restarts := listen(t, d, slog.New(slog.NewTextHandler(&logs, nil)))
+	const losses = 5
+	channel := `LISTEN "` + tg.Prefix + `jobs"`
+	for i := 0; i <= losses; i++ {
+		select {
+		case <-restarts:
+		case <-time.After(15 * time.Second):
+			t.Fatalf("listening did not (re)start within 15s after loss %d; log:\n%s", i, logs.String())
+		}
+		if i == losses {
+			break
+		}
+		var n int64
+		require.NoError(t, d.DB().QueryRow("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE query = $1", channel).Scan(&n))
+		require.Equal(t, int64(1), n, "one LISTEN backend to terminate")
+	}
+	lines := strings.Count(logs.String(), "postgres LISTEN connection lost")
+	require.Equal(t, losses, lines, "one warning per loss:\n%s", logs.String())
+	require.Equal(t, losses, strings.Count(logs.String(), "retry_in=100ms"), "every loss retried after the shortest wait:\n%s", logs.String())
 }

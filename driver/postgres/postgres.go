@@ -221,7 +221,7 @@ func Open(url string, opts Options) (driver.Driver, error) {
 	defer cancel()
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("postgres: connect to %s:%d database %q: %w", cfg.Host, cfg.Port, cfg.Database, err)
+		return nil, fmt.Errorf("postgres: connect to %s database %q: %w", hosts(cfg), cfg.Database, err)
 	}
 	if listenCfg == nil {
 		return d, nil
@@ -235,6 +235,20 @@ func Open(url string, opts Options) (driver.Driver, error) {
 type listening struct{ *Driver }
 
 var _ driver.Listener = listening{}
+
+// hosts lists the hosts a connection tries, in order: one, or every host
+// of a multi-host URL (host1:port1,host2:port2,...). pgx keeps a fallback
+// per host and TLS mode (sslmode=prefer tries TLS, then plain), so a host
+// is named once.
+func hosts(cfg *pgx.ConnConfig) string {
+	out := []string{fmt.Sprintf("%s:%d", cfg.Host, cfg.Port)}
+	for _, f := range cfg.Fallbacks {
+		if h := fmt.Sprintf("%s:%d", f.Host, f.Port); !slices.Contains(out, h) {
+			out = append(out, h)
+		}
+	}
+	return strings.Join(out, ",")
+}
 
 func sqlState(err error) string {
 	var pe *pgconn.PgError

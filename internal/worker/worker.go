@@ -174,8 +174,15 @@ func (p *Pool) Start(ctx context.Context) {
 	}
 }
 
-// Notify wakes a queue's producer: a job was just enqueued there.
+// Notify wakes a queue's producer: a job was just enqueued there. An
+// empty queue wakes every producer (see driver.Listener).
 func (p *Pool) Notify(queue string) {
+	if queue == "" {
+		for _, pr := range p.producers {
+			pr.wake()
+		}
+		return
+	}
 	if pr := p.producers[queue]; pr != nil {
 		pr.wake()
 	}
