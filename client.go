@@ -54,6 +54,7 @@ func NewClient(cfg Config) (*Client, error) {
 			Queues:   c.queueList(),
 			Run:      c.run,
 			LeaseFor: c.leaseFor,
+			Circuit:  func(jobType string) driver.CircuitPolicy { return c.cfg.Types[jobType].Circuit.policy() },
 			Logger:   cfg.Logger,
 			PollMax:  cfg.PollMax,
 			Hooks:    c.workerHooks(),

@@ -23,6 +23,26 @@ type Type struct {
 	MaxAttempts int           // default DefaultMaxAttempts
 	Backoff     Backoff
 	Dedupe      string // driver.DedupePermanent (default) or driver.DedupeActive
+	// Circuit is the type's circuit breaker, shared by every node; a zero
+	// Threshold means none.
+	Circuit Circuit
+}
+
+// Circuit configures a job type's circuit breaker (docs/design.md
+// "Circuit breakers"): after Threshold consecutive transient failures,
+// across all nodes, no job of the type starts for Cooldown; its jobs stay
+// pending and are not charged an attempt. Then one probe job runs: a
+// success closes the circuit, a failure reopens it for twice the last
+// cool-down, up to MaxCooldown.
+type Circuit struct {
+	Threshold   int
+	Cooldown    time.Duration // default DefaultCircuitCooldown
+	MaxCooldown time.Duration // default DefaultCircuitMaxCooldown
+}
+
+// policy is the breaker as the worker and the driver take it.
+func (c Circuit) policy() driver.CircuitPolicy {
+	return driver.CircuitPolicy{Threshold: c.Threshold, Cooldown: c.Cooldown, MaxCooldown: c.MaxCooldown}
 }
 
 // QueueConfig configures the workers of one queue.
@@ -38,6 +58,9 @@ type QueueConfig struct {
 const (
 	DefaultQueue       = "default"
 	DefaultConcurrency = 10
+
+	DefaultCircuitCooldown    = 30 * time.Second
+	DefaultCircuitMaxCooldown = 10 * time.Minute
 
 	DefaultRetentionSuccess   = 7 * 24 * time.Hour
 	DefaultRetentionFailed    = 30 * 24 * time.Hour
@@ -143,6 +166,12 @@ func (c Config) withDefaults() Config {
 			t.Dedupe = driver.DedupePermanent
 		}
 		t.Backoff = t.Backoff.withDefaults()
+		if t.Circuit.Cooldown == 0 {
+			t.Circuit.Cooldown = DefaultCircuitCooldown
+		}
+		if t.Circuit.MaxCooldown == 0 {
+			t.Circuit.MaxCooldown = max(DefaultCircuitMaxCooldown, t.Circuit.Cooldown)
+		}
 		types[name] = t
 	}
 	c.Types = types
@@ -170,6 +199,18 @@ func (c Config) validate() error {
 		}
 		if t.Dedupe != driver.DedupePermanent && t.Dedupe != driver.DedupeActive {
 			return fmt.Errorf("sluice config: type %s: dedupe %q: want permanent or active", name, t.Dedupe)
+		}
+		var bad error
+		switch cb := t.Circuit; {
+		case cb.Threshold < 0:
+			bad = inputErr("Circuit.Threshold", "must not be negative, got %d", cb.Threshold)
+		case cb.Cooldown < 0:
+			bad = inputErr("Circuit.Cooldown", "must be positive, got %s", cb.Cooldown)
+		case cb.MaxCooldown < cb.Cooldown:
+			bad = inputErr("Circuit.MaxCooldown", "%s is shorter than Cooldown %s", cb.MaxCooldown, cb.Cooldown)
+		}
+		if bad != nil {
+			return fmt.Errorf("sluice config: type %s: %w", name, bad)
 		}
 		if t.Handler == nil && len(c.Queues) > 0 {
 			if _, runs := c.Queues[t.Queue]; runs {

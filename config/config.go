@@ -92,6 +92,16 @@ type Type struct {
 	// PermanentExitCodes fail a command's job at once. Command types
 	// default to [65]; an explicit [] makes every failing exit transient.
 	PermanentExitCodes []int `yaml:"permanent_exit_codes"`
+	// Circuit is the type's circuit breaker, as sluice.Circuit; threshold
+	// 0 (the default) means none.
+	Circuit Circuit `yaml:"circuit"`
+}
+
+// Circuit is a type's circuit breaker, as sluice.Circuit.
+type Circuit struct {
+	Threshold   int           `yaml:"threshold"`    // consecutive transient failures that open it
+	Cooldown    time.Duration `yaml:"cooldown"`     // default sluice.DefaultCircuitCooldown
+	MaxCooldown time.Duration `yaml:"max_cooldown"` // default sluice.DefaultCircuitMaxCooldown
 }
 
 // HTTP is a webhook handler.
@@ -161,6 +171,7 @@ func (t *Type) setDefaults() {
 	t.MaxAttempts = sluice.DefaultMaxAttempts
 	t.Backoff = Backoff{Base: sluice.DefaultBackoffBase, Max: sluice.DefaultBackoffMax}
 	t.Dedupe = driver.DedupePermanent
+	t.Circuit = Circuit{Cooldown: sluice.DefaultCircuitCooldown, MaxCooldown: sluice.DefaultCircuitMaxCooldown}
 }
 
 func (s *Schedule) setDefaults() {

@@ -25,6 +25,7 @@ func (f *File) SluiceTypes() (map[string]sluice.Type, error) {
 			MaxAttempts: t.MaxAttempts,
 			Backoff:     sluice.Backoff{Base: t.Backoff.Base, Max: t.Backoff.Max},
 			Dedupe:      t.Dedupe,
+			Circuit:     sluice.Circuit{Threshold: t.Circuit.Threshold, Cooldown: t.Circuit.Cooldown, MaxCooldown: t.Circuit.MaxCooldown},
 		}
 	}
 	return types, nil

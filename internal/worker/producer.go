@@ -327,13 +327,28 @@ func (pr *producer) start(j driver.JobRow) {
 			p.completer.add(x, Outcome{Status: driver.StatusPending, Refund: true})
 			return
 		}
+		var pol driver.CircuitPolicy
+		if p.cfg.Circuit != nil {
+			pol = p.cfg.Circuit(j.Type)
+		}
+		var g admission
+		if pol.Threshold > 0 {
+			// Checked at the start, not at the claim: a prefetched job
+			// whose circuit opened meanwhile goes back uncharged too.
+			if g = p.admit(ctx, j, pol); !g.run {
+				pr.run <- struct{}{}
+				cancel(nil)
+				p.completer.add(x, Outcome{Status: driver.StatusPending, Refund: true, Delay: g.wait})
+				return
+			}
+		}
 		began := p.cfg.Clock.Now()
 		o := safeRun(ctx, p.cfg.Run, j)
-		pr.run <- struct{}{}
 		cause := context.Cause(ctx)
 		cancel(nil)
 		switch {
 		case cause == ErrLeaseLost:
+			pr.run <- struct{}{}
 			return // already counted and logged; any write would be fenced out
 		case cause == ErrShutdown && o.Status != driver.StatusSuccess:
 			if o.Tx != nil {
@@ -342,6 +357,13 @@ func (pr *producer) start(j driver.JobRow) {
 			msg := "interrupted by shutdown"
 			o = Outcome{Status: driver.StatusPending, Refund: true, Error: &msg}
 		}
+		if pol.Threshold > 0 {
+			// Before the handler slot is given back: the next job's check
+			// must see this failure, or a failing service would get one
+			// more call per slot than the breaker promises.
+			p.recordCircuit(j, pol, g, o)
+		}
+		pr.run <- struct{}{}
 		if h := p.cfg.Hooks.Completed; h != nil {
 			h(j, o, p.cfg.Clock.Since(began))
 		}
@@ -374,7 +396,7 @@ func safeRun(ctx context.Context, run RunFunc, j driver.JobRow) (o Outcome) {
 	defer func() {
 		if r := recover(); r != nil {
 			msg := fmt.Sprintf("panic: %v\n%s", r, debug.Stack())
-			o = Outcome{Status: driver.StatusPending, Error: &msg}
+			o = Outcome{Status: driver.StatusPending, Error: &msg, Transient: true}
 		}
 	}()
 	return run(ctx, j)

@@ -28,6 +28,10 @@ type Outcome struct {
 	// the same text without what may carry user data. Only hooks read it.
 	Summary string
 	Result  *string
+	// Transient: the attempt failed for a reason that may pass (not a
+	// permanent error, not a snooze), whatever its next state. Circuit
+	// breakers count these.
+	Transient bool
 	// Tx, when set, is the handler's completing transaction: the fenced
 	// outcome is written in it and it is committed, or rolled back if the
 	// lease was lost.
@@ -87,6 +91,9 @@ type Config struct {
 	// so that a busy pool claims a few large batches rather than many
 	// single jobs. Default 10ms.
 	FetchWait time.Duration
+	// Circuit gives a job type's circuit breaker; a zero Threshold (or a
+	// nil Circuit) means none.
+	Circuit func(jobType string) driver.CircuitPolicy
 	// Grace is how long handlers get to return after a shutdown deadline
 	// cancels them before their jobs are requeued anyway. Default 1s.
 	Grace time.Duration
