@@ -125,7 +125,8 @@ func (c *Client) queueList() []worker.Queue {
 			lease = DefaultLease
 		}
 		q := c.cfg.Queues[n]
-		out = append(out, worker.Queue{Name: n, Concurrency: q.Concurrency, Rate: q.Rate, Lease: lease})
+		out = append(out, worker.Queue{Name: n, Concurrency: q.Concurrency, Rate: q.Rate, Lease: lease,
+			ClusterRate: q.ClusterRate, ClusterBurst: q.ClusterBurst})
 	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"time"
 
@@ -51,6 +52,14 @@ type QueueConfig struct {
 	// Rate caps job starts per second in this process; 0 means no cap.
 	// Every process applies it on its own.
 	Rate float64
+	// ClusterRate caps job starts per second of the queue across every
+	// node, through a token bucket row in the database that holds up to
+	// ClusterBurst tokens (default: a tenth of a second's worth, at least
+	// 1). In any span of T seconds the queue starts at most
+	// ClusterBurst + ClusterRate*T jobs. 0 means no cap. A queue with a
+	// cluster rate claims only jobs it can start at once (no prefetch).
+	ClusterRate  float64
+	ClusterBurst int
 }
 
 // Defaults for what a Type, a QueueConfig or Config.Retention leaves out.
@@ -180,6 +189,9 @@ func (c Config) withDefaults() Config {
 		if q.Concurrency <= 0 {
 			q.Concurrency = DefaultConcurrency
 		}
+		if q.ClusterRate > 0 && q.ClusterBurst <= 0 {
+			q.ClusterBurst = max(1, int(math.Ceil(q.ClusterRate/10)))
+		}
 		queues[name] = q
 	}
 	c.Queues = queues
@@ -218,9 +230,12 @@ func (c Config) validate() error {
 			}
 		}
 	}
-	for name := range c.Queues {
+	for name, q := range c.Queues {
 		if err := checkName("queue", name, driver.MaxQueueLen); err != nil {
 			return fmt.Errorf("sluice config: %w", err)
+		}
+		if q.ClusterRate < 0 || math.IsNaN(q.ClusterRate) || math.IsInf(q.ClusterRate, 0) {
+			return fmt.Errorf("sluice config: queue %s: %w", name, inputErr("ClusterRate", "must be a positive number of starts per second, got %v", q.ClusterRate))
 		}
 	}
 	seen := map[string]bool{}

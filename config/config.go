@@ -63,8 +63,12 @@ type Auth struct {
 // Queue configures the workers of one queue.
 type Queue struct {
 	Concurrency int  `yaml:"concurrency"` // default sluice.DefaultConcurrency
-	Rate        Rate `yaml:"rate"`        // zero means no limit
-	Paused      bool `yaml:"paused"`
+	Rate        Rate `yaml:"rate"`        // per process; zero means no limit
+	// ClusterRate caps the queue's job starts on all nodes together, as
+	// sluice.QueueConfig.ClusterRate; ClusterBurst is its bucket size.
+	ClusterRate  Rate `yaml:"cluster_rate"`
+	ClusterBurst int  `yaml:"cluster_burst"` // default: a tenth of a second's worth, at least 1
+	Paused       bool `yaml:"paused"`
 }
 
 // Rate is a limit of N jobs per period, written "5/s", "100/m", "1000/h"

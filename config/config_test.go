@@ -78,6 +78,7 @@ func TestSpecExample(t *testing.T) {
 				MaxAttempts: 5,
 				Backoff:     config.Backoff{Base: time.Minute, Max: time.Hour},
 				Dedupe:      "permanent",
+				Circuit:     config.Circuit{Cooldown: sluice.DefaultCircuitCooldown, MaxCooldown: sluice.DefaultCircuitMaxCooldown},
 			},
 			"report": {
 				Queue:              "default",
@@ -87,6 +88,7 @@ func TestSpecExample(t *testing.T) {
 				MaxAttempts:        5,
 				Backoff:            config.Backoff{Base: time.Minute, Max: time.Hour},
 				Dedupe:             "permanent",
+				Circuit:            config.Circuit{Cooldown: sluice.DefaultCircuitCooldown, MaxCooldown: sluice.DefaultCircuitMaxCooldown},
 				PermanentExitCodes: []int{65},
 			},
 			"order_scan": {
@@ -96,6 +98,7 @@ func TestSpecExample(t *testing.T) {
 				MaxAttempts: 5,
 				Backoff:     config.Backoff{Base: time.Minute, Max: time.Hour},
 				Dedupe:      "permanent",
+				Circuit:     config.Circuit{Cooldown: sluice.DefaultCircuitCooldown, MaxCooldown: sluice.DefaultCircuitMaxCooldown},
 			},
 		},
 		Schedules: map[string]config.Schedule{
@@ -112,7 +115,8 @@ func TestSpecExample(t *testing.T) {
 	require.IsType(t, &webhook.Handler{}, types["order_sync"].Handler)
 	require.IsType(t, &command.Handler{}, types["report"].Handler)
 	require.Equal(t, sluice.Type{Handler: types["report"].Handler, Queue: "default", Timeout: 10 * time.Minute,
-		Lease: 5 * time.Minute, MaxAttempts: 5, Backoff: sluice.Backoff{Base: time.Minute, Max: time.Hour}, Dedupe: "permanent"},
+		Lease: 5 * time.Minute, MaxAttempts: 5, Backoff: sluice.Backoff{Base: time.Minute, Max: time.Hour}, Dedupe: "permanent",
+		Circuit: sluice.Circuit{Cooldown: sluice.DefaultCircuitCooldown, MaxCooldown: sluice.DefaultCircuitMaxCooldown}},
 		types["report"])
 }
 

@@ -122,6 +122,9 @@ func (d *decoder) validateQueue(name string, q Queue) error {
 	if q.Concurrency < 1 {
 		return d.failf(path+".concurrency", "must be at least 1, got %d", q.Concurrency)
 	}
+	if q.ClusterBurst < 0 || (q.ClusterBurst > 0 && q.ClusterRate.IsZero()) {
+		return d.failf(path+".cluster_burst", "must be positive and go with a cluster_rate, got %d", q.ClusterBurst)
+	}
 	return nil
 }
 

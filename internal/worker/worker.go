@@ -51,6 +51,11 @@ type Queue struct {
 	Type string
 	// Rate, if positive, caps job starts per second in this process.
 	Rate float64
+	// ClusterRate, if positive, caps job starts per second of the queue
+	// on every node together, through the database's token bucket
+	// "queue:NAME" holding up to ClusterBurst tokens.
+	ClusterRate  float64
+	ClusterBurst int
 	// MaxJobs, if set, makes the producer bounded: it stops claiming after
 	// MaxJobs jobs, or as soon as the queue has nothing runnable.
 	MaxJobs int

@@ -69,9 +69,12 @@ func (a *app) workerClient(ctx context.Context, f *config.File) (*sluice.Client,
 	}
 	queues := map[string]sluice.QueueConfig{}
 	for name, q := range f.Queues {
-		qc := sluice.QueueConfig{Concurrency: q.Concurrency}
+		qc := sluice.QueueConfig{Concurrency: q.Concurrency, ClusterBurst: q.ClusterBurst}
 		if !q.Rate.IsZero() {
 			qc.Rate = float64(q.Rate.N) / q.Rate.Per.Seconds()
+		}
+		if !q.ClusterRate.IsZero() {
+			qc.ClusterRate = float64(q.ClusterRate.N) / q.ClusterRate.Per.Seconds()
 		}
 		queues[name] = qc
 		if q.Paused {
