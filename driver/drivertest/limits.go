@@ -169,6 +169,40 @@ func exerciseLimits(t *testing.T, open Opener) {
 		require.Less(t, list[0].Tokens, 1.0)
 	})
 
+	t.Run("TokensBoundUnderConcurrentRefill", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		// Takers racing on a refilling bucket get no more than the burst
+		// plus the refill over the time they took for: a taker that
+		// waited for the row lock must not credit a span twice.
+		const rate, burst = 20.0, 5
+		start := b.now()
+		var mu sync.Mutex
+		total := 0
+		var wg sync.WaitGroup
+		for i := 0; i < 4; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for end := time.Now().Add(2 * time.Second); time.Now().Before(end); {
+					n, err := b.d.TakeTokens(b.ctx, driver.TakeTokensParams{Name: "queue:api", Rate: rate, Burst: burst, Want: 10})
+					require.NoError(t, err)
+					if n > 1 {
+						require.NoError(t, b.d.ReturnTokens(b.ctx, driver.ReturnTokensParams{Name: "queue:api", N: 1, Rate: rate, Burst: burst}))
+						n--
+					}
+					mu.Lock()
+					total += n
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		elapsed := b.now().Sub(start)
+		require.LessOrEqual(t, float64(total), burst+rate*elapsed.Seconds(), "taken in %s", elapsed)
+		require.GreaterOrEqual(t, float64(total), rate*elapsed.Seconds()*0.8, "taken in %s: the refill is not lost either", elapsed)
+	})
+
 	t.Run("TokensRefill", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
@@ -178,8 +212,8 @@ func exerciseLimits(t *testing.T, open Opener) {
 			require.NoError(t, err)
 			return n
 		}
-		require.Equal(t, 10, take(100), "a new bucket starts full, and gives no more than its burst")
 		start := b.now()
+		require.Equal(t, 10, take(100), "a new bucket starts full, and gives no more than its burst")
 		time.Sleep(100 * time.Millisecond)
 		got := take(100)
 		elapsed := b.now().Sub(start)

@@ -159,9 +159,15 @@ func (b *Base) changeBucket(ctx context.Context, name string, rate float64, burs
 		if err != nil {
 			return err
 		}
-		// A clock that steps back refills nothing rather than draining.
+		// The refill covers the time since the last write and never
+		// runs back: now was read before the row lock was granted (and
+		// PostgreSQL's now() is the transaction's start), so a taker
+		// that waited may hold an earlier time than the row's. Writing
+		// that earlier time back would credit the same span twice.
 		if d := now.Sub(at.Time); d > 0 {
 			tokens += d.Seconds() * rate
+		} else {
+			now = at.Time
 		}
 		tokens = change(min(tokens, float64(burst)))
 		_, err = tx.ExecContext(ctx, b.Q["bucket_put"], tokens, b.Time(now), name)
