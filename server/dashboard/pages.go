@@ -256,8 +256,13 @@ func (d *Dashboard) queues(w http.ResponseWriter, r *http.Request, v *view) {
 		d.fail(w, err)
 		return
 	}
+	buckets, err := d.d.ListRateBuckets(r.Context())
+	if err != nil {
+		d.fail(w, err)
+		return
+	}
 	v.Title, v.Nav = "Queues", "queues"
-	v.Data = map[string]any{"Queues": st, "Circuits": circuits}
+	v.Data = map[string]any{"Queues": st, "Circuits": circuits, "Buckets": buckets}
 	d.render(w, "queues", v)
 }
 
