@@ -24,6 +24,11 @@ type admission struct {
 // again at once when its cool-down is nearly over.
 const minHandBack = 50 * time.Millisecond
 
+// recheckOpen bounds how long a job waits after a circuit opened by hand
+// or a probe's success closed it: its jobs are handed back for at most
+// this long, at the cost of one claim and hand-back each time.
+const recheckOpen = 5 * time.Second
+
 // admit asks a type's breaker whether j may start, on the database: each
 // start of a job whose type has a breaker reads its row, so that a circuit
 // opened by any node stops every node's next start. A database error lets
@@ -42,13 +47,15 @@ func (p *Pool) admit(ctx context.Context, j driver.JobRow, pol driver.CircuitPol
 	won, err := p.cfg.Driver.ProbeCircuit(ctx, driver.ProbeCircuitParams{Type: j.Type, Token: token, TTL: p.cfg.LeaseFor(j.Type)})
 	if err != nil {
 		p.log.Warn("taking the circuit's probe failed; handing the job back", "type", j.Type, "job_id", j.ID, "err", err)
-		return admission{wait: pol.Cooldown}
+		return admission{wait: min(pol.Cooldown, recheckOpen)}
 	}
 	if won {
 		p.log.Info("circuit half-open: running one probe job", "type", j.Type, "job_id", j.ID)
 		return admission{run: true, probe: token}
 	}
-	wait := pol.Cooldown
+	// A circuit open by hand, or waiting on a probe, may close at any
+	// moment: its jobs come back every recheckOpen at most.
+	wait := min(pol.Cooldown, recheckOpen)
 	if c.State == driver.CircuitOpen && !c.Manual {
 		if now, err := p.cfg.Driver.Now(ctx); err == nil && c.Until.After(now) {
 			wait = max(c.Until.Sub(now), minHandBack)
