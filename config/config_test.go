@@ -377,6 +377,11 @@ func TestRejectOtherProblems(t *testing.T) {
 	for _, tc := range []struct{ yaml, path, msg string }{
 		{"db: mongodb://h/db", "db", "unknown database URL scheme"},
 		{"types: { x: { command: [x], max_attempts: 0 } }", "types.x.max_attempts", "must be at least 1"},
+		{"types: { x: { command: [x], circuit: { threshold: -1 } } }", "types.x.circuit.threshold", "must not be negative"},
+		{"types: { x: { command: [x], circuit: { threshold: 3, cooldown: 0s } } }", "types.x.circuit.cooldown", "must be positive"},
+		{"types: { x: { command: [x], circuit: { threshold: 3, cooldown: 1m, max_cooldown: 10s } } }", "types.x.circuit.max_cooldown", "shorter than the cooldown"},
+		{"queues: { q: { cluster_burst: 3 } }", "queues.q.cluster_burst", "go with a cluster_rate"},
+		{"queues: { q: { cluster_rate: 'fast' } }", "queues.q.cluster_rate", "invalid rate"},
 		{"types:\n  x: { command: [x] }\n  x: { command: [y] }", "types.x", "key repeated (first set at line 2)"},
 		{"types: { x: { http: { url: 'http://h' }, permanent_exit_codes: [65] } }", "types.x.permanent_exit_codes", "only applies to command handlers"},
 		{"types: { x: { command: [x], permanent_exit_codes: [256] } }", "types.x.permanent_exit_codes[0]", "out of range"},
