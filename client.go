@@ -54,7 +54,7 @@ func NewClient(cfg Config) (*Client, error) {
 			Queues:   c.queueList(),
 			Run:      c.run,
 			LeaseFor: c.leaseFor,
-			Circuit:  func(jobType string) driver.CircuitPolicy { return c.cfg.Types[jobType].Circuit.policy() },
+			Circuit:  c.circuitFor,
 			Logger:   cfg.Logger,
 			PollMax:  cfg.PollMax,
 			Hooks:    c.workerHooks(),
@@ -129,6 +129,12 @@ func (c *Client) queueList() []worker.Queue {
 			ClusterRate: q.ClusterRate, ClusterBurst: q.ClusterBurst})
 	}
 	return out
+}
+
+// circuitFor is a job type's circuit breaker; the zero policy (none) for
+// a type this client does not know.
+func (c *Client) circuitFor(jobType string) driver.CircuitPolicy {
+	return c.cfg.Types[jobType].Circuit.policy()
 }
 
 func (c *Client) leaseFor(jobType string) time.Duration {
