@@ -54,6 +54,7 @@ func NewClient(cfg Config) (*Client, error) {
 			Queues:   c.queueList(),
 			Run:      c.run,
 			LeaseFor: c.leaseFor,
+			Circuit:  c.circuitFor,
 			Logger:   cfg.Logger,
 			PollMax:  cfg.PollMax,
 			Hooks:    c.workerHooks(),
@@ -124,9 +125,16 @@ func (c *Client) queueList() []worker.Queue {
 			lease = DefaultLease
 		}
 		q := c.cfg.Queues[n]
-		out = append(out, worker.Queue{Name: n, Concurrency: q.Concurrency, Rate: q.Rate, Lease: lease})
+		out = append(out, worker.Queue{Name: n, Concurrency: q.Concurrency, Rate: q.Rate, Lease: lease,
+			ClusterRate: q.ClusterRate, ClusterBurst: q.ClusterBurst})
 	}
 	return out
+}
+
+// circuitFor is a job type's circuit breaker; the zero policy (none) for
+// a type this client does not know.
+func (c *Client) circuitFor(jobType string) driver.CircuitPolicy {
+	return c.cfg.Types[jobType].Circuit.policy()
 }
 
 func (c *Client) leaseFor(jobType string) time.Duration {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"time"
 
@@ -23,6 +24,26 @@ type Type struct {
 	MaxAttempts int           // default DefaultMaxAttempts
 	Backoff     Backoff
 	Dedupe      string // driver.DedupePermanent (default) or driver.DedupeActive
+	// Circuit is the type's circuit breaker, shared by every node; a zero
+	// Threshold means none.
+	Circuit Circuit
+}
+
+// Circuit configures a job type's circuit breaker (docs/design.md
+// "Circuit breakers"): after Threshold consecutive transient failures,
+// across all nodes, no job of the type starts for Cooldown; its jobs stay
+// pending and are not charged an attempt. Then one probe job runs: a
+// success closes the circuit, a failure reopens it for twice the last
+// cool-down, up to MaxCooldown.
+type Circuit struct {
+	Threshold   int
+	Cooldown    time.Duration // default DefaultCircuitCooldown
+	MaxCooldown time.Duration // default DefaultCircuitMaxCooldown
+}
+
+// policy is the breaker as the worker and the driver take it.
+func (c Circuit) policy() driver.CircuitPolicy {
+	return driver.CircuitPolicy{Threshold: c.Threshold, Cooldown: c.Cooldown, MaxCooldown: c.MaxCooldown}
 }
 
 // QueueConfig configures the workers of one queue.
@@ -31,6 +52,14 @@ type QueueConfig struct {
 	// Rate caps job starts per second in this process; 0 means no cap.
 	// Every process applies it on its own.
 	Rate float64
+	// ClusterRate caps job starts per second of the queue across every
+	// node, through a token bucket row in the database that holds up to
+	// ClusterBurst tokens (default: a tenth of a second's worth, at least
+	// 1). In any span of T seconds the queue starts at most
+	// ClusterBurst + ClusterRate*T jobs. 0 means no cap. A queue with a
+	// cluster rate claims only jobs it can start at once (no prefetch).
+	ClusterRate  float64
+	ClusterBurst int
 }
 
 // Defaults for what a Type, a QueueConfig or Config.Retention leaves out.
@@ -38,6 +67,9 @@ type QueueConfig struct {
 const (
 	DefaultQueue       = "default"
 	DefaultConcurrency = 10
+
+	DefaultCircuitCooldown    = 30 * time.Second
+	DefaultCircuitMaxCooldown = 10 * time.Minute
 
 	DefaultRetentionSuccess   = 7 * 24 * time.Hour
 	DefaultRetentionFailed    = 30 * 24 * time.Hour
@@ -143,6 +175,12 @@ func (c Config) withDefaults() Config {
 			t.Dedupe = driver.DedupePermanent
 		}
 		t.Backoff = t.Backoff.withDefaults()
+		if t.Circuit.Cooldown == 0 {
+			t.Circuit.Cooldown = DefaultCircuitCooldown
+		}
+		if t.Circuit.MaxCooldown == 0 {
+			t.Circuit.MaxCooldown = max(DefaultCircuitMaxCooldown, t.Circuit.Cooldown)
+		}
 		types[name] = t
 	}
 	c.Types = types
@@ -150,6 +188,9 @@ func (c Config) withDefaults() Config {
 	for name, q := range c.Queues {
 		if q.Concurrency <= 0 {
 			q.Concurrency = DefaultConcurrency
+		}
+		if q.ClusterRate > 0 && q.ClusterBurst <= 0 {
+			q.ClusterBurst = max(1, int(math.Ceil(q.ClusterRate/10)))
 		}
 		queues[name] = q
 	}
@@ -171,15 +212,30 @@ func (c Config) validate() error {
 		if t.Dedupe != driver.DedupePermanent && t.Dedupe != driver.DedupeActive {
 			return fmt.Errorf("sluice config: type %s: dedupe %q: want permanent or active", name, t.Dedupe)
 		}
+		var bad error
+		switch cb := t.Circuit; {
+		case cb.Threshold < 0:
+			bad = inputErr("Circuit.Threshold", "must not be negative, got %d", cb.Threshold)
+		case cb.Cooldown < 0:
+			bad = inputErr("Circuit.Cooldown", "must be positive, got %s", cb.Cooldown)
+		case cb.MaxCooldown < cb.Cooldown:
+			bad = inputErr("Circuit.MaxCooldown", "%s is shorter than Cooldown %s", cb.MaxCooldown, cb.Cooldown)
+		}
+		if bad != nil {
+			return fmt.Errorf("sluice config: type %s: %w", name, bad)
+		}
 		if t.Handler == nil && len(c.Queues) > 0 {
 			if _, runs := c.Queues[t.Queue]; runs {
 				return fmt.Errorf("sluice config: type %s: no handler, but its queue %s has workers here", name, t.Queue)
 			}
 		}
 	}
-	for name := range c.Queues {
+	for name, q := range c.Queues {
 		if err := checkName("queue", name, driver.MaxQueueLen); err != nil {
 			return fmt.Errorf("sluice config: %w", err)
+		}
+		if q.ClusterRate < 0 || math.IsNaN(q.ClusterRate) || math.IsInf(q.ClusterRate, 0) {
+			return fmt.Errorf("sluice config: queue %s: %w", name, inputErr("ClusterRate", "must be a positive number of starts per second, got %v", q.ClusterRate))
 		}
 	}
 	seen := map[string]bool{}

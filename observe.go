@@ -38,6 +38,20 @@ func (c *Client) StartGauges(ctx context.Context) {
 		if err != nil {
 			return nil, err
 		}
+		circuits, err := c.drv.ListCircuits(ctx)
+		if err != nil {
+			return nil, err
+		}
+		open := map[string]bool{}
+		for name, t := range c.cfg.Types {
+			if t.Circuit.Threshold > 0 {
+				open[name] = false
+			}
+		}
+		for _, cs := range circuits {
+			open[cs.Type] = cs.State != driver.CircuitClosed
+		}
+		c.metrics.SetCircuits(open)
 		out := make([]metrics.QueueGauge, len(st))
 		for i, s := range st {
 			out[i] = metrics.QueueGauge{Queue: s.Queue, Pending: s.Pending, Processing: s.Processing, Failed: s.Failed}

@@ -62,8 +62,11 @@ func (c *Client) failure(row driver.JobRow, t Type, err error) worker.Outcome {
 		return worker.Outcome{Status: driver.StatusPending, Delay: snooze.d, Refund: true}
 	}
 	summary := summaryOf(err)
-	if IsPermanent(err) || row.Attempts >= row.MaxAttempts {
+	if IsPermanent(err) {
 		return worker.Outcome{Status: driver.StatusFailed, Error: &msg, Summary: summary}
+	}
+	if row.Attempts >= row.MaxAttempts {
+		return worker.Outcome{Status: driver.StatusFailed, Error: &msg, Summary: summary, Transient: true}
 	}
 	b := t.Backoff.withDefaults()
 	delay := b.Delay(row.Attempts)
@@ -71,5 +74,5 @@ func (c *Client) failure(row driver.JobRow, t Type, err error) worker.Outcome {
 	if errors.As(err, &ra) {
 		delay = min(ra.d, b.Max)
 	}
-	return worker.Outcome{Status: driver.StatusPending, Delay: delay, Error: &msg, Summary: summary}
+	return worker.Outcome{Status: driver.StatusPending, Delay: delay, Error: &msg, Summary: summary, Transient: true}
 }

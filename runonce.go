@@ -124,16 +124,21 @@ func (c *Client) RunOnce(ctx context.Context, p RunParams) (RunResult, error) {
 		res.count(outcomeOf(o))
 	}
 	lease := c.leaseFor(p.Type)
+	pass := worker.Queue{Name: p.Queue, Type: p.Type, Concurrency: p.Concurrency, MaxJobs: p.MaxJobs}
 	for _, q := range c.queueList() {
 		if q.Name == p.Queue {
 			lease = max(lease, q.Lease)
+			// The queue's cluster-wide rate binds a pass too.
+			pass.ClusterRate, pass.ClusterBurst = q.ClusterRate, q.ClusterBurst
 		}
 	}
+	pass.Lease = lease
 	pool := worker.New(worker.Config{
 		Driver:   c.drv,
-		Queues:   []worker.Queue{{Name: p.Queue, Type: p.Type, Concurrency: p.Concurrency, Lease: lease, MaxJobs: p.MaxJobs}},
+		Queues:   []worker.Queue{pass},
 		Run:      c.run,
 		LeaseFor: c.leaseFor,
+		Circuit:  c.circuitFor,
 		Logger:   c.log,
 		Hooks:    hooks,
 		Clock:    c.cfg.Clock,

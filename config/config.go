@@ -67,8 +67,12 @@ type Auth struct {
 // Queue configures the workers of one queue.
 type Queue struct {
 	Concurrency int  `yaml:"concurrency"` // default sluice.DefaultConcurrency
-	Rate        Rate `yaml:"rate"`        // zero means no limit
-	Paused      bool `yaml:"paused"`
+	Rate        Rate `yaml:"rate"`        // per process; zero means no limit
+	// ClusterRate caps the queue's job starts on all nodes together, as
+	// sluice.QueueConfig.ClusterRate; ClusterBurst is its bucket size.
+	ClusterRate  Rate `yaml:"cluster_rate"`
+	ClusterBurst int  `yaml:"cluster_burst"` // default: a tenth of a second's worth, at least 1
+	Paused       bool `yaml:"paused"`
 }
 
 // Rate is a limit of N jobs per period, written "5/s", "100/m", "1000/h"
@@ -96,6 +100,16 @@ type Type struct {
 	// PermanentExitCodes fail a command's job at once. Command types
 	// default to [65]; an explicit [] makes every failing exit transient.
 	PermanentExitCodes []int `yaml:"permanent_exit_codes"`
+	// Circuit is the type's circuit breaker, as sluice.Circuit; threshold
+	// 0 (the default) means none.
+	Circuit Circuit `yaml:"circuit"`
+}
+
+// Circuit is a type's circuit breaker, as sluice.Circuit.
+type Circuit struct {
+	Threshold   int           `yaml:"threshold"`    // consecutive transient failures that open it
+	Cooldown    time.Duration `yaml:"cooldown"`     // default sluice.DefaultCircuitCooldown
+	MaxCooldown time.Duration `yaml:"max_cooldown"` // default sluice.DefaultCircuitMaxCooldown
 }
 
 // HTTP is a webhook handler.
@@ -165,6 +179,7 @@ func (t *Type) setDefaults() {
 	t.MaxAttempts = sluice.DefaultMaxAttempts
 	t.Backoff = Backoff{Base: sluice.DefaultBackoffBase, Max: sluice.DefaultBackoffMax}
 	t.Dedupe = driver.DedupePermanent
+	t.Circuit = Circuit{Cooldown: sluice.DefaultCircuitCooldown, MaxCooldown: sluice.DefaultCircuitMaxCooldown}
 }
 
 func (s *Schedule) setDefaults() {

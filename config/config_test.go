@@ -79,6 +79,7 @@ func TestSpecExample(t *testing.T) {
 				MaxAttempts: 5,
 				Backoff:     config.Backoff{Base: time.Minute, Max: time.Hour},
 				Dedupe:      "permanent",
+				Circuit:     config.Circuit{Cooldown: sluice.DefaultCircuitCooldown, MaxCooldown: sluice.DefaultCircuitMaxCooldown},
 			},
 			"report": {
 				Queue:              "default",
@@ -88,6 +89,7 @@ func TestSpecExample(t *testing.T) {
 				MaxAttempts:        5,
 				Backoff:            config.Backoff{Base: time.Minute, Max: time.Hour},
 				Dedupe:             "permanent",
+				Circuit:            config.Circuit{Cooldown: sluice.DefaultCircuitCooldown, MaxCooldown: sluice.DefaultCircuitMaxCooldown},
 				PermanentExitCodes: []int{65},
 			},
 			"order_scan": {
@@ -97,6 +99,7 @@ func TestSpecExample(t *testing.T) {
 				MaxAttempts: 5,
 				Backoff:     config.Backoff{Base: time.Minute, Max: time.Hour},
 				Dedupe:      "permanent",
+				Circuit:     config.Circuit{Cooldown: sluice.DefaultCircuitCooldown, MaxCooldown: sluice.DefaultCircuitMaxCooldown},
 			},
 		},
 		Schedules: map[string]config.Schedule{
@@ -113,7 +116,8 @@ func TestSpecExample(t *testing.T) {
 	require.IsType(t, &webhook.Handler{}, types["order_sync"].Handler)
 	require.IsType(t, &command.Handler{}, types["report"].Handler)
 	require.Equal(t, sluice.Type{Handler: types["report"].Handler, Queue: "default", Timeout: 10 * time.Minute,
-		Lease: 5 * time.Minute, MaxAttempts: 5, Backoff: sluice.Backoff{Base: time.Minute, Max: time.Hour}, Dedupe: "permanent"},
+		Lease: 5 * time.Minute, MaxAttempts: 5, Backoff: sluice.Backoff{Base: time.Minute, Max: time.Hour}, Dedupe: "permanent",
+		Circuit: sluice.Circuit{Cooldown: sluice.DefaultCircuitCooldown, MaxCooldown: sluice.DefaultCircuitMaxCooldown}},
 		types["report"])
 }
 
@@ -377,6 +381,11 @@ func TestRejectOtherProblems(t *testing.T) {
 		{"listen_db: postgres://h/db", "listen_db", "needs db: in the same file"},
 		{"db: postgres://h:6432/db?pooler=transaction\nlisten_db: mysql://h/db", "listen_db", "want a direct postgres://"},
 		{"types: { x: { command: [x], max_attempts: 0 } }", "types.x.max_attempts", "must be at least 1"},
+		{"types: { x: { command: [x], circuit: { threshold: -1 } } }", "types.x.circuit.threshold", "must not be negative"},
+		{"types: { x: { command: [x], circuit: { threshold: 3, cooldown: 0s } } }", "types.x.circuit.cooldown", "must be positive"},
+		{"types: { x: { command: [x], circuit: { threshold: 3, cooldown: 1m, max_cooldown: 10s } } }", "types.x.circuit.max_cooldown", "shorter than the cooldown"},
+		{"queues: { q: { cluster_burst: 3 } }", "queues.q.cluster_burst", "go with a cluster_rate"},
+		{"queues: { q: { cluster_rate: 'fast' } }", "queues.q.cluster_rate", "invalid rate"},
 		{"types:\n  x: { command: [x] }\n  x: { command: [y] }", "types.x", "key repeated (first set at line 2)"},
 		{"types: { x: { http: { url: 'http://h' }, permanent_exit_codes: [65] } }", "types.x.permanent_exit_codes", "only applies to command handlers"},
 		{"types: { x: { command: [x], permanent_exit_codes: [256] } }", "types.x.permanent_exit_codes[0]", "out of range"},

@@ -53,9 +53,12 @@ func (f *File) Runtime(d driver.Driver, open func(url string) (driver.Driver, er
 	queues := map[string]sluice.QueueConfig{}
 	for _, name := range sortedKeys(f.Queues) {
 		q := f.Queues[name]
-		qc := sluice.QueueConfig{Concurrency: q.Concurrency}
+		qc := sluice.QueueConfig{Concurrency: q.Concurrency, ClusterBurst: q.ClusterBurst}
 		if !q.Rate.IsZero() {
 			qc.Rate = float64(q.Rate.N) / q.Rate.Per.Seconds()
+		}
+		if !q.ClusterRate.IsZero() {
+			qc.ClusterRate = float64(q.ClusterRate.N) / q.ClusterRate.Per.Seconds()
 		}
 		queues[name] = qc
 		if q.Paused {
@@ -115,6 +118,7 @@ func (f *File) SluiceTypes() (map[string]sluice.Type, error) {
 			MaxAttempts: t.MaxAttempts,
 			Backoff:     sluice.Backoff{Base: t.Backoff.Base, Max: t.Backoff.Max},
 			Dedupe:      t.Dedupe,
+			Circuit:     sluice.Circuit{Threshold: t.Circuit.Threshold, Cooldown: t.Circuit.Cooldown, MaxCooldown: t.Circuit.MaxCooldown},
 		}
 	}
 	return types, nil

@@ -130,6 +130,9 @@ func (d *decoder) validateQueue(name string, q Queue) error {
 	if q.Concurrency < 1 {
 		return d.failf(path+".concurrency", "must be at least 1, got %d", q.Concurrency)
 	}
+	if q.ClusterBurst < 0 || (q.ClusterBurst > 0 && q.ClusterRate.IsZero()) {
+		return d.failf(path+".cluster_burst", "must be positive and go with a cluster_rate, got %d", q.ClusterBurst)
+	}
 	return nil
 }
 
@@ -197,6 +200,12 @@ func (d *decoder) validateType(f *File, name string, t *Type) error {
 		return d.failf(path+".backoff.max", "must be positive, got %s", t.Backoff.Max)
 	case t.Backoff.Base > t.Backoff.Max:
 		return d.failf(path+".backoff", "base %s is longer than max %s", t.Backoff.Base, t.Backoff.Max)
+	case t.Circuit.Threshold < 0:
+		return d.failf(path+".circuit.threshold", "must not be negative, got %d", t.Circuit.Threshold)
+	case t.Circuit.Cooldown <= 0:
+		return d.failf(path+".circuit.cooldown", "must be positive, got %s", t.Circuit.Cooldown)
+	case t.Circuit.MaxCooldown < t.Circuit.Cooldown:
+		return d.failf(path+".circuit.max_cooldown", "%s is shorter than the cooldown %s", t.Circuit.MaxCooldown, t.Circuit.Cooldown)
 	case t.Dedupe != driver.DedupePermanent && t.Dedupe != driver.DedupeActive:
 		return d.failf(path+".dedupe", "invalid value %q: want %s or %s", t.Dedupe, driver.DedupePermanent, driver.DedupeActive)
 	}

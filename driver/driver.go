@@ -217,6 +217,9 @@ type Driver interface {
 	// DeleteCheckpoints removes a batch's cursors and returns how many.
 	DeleteCheckpoints(ctx context.Context, p DeleteCheckpointsParams) (int64, error)
 
+	// Limits: the cluster-wide circuit breakers and rate limits.
+	Limits
+
 	// DropTables drops every table whose name starts with p.Prefix, exactly
 	// (a LIKE pattern would take '_' as a wildcard). Tests and the bench
 	// clean up their own prefixes with it.

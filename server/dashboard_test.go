@@ -174,6 +174,25 @@ func TestDashboardAuth(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, paused["default"])
 
+	// A circuit is opened and closed by hand from the queues page.
+	code, _, _ = u.post("/circuits/open", url.Values{"csrf": {tok}, "type": {"flaky"}})
+	require.Equal(t, http.StatusSeeOther, code)
+	cs, err := d.Circuit(ctx, driver.CircuitParams{Type: "flaky"})
+	require.NoError(t, err)
+	require.Equal(t, driver.CircuitOpen, cs.State)
+	code, body, _ = u.get("/queues")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, "open (by hand)")
+	_, err = d.TakeTokens(ctx, driver.TakeTokensParams{Name: "queue:mail", Rate: 1, Burst: 3, Want: 1})
+	require.NoError(t, err)
+	_, body, _ = u.get("/queues")
+	require.Contains(t, body, "queue:mail", "the queues page shows the cluster rate buckets")
+	code, _, _ = u.post("/circuits/close", url.Values{"csrf": {tok}, "type": {"flaky"}})
+	require.Equal(t, http.StatusSeeOther, code)
+	cs, err = d.Circuit(ctx, driver.CircuitParams{Type: "flaky"})
+	require.NoError(t, err)
+	require.Equal(t, driver.CircuitClosed, cs.State)
+
 	// Logging out ends the session.
 	code, _, _ = u.post("/logout", url.Values{"csrf": {tok}})
 	require.Equal(t, http.StatusSeeOther, code)

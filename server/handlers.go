@@ -260,8 +260,33 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 	if st == nil {
 		st = []sluice.QueueStats{}
 	}
+	circuits, err := s.client.Circuits(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if circuits == nil {
+		circuits = []sluice.CircuitState{}
+	}
 	// The same shape as `sluice stats --json`.
-	writeJSON(w, http.StatusOK, map[string]any{"queues": st})
+	writeJSON(w, http.StatusOK, map[string]any{"queues": st, "circuits": circuits})
+}
+
+func (s *Server) openCircuit(w http.ResponseWriter, r *http.Request) {
+	s.circuitAction(w, r, s.client.OpenCircuit)
+}
+
+func (s *Server) closeCircuit(w http.ResponseWriter, r *http.Request) {
+	s.circuitAction(w, r, s.client.CloseCircuit)
+}
+
+func (s *Server) circuitAction(w http.ResponseWriter, r *http.Request, act func(context.Context, string) (sluice.CircuitState, error)) {
+	st, err := act(r.Context(), r.PathValue("type"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
 }
 
 func (s *Server) pauseQueue(w http.ResponseWriter, r *http.Request) {

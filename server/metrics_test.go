@@ -31,7 +31,8 @@ func TestMetricsExactCounts(t *testing.T) {
 				}
 				return nil
 			}), Backoff: sluice.Backoff{Base: time.Millisecond, Max: time.Millisecond}},
-			"bad": {Handler: sluice.HandlerFunc(func(context.Context, *sluice.Job) error {
+			// A permanent failure is an answer: it leaves the breaker closed.
+			"bad": {Circuit: sluice.Circuit{Threshold: 1}, Handler: sluice.HandlerFunc(func(context.Context, *sluice.Job) error {
 				return sluice.Permanent(errors.New("never works"))
 			})},
 			"later": {Queue: "slow"},
@@ -55,6 +56,10 @@ func TestMetricsExactCounts(t *testing.T) {
 		later, err := c.Enqueue(ctx, sluice.EnqueueParams{Type: "later"})
 		require.NoError(t, err)
 		require.NoError(t, c.Cancel(ctx, later.ID))
+
+		// A type this client does not run, opened by hand for the nodes that do.
+		_, err = c.OpenCircuit(ctx, "elsewhere")
+		require.NoError(t, err)
 
 		require.NoError(t, c.Start(ctx))
 		require.Eventually(t, func() bool {
@@ -112,6 +117,8 @@ func TestMetricsExactCounts(t *testing.T) {
 		require.Contains(t, body, "sluice_go_sql_open_connections{db_name=\"sluice\"} ")
 		// Gauges come from the interval refresh, which ran at Start.
 		require.Contains(t, body, `sluice_queue_pending{queue="default"} `)
+		require.Contains(t, body, `sluice_circuit_open{type="bad"} 0`+"\n")
+		require.Contains(t, body, `sluice_circuit_open{type="elsewhere"} 1`+"\n")
 		require.Contains(t, body, "sluice_claim_duration_seconds_count{queue=\"default\"}")
 
 		// The roll-ups hold the same counts.

@@ -129,6 +129,8 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/stats", s.stats)
 	m.HandleFunc("POST /v1/queues/{name}/pause", s.pauseQueue)
 	m.HandleFunc("POST /v1/queues/{name}/resume", s.resumeQueue)
+	m.HandleFunc("POST /v1/circuits/{type}/open", s.openCircuit)
+	m.HandleFunc("POST /v1/circuits/{type}/close", s.closeCircuit)
 	// Behind the same Bearer tokens as the API: Prometheus sends one with
 	// authorization.credentials in its scrape config.
 	m.Handle("GET /metrics", s.client.Metrics())

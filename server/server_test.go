@@ -285,6 +285,36 @@ func TestStatsPauseResume(t *testing.T) {
 	})
 }
 
+func TestCircuitsAPI(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, d driver.Driver) {
+		a := start(t, d, nil, nil)
+		circuits := func() []any {
+			r := a.do("GET", "/v1/stats", "")
+			require.Equal(t, http.StatusOK, r.code, r.raw)
+			return r.body["circuits"].([]any)
+		}
+		require.Empty(t, circuits(), "no circuit has a row yet")
+
+		r := a.do("POST", "/v1/circuits/mailer/open", "")
+		require.Equal(t, http.StatusOK, r.code, r.raw)
+		require.Equal(t, driver.CircuitOpen, r.body["state"])
+		require.Equal(t, true, r.body["manual"])
+		cs := circuits()
+		require.Len(t, cs, 1)
+		require.Equal(t, "mailer", cs[0].(map[string]any)["type"])
+		require.Equal(t, driver.CircuitOpen, cs[0].(map[string]any)["state"])
+
+		r = a.do("POST", "/v1/circuits/mailer/close", "")
+		require.Equal(t, http.StatusOK, r.code, r.raw)
+		require.Equal(t, driver.CircuitClosed, r.body["state"])
+		require.Equal(t, driver.CircuitClosed, circuits()[0].(map[string]any)["state"])
+
+		r = a.do("POST", "/v1/circuits/"+strings.Repeat("t", 65)+"/open", "")
+		require.Equal(t, http.StatusBadRequest, r.code, r.raw)
+		require.Contains(t, r.body["error"], "type")
+	})
+}
+
 func TestRunConcurrent(t *testing.T) {
 	forEachDriver(t, func(t *testing.T, d driver.Driver) {
 		var mu sync.Mutex

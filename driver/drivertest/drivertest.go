@@ -56,6 +56,7 @@ func Exercise(t *testing.T, open func(t *testing.T) driver.Driver) {
 		{"Checkpoint", exerciseCheckpoint},
 		{"Drop", exerciseDrop},
 		{"Plans", exercisePlans},
+		{"Limits", exerciseLimits},
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {

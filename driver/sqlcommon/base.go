@@ -28,6 +28,8 @@ var Required = []string{
 	"checkpoint_list", "checkpoint_get", "checkpoint_create", "checkpoint_take", "checkpoint_advance",
 	"checkpoint_finish", "checkpoint_release", "checkpoint_touch", "checkpoint_status", "checkpoint_delete",
 	"node_upsert", "node_delete", "node_list", "node_purge", "release_claim", "drop_list",
+	"circuit_get", "circuit_lock", "circuit_init", "circuit_put", "circuit_list",
+	"bucket_lock", "bucket_init", "bucket_put", "bucket_list",
 }
 
 // Dialect is what Base needs to know about a database beyond its SQL files.

@@ -41,6 +41,7 @@ type Metrics struct {
 	runDuration, queueLatency                    *prometheus.HistogramVec
 	claimDuration, chunkDuration                 *prometheus.HistogramVec
 	pending, processing, failed, oldestPending   *prometheus.GaugeVec
+	circuitOpen                                  *prometheus.GaugeVec
 	handler                                      http.Handler
 
 	gaugesOnce sync.Once
@@ -93,6 +94,7 @@ func New(db *sql.DB) *Metrics {
 	m.processing = g("sluice_queue_processing", "Processing jobs per queue, refreshed on an interval.", "queue")
 	m.failed = g("sluice_queue_failed", "Failed jobs per queue, refreshed on an interval.", "queue")
 	m.oldestPending = g("sluice_queue_oldest_pending_age_seconds", "Seconds the oldest runnable pending job has waited.", "queue")
+	m.circuitOpen = g("sluice_circuit_open", "1 while a job type's circuit breaker is open or half-open (no job starts but one probe), 0 while closed; refreshed on an interval.", "type")
 	if db != nil {
 		// The standard pool collector, under the sluice_ prefix:
 		// sluice_go_sql_open_connections, ..._wait_count_total, ...
@@ -176,6 +178,20 @@ func (m *Metrics) SetQueues(qs []QueueGauge) {
 		m.processing.WithLabelValues(q.Queue).Set(float64(q.Processing))
 		m.failed.WithLabelValues(q.Queue).Set(float64(q.Failed))
 		m.oldestPending.WithLabelValues(q.Queue).Set(q.OldestPendingAge.Seconds())
+	}
+}
+
+// SetCircuits replaces the circuit gauges: open[type] is whether a type's
+// circuit stops its jobs. Types are named by configuration and by
+// operators, so the label stays bounded.
+func (m *Metrics) SetCircuits(open map[string]bool) {
+	m.circuitOpen.Reset()
+	for typ, o := range open {
+		v := 0.0
+		if o {
+			v = 1
+		}
+		m.circuitOpen.WithLabelValues(typ).Set(v)
 	}
 }
 

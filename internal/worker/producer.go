@@ -29,8 +29,11 @@ type producer struct {
 
 func newProducer(p *Pool, q Queue) *producer {
 	prefetch := q.Concurrency
-	if q.MaxJobs > 0 {
-		prefetch = 0 // a bounded pass claims only what it can run now
+	if q.MaxJobs > 0 || q.ClusterRate > 0 {
+		// A bounded pass claims only what it can run now; so does a
+		// cluster-rated queue, whose tokens are spent at the claim: a
+		// prefetched job would start later, bunched with the next ones.
+		prefetch = 0
 	}
 	pr := &producer{p: p, q: q, slots: make(chan struct{}, q.Concurrency+prefetch),
 		run: make(chan struct{}, q.Concurrency), wakeC: make(chan struct{}, 1)}
@@ -96,6 +99,18 @@ func (pr *producer) loop(ctx context.Context) {
 			}
 			continue
 		}
+		tokens := 0
+		if pr.q.ClusterRate > 0 {
+			n, ok := pr.takeTokens(ctx, free)
+			if !ok {
+				return
+			}
+			if n == 0 {
+				continue
+			}
+			pr.giveBack(free - n)
+			free, tokens = n, n
+		}
 		// A claim is not cancelled by shutdown: one cut off after its
 		// commit would leave jobs processing under a lease nobody renews.
 		// Claimed jobs that cannot start any more go straight back.
@@ -109,6 +124,9 @@ func (pr *producer) loop(ctx context.Context) {
 		})
 		cancel()
 		if err != nil {
+			// The claim's rate tokens, if any, are not returned: the
+			// database is failing, and they only lower the rate until the
+			// bucket refills.
 			pr.giveBack(free)
 			pr.p.log.Error("claim failed; retrying", "queue", pr.q.Name, "err", err)
 			// Wait for the database first: the hand-back needs it, and
@@ -120,6 +138,9 @@ func (pr *producer) loop(ctx context.Context) {
 			continue
 		}
 		errWait = retryMin
+		if unused := tokens - len(jobs); unused > 0 {
+			pr.returnTokens(unused)
+		}
 		if h := pr.p.cfg.Hooks.Claimed; h != nil {
 			h(pr.q.Name, len(jobs), pr.p.cfg.Clock.Since(start))
 		}
@@ -327,13 +348,28 @@ func (pr *producer) start(j driver.JobRow) {
 			p.completer.add(x, Outcome{Status: driver.StatusPending, Refund: true})
 			return
 		}
+		var pol driver.CircuitPolicy
+		if p.cfg.Circuit != nil {
+			pol = p.cfg.Circuit(j.Type)
+		}
+		var g admission
+		if pol.Threshold > 0 {
+			// Checked at the start, not at the claim: a prefetched job
+			// whose circuit opened meanwhile goes back uncharged too.
+			if g = p.admit(ctx, j, pol); !g.run {
+				pr.run <- struct{}{}
+				cancel(nil)
+				p.completer.add(x, Outcome{Status: driver.StatusPending, Refund: true, Delay: g.wait})
+				return
+			}
+		}
 		began := p.cfg.Clock.Now()
 		o := safeRun(ctx, p.cfg.Run, j)
-		pr.run <- struct{}{}
 		cause := context.Cause(ctx)
 		cancel(nil)
 		switch {
 		case cause == ErrLeaseLost:
+			pr.run <- struct{}{}
 			return // already counted and logged; any write would be fenced out
 		case cause == ErrShutdown && o.Status != driver.StatusSuccess:
 			if o.Tx != nil {
@@ -342,6 +378,13 @@ func (pr *producer) start(j driver.JobRow) {
 			msg := "interrupted by shutdown"
 			o = Outcome{Status: driver.StatusPending, Refund: true, Error: &msg}
 		}
+		if pol.Threshold > 0 {
+			// Before the handler slot is given back: the next job's check
+			// must see this failure, or a failing service would get one
+			// more call per slot than the breaker promises.
+			p.recordCircuit(j, pol, g, o)
+		}
+		pr.run <- struct{}{}
 		if h := p.cfg.Hooks.Completed; h != nil {
 			h(j, o, p.cfg.Clock.Since(began))
 		}
@@ -374,8 +417,47 @@ func safeRun(ctx context.Context, run RunFunc, j driver.JobRow) (o Outcome) {
 	defer func() {
 		if r := recover(); r != nil {
 			msg := fmt.Sprintf("panic: %v\n%s", r, debug.Stack())
-			o = Outcome{Status: driver.StatusPending, Error: &msg}
+			o = Outcome{Status: driver.StatusPending, Error: &msg, Transient: true}
 		}
 	}()
 	return run(ctx, j)
+}
+
+// bucketName is the queue's token bucket in the database.
+func (pr *producer) bucketName() string { return "queue:" + pr.q.Name }
+
+// takeTokens takes up to free tokens from the queue's cluster-wide bucket.
+// With none to take it gives the slots back, waits about one token's
+// refill and reports 0, so that the loop takes its slots again; it reports
+// false, with the slots given back, once ctx ends.
+func (pr *producer) takeTokens(ctx context.Context, free int) (int, bool) {
+	n, err := pr.p.cfg.Driver.TakeTokens(ctx, driver.TakeTokensParams{Name: pr.bucketName(),
+		Rate: pr.q.ClusterRate, Burst: pr.q.ClusterBurst, Want: free})
+	if err == nil && n > 0 {
+		return n, true
+	}
+	pr.giveBack(free)
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, false
+		}
+		pr.p.log.Error("taking rate-limit tokens failed; retrying", "queue", pr.q.Name, "err", err)
+	}
+	wait := time.Duration(float64(time.Second) / pr.q.ClusterRate)
+	if err != nil {
+		wait = max(wait, retryMin)
+	}
+	return 0, sleepCtx(ctx, min(max(wait, pr.p.cfg.PollMin), pr.p.cfg.PollMax))
+}
+
+// returnTokens puts back the tokens of a claim that found fewer jobs, so
+// that an idle queue does not spend its cluster's rate. A failure only
+// costs those tokens until the bucket refills.
+func (pr *producer) returnTokens(n int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := pr.p.cfg.Driver.ReturnTokens(ctx, driver.ReturnTokensParams{Name: pr.bucketName(), N: n,
+		Rate: pr.q.ClusterRate, Burst: pr.q.ClusterBurst}); err != nil {
+		pr.p.log.Warn("returning unused rate-limit tokens failed", "queue", pr.q.Name, "tokens", n, "err", err)
+	}
 }

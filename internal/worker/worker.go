@@ -28,6 +28,10 @@ type Outcome struct {
 	// the same text without what may carry user data. Only hooks read it.
 	Summary string
 	Result  *string
+	// Transient: the attempt failed for a reason that may pass (not a
+	// permanent error, not a snooze), whatever its next state. Circuit
+	// breakers count these.
+	Transient bool
 	// Tx, when set, is the handler's completing transaction: the fenced
 	// outcome is written in it and it is committed, or rolled back if the
 	// lease was lost.
@@ -47,6 +51,11 @@ type Queue struct {
 	Type string
 	// Rate, if positive, caps job starts per second in this process.
 	Rate float64
+	// ClusterRate, if positive, caps job starts per second of the queue
+	// on every node together, through the database's token bucket
+	// "queue:NAME" holding up to ClusterBurst tokens.
+	ClusterRate  float64
+	ClusterBurst int
 	// MaxJobs, if set, makes the producer bounded: it stops claiming after
 	// MaxJobs jobs, or as soon as the queue has nothing runnable.
 	MaxJobs int
@@ -87,6 +96,9 @@ type Config struct {
 	// so that a busy pool claims a few large batches rather than many
 	// single jobs. Default 10ms.
 	FetchWait time.Duration
+	// Circuit gives a job type's circuit breaker; a zero Threshold (or a
+	// nil Circuit) means none.
+	Circuit func(jobType string) driver.CircuitPolicy
 	// Grace is how long handlers get to return after a shutdown deadline
 	// cancels them before their jobs are requeued anyway. Default 1s.
 	Grace time.Duration

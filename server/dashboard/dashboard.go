@@ -51,7 +51,7 @@ type Dashboard struct {
 }
 
 // Paths lists the path prefixes the dashboard owns, for the server's router.
-var Paths = []string{"/", "/login", "/logout", "/jobs", "/failed", "/queues", "/schedules", "/batches", "/leases", "/workers", "/assets/"}
+var Paths = []string{"/", "/login", "/logout", "/jobs", "/failed", "/queues", "/schedules", "/batches", "/leases", "/workers", "/circuits/", "/assets/"}
 
 // New parses the templates and builds the dashboard.
 func New(cfg Config) (*Dashboard, error) {
@@ -95,6 +95,7 @@ func New(cfg Config) (*Dashboard, error) {
 	m.HandleFunc("POST /failed/retry", d.authed(d.retryGroup))
 	m.HandleFunc("GET /queues", d.authed(d.queues))
 	m.HandleFunc("POST /queues/{name}/{action}", d.authed(d.queueAction))
+	m.HandleFunc("POST /circuits/{action}", d.authed(d.circuitAction))
 	m.HandleFunc("GET /schedules", d.authed(d.schedules))
 	m.HandleFunc("GET /batches", d.authed(d.batches))
 	m.HandleFunc("GET /leases", d.authed(d.leases))

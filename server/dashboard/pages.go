@@ -251,9 +251,40 @@ func (d *Dashboard) queues(w http.ResponseWriter, r *http.Request, v *view) {
 		d.fail(w, err)
 		return
 	}
+	circuits, err := d.c.Circuits(r.Context())
+	if err != nil {
+		d.fail(w, err)
+		return
+	}
+	buckets, err := d.d.ListRateBuckets(r.Context())
+	if err != nil {
+		d.fail(w, err)
+		return
+	}
 	v.Title, v.Nav = "Queues", "queues"
-	v.Data = st
+	v.Data = map[string]any{"Queues": st, "Circuits": circuits, "Buckets": buckets}
 	d.render(w, "queues", v)
+}
+
+// circuitAction opens or closes a type's circuit breaker by hand; the type
+// comes from the form, so that a circuit with no row yet can be opened.
+func (d *Dashboard) circuitAction(w http.ResponseWriter, r *http.Request, _ *view) {
+	typ := r.PostFormValue("type")
+	var err error
+	switch r.PathValue("action") {
+	case "open":
+		_, err = d.c.OpenCircuit(r.Context(), typ)
+	case "close":
+		_, err = d.c.CloseCircuit(r.Context(), typ)
+	default:
+		http.Error(w, "action: want open or close", http.StatusNotFound)
+		return
+	}
+	if err != nil {
+		d.fail(w, err)
+		return
+	}
+	back(w, r, "/queues", "Circuit of "+typ+": "+r.PathValue("action")+".")
 }
 
 func (d *Dashboard) queueAction(w http.ResponseWriter, r *http.Request, _ *view) {

@@ -152,7 +152,7 @@ func (a *app) rootCommand() *cobra.Command {
 	// resolved before it runs, in one place, so that none of them can read
 	// a different database than the others.
 	for _, c := range []*cobra.Command{a.migrateCommand(), a.enqueueCommand(), a.jobsCommand(), a.statsCommand(),
-		a.queuesCommand(), a.workCommand(), a.serveCommand(), a.runCommand(), a.schedulesCommand(), a.benchCommand(),
+		a.queuesCommand(), a.circuitCommand(), a.workCommand(), a.serveCommand(), a.runCommand(), a.schedulesCommand(), a.benchCommand(),
 		a.batchCommand()} {
 		c.Annotations = map[string]string{annotationDatabase: "yes"}
 		root.AddCommand(c)

@@ -294,6 +294,7 @@ func TestOnlyMigrateCreatesSQLiteFile(t *testing.T) {
 		{"jobs purge", onDB, []string{"jobs", "purge", "--status", "success", "--older-than", "1d"}},
 		{"stats", onDB, []string{"stats"}},
 		{"queues pause", onDB, []string{"queues", "pause", "default"}},
+		{"circuit open", onDB, []string{"circuit", "open", "t"}},
 		{"run", withCfg, []string{"run"}},
 		{"work", withCfg, []string{"work"}},
 		{"serve", withCfg, []string{"serve", "--listen", "127.0.0.1:0"}},

@@ -3,11 +3,13 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
 )
 
@@ -26,8 +28,15 @@ func (a *app) statsCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			circuits, err := c.Circuits(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if circuits == nil {
+				circuits = []sluice.CircuitState{}
+			}
 			if asJSON {
-				return json.NewEncoder(a.stdout).Encode(map[string]any{"queues": st})
+				return json.NewEncoder(a.stdout).Encode(map[string]any{"queues": st, "circuits": circuits})
 			}
 			w := tabwriter.NewWriter(a.stdout, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "QUEUE\tPENDING\tPROCESSING\tFAILED\tOLDEST PENDING\tPAUSED\tDONE 1H\tFAILED 1H\tDONE 24H\tFAILED 24H")
@@ -36,9 +45,39 @@ func (a *app) statsCommand() *cobra.Command {
 					(time.Duration(s.OldestPendingAge * float64(time.Second))).Round(time.Second), s.Paused,
 					s.FinishedHour[string(driver.OutcomeSuccess)], s.FinishedHour[string(driver.OutcomeFailed)], s.FinishedDay[string(driver.OutcomeSuccess)], s.FinishedDay[string(driver.OutcomeFailed)])
 			}
-			return w.Flush()
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			return writeCircuits(a.stdout, circuits)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "JSON output")
 	return cmd
+}
+
+// writeCircuits lists the circuit breakers that are not plainly closed
+// with no failures, after the queue table; nothing when all are.
+func writeCircuits(out io.Writer, circuits []sluice.CircuitState) error {
+	var shown []sluice.CircuitState
+	for _, c := range circuits {
+		if c.State != driver.CircuitClosed || c.Failures > 0 {
+			shown = append(shown, c)
+		}
+	}
+	if len(shown) == 0 {
+		return nil
+	}
+	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "\nCIRCUIT\tSTATE\tFAILURES\tOPENS\tUNTIL")
+	for _, c := range shown {
+		until := "-"
+		switch {
+		case c.Manual:
+			until = "closed by hand"
+		case c.Until != nil:
+			until = c.Until.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\n", c.Type, c.State, c.Failures, c.Opens, until)
+	}
+	return w.Flush()
 }

@@ -1,0 +1,46 @@
+package cli_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/testdb"
+)
+
+// TestCLICircuit opens and closes a type's circuit by hand and reads it back
+// from `sluice circuit list` and `sluice stats`.
+func TestCLICircuit(t *testing.T) {
+	d, tg := testdb.OpenURL(t, "sqlite")
+	env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix}
+
+	r := run(t, env, "", "circuit", "list")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "no circuit")
+
+	r = run(t, env, "", "circuit", "open", "mailer")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "circuit mailer: open\n", r.stdout)
+	c, err := d.Circuit(context.Background(), driver.CircuitParams{Type: "mailer"})
+	require.NoError(t, err)
+	require.Equal(t, driver.CircuitOpen, c.State)
+	require.True(t, c.Manual)
+
+	r = run(t, env, "", "stats")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `mailer\s+open\s+0\s+1\s+closed by hand`, r.stdout)
+	r = run(t, env, "", "circuit", "list", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, `"type":"mailer","state":"open"`)
+
+	r = run(t, env, "", "circuit", "close", "mailer")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "circuit mailer: closed\n", r.stdout)
+
+	r = run(t, env, "", "circuit", "open", strings.Repeat("t", 65))
+	require.Equal(t, 2, r.code, "bad input")
+	require.Contains(t, r.stderr, "type")
+}

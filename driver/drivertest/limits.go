@@ -1,0 +1,225 @@
+package drivertest
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/driver"
+)
+
+// exerciseLimits checks the circuit breakers' transitions and the rate
+// buckets, including under concurrent callers, since every node of a
+// cluster shares them.
+func exerciseLimits(t *testing.T, open Opener) {
+	policy := driver.CircuitPolicy{Threshold: 3, Cooldown: 300 * time.Millisecond, MaxCooldown: time.Second}
+
+	t.Run("CircuitTransitions", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		get := func() driver.Circuit {
+			t.Helper()
+			c, err := b.d.Circuit(b.ctx, driver.CircuitParams{Type: "email"})
+			require.NoError(t, err)
+			return c
+		}
+		record := func(failed bool, probe string) driver.Circuit {
+			t.Helper()
+			c, err := b.d.RecordCircuit(b.ctx, driver.RecordCircuitParams{Type: "email", Failed: failed, Probe: probe, Policy: policy})
+			require.NoError(t, err)
+			require.Equal(t, c, get(), "the returned state is the stored one")
+			return c
+		}
+		probe := func(token string) bool {
+			t.Helper()
+			ok, err := b.d.ProbeCircuit(b.ctx, driver.ProbeCircuitParams{Type: "email", Token: token, TTL: time.Minute})
+			require.NoError(t, err)
+			return ok
+		}
+		require.Equal(t, driver.CircuitClosed, get().State, "no row: closed")
+		require.False(t, probe("early"), "a closed circuit has no probe")
+
+		record(true, "")
+		require.Equal(t, 2, record(true, "").Failures)
+		c := record(false, "")
+		require.Equal(t, driver.CircuitClosed, c.State)
+		require.Zero(t, c.Failures, "a success ends the run of failures")
+
+		record(true, "")
+		record(true, "")
+		before := b.now()
+		c = record(true, "")
+		require.Equal(t, driver.CircuitOpen, c.State, "the third consecutive failure opens")
+		require.Equal(t, 1, c.Opens)
+		require.WithinDuration(t, before.Add(policy.Cooldown), c.Until, 200*time.Millisecond)
+		require.False(t, probe("early"), "no probe during the cool-down")
+		require.Equal(t, driver.CircuitOpen, record(false, "").State, "a late success of an earlier attempt does not close")
+
+		time.Sleep(time.Until(time.Now().Add(c.Until.Sub(b.now()))) + 20*time.Millisecond)
+		require.True(t, probe("p1"), "the cool-down is over")
+		require.False(t, probe("p2"), "one probe at a time")
+		require.Equal(t, driver.CircuitHalfOpen, get().State)
+		require.Equal(t, driver.CircuitHalfOpen, record(true, "other").State, "only the probe's outcome counts")
+
+		before = b.now()
+		c = record(true, "p1")
+		require.Equal(t, driver.CircuitOpen, c.State, "a failed probe reopens")
+		require.Equal(t, 2, c.Opens)
+		require.WithinDuration(t, before.Add(2*policy.Cooldown), c.Until, 200*time.Millisecond, "with a doubled cool-down")
+
+		time.Sleep(time.Until(time.Now().Add(c.Until.Sub(b.now()))) + 20*time.Millisecond)
+		require.True(t, probe("p3"))
+		c = record(false, "p3")
+		require.Equal(t, driver.CircuitClosed, c.State, "a successful probe closes")
+		require.Zero(t, c.Opens)
+		require.Zero(t, c.Failures)
+
+		c, err := b.d.SetCircuit(b.ctx, driver.SetCircuitParams{Type: "email", Open: true})
+		require.NoError(t, err)
+		require.Equal(t, driver.CircuitOpen, c.State)
+		require.True(t, c.Manual)
+		require.False(t, probe("p4"), "a circuit opened by hand is not probed")
+		list, err := b.d.ListCircuits(b.ctx)
+		require.NoError(t, err)
+		require.Len(t, list, 1)
+		require.Equal(t, "email", list[0].Type)
+		require.True(t, list[0].Manual)
+		c, err = b.d.SetCircuit(b.ctx, driver.SetCircuitParams{Type: "email", Open: false})
+		require.NoError(t, err)
+		require.Equal(t, driver.CircuitClosed, c.State)
+		require.False(t, c.Manual)
+	})
+
+	t.Run("CooldownCapped", func(t *testing.T) {
+		for n, want := range map[int]time.Duration{1: 300 * time.Millisecond, 2: 600 * time.Millisecond, 3: time.Second, 40: time.Second} {
+			require.Equal(t, want, policy.CooldownAfter(n), "opening %d", n)
+		}
+	})
+
+	t.Run("OneProbeUnderConcurrency", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		short := driver.CircuitPolicy{Threshold: 1, Cooldown: time.Millisecond, MaxCooldown: time.Millisecond}
+		_, err := b.d.RecordCircuit(b.ctx, driver.RecordCircuitParams{Type: "email", Failed: true, Policy: short})
+		require.NoError(t, err)
+		time.Sleep(20 * time.Millisecond)
+		const n = 12
+		var wg sync.WaitGroup
+		won := make(chan string, n)
+		for i := 0; i < n; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				tok := newToken()
+				ok, err := b.d.ProbeCircuit(b.ctx, driver.ProbeCircuitParams{Type: "email", Token: tok, TTL: time.Minute})
+				require.NoError(t, err)
+				if ok {
+					won <- tok
+				}
+			}()
+		}
+		wg.Wait()
+		close(won)
+		require.Len(t, won, 1, "exactly one probe across concurrent callers")
+		c, err := b.d.Circuit(b.ctx, driver.CircuitParams{Type: "email"})
+		require.NoError(t, err)
+		require.Equal(t, <-won, c.Probe)
+	})
+
+	t.Run("TokensExactUnderConcurrency", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		// A refill too slow to add a whole token during the test: the
+		// takers together must get exactly the burst.
+		const burst, rate = 40, 0.001
+		var mu sync.Mutex
+		total := 0
+		var wg sync.WaitGroup
+		for i := 0; i < 8; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					n, err := b.d.TakeTokens(b.ctx, driver.TakeTokensParams{Name: "type:email", Rate: rate, Burst: burst, Want: 3})
+					require.NoError(t, err)
+					require.LessOrEqual(t, n, 3)
+					if n == 0 {
+						return
+					}
+					mu.Lock()
+					total += n
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		require.Equal(t, burst, total)
+
+		require.NoError(t, b.d.ReturnTokens(b.ctx, driver.ReturnTokensParams{Name: "type:email", N: 5, Rate: rate, Burst: burst}))
+		n, err := b.d.TakeTokens(b.ctx, driver.TakeTokensParams{Name: "type:email", Rate: rate, Burst: burst, Want: 10})
+		require.NoError(t, err)
+		require.Equal(t, 5, n, "returned tokens can be taken again")
+
+		list, err := b.d.ListRateBuckets(b.ctx)
+		require.NoError(t, err)
+		require.Len(t, list, 1)
+		require.Equal(t, "type:email", list[0].Name)
+		require.Less(t, list[0].Tokens, 1.0)
+	})
+
+	t.Run("TokensBoundUnderConcurrentRefill", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		// Takers racing on a refilling bucket get no more than the burst
+		// plus the refill over the time they took for: a taker that
+		// waited for the row lock must not credit a span twice.
+		const rate, burst = 20.0, 5
+		start := b.now()
+		var mu sync.Mutex
+		total := 0
+		var wg sync.WaitGroup
+		for i := 0; i < 4; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for end := time.Now().Add(1500 * time.Millisecond); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+					n, err := b.d.TakeTokens(b.ctx, driver.TakeTokensParams{Name: "queue:api", Rate: rate, Burst: burst, Want: 10})
+					require.NoError(t, err)
+					if n > 1 {
+						require.NoError(t, b.d.ReturnTokens(b.ctx, driver.ReturnTokensParams{Name: "queue:api", N: 1, Rate: rate, Burst: burst}))
+						n--
+					}
+					mu.Lock()
+					total += n
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		elapsed := b.now().Sub(start)
+		require.LessOrEqual(t, float64(total), burst+rate*elapsed.Seconds(), "taken in %s", elapsed)
+		require.Greater(t, total, burst, "the bucket refilled while they took")
+	})
+
+	t.Run("TokensRefill", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		take := func(want int) int {
+			t.Helper()
+			n, err := b.d.TakeTokens(b.ctx, driver.TakeTokensParams{Name: "queue:mail", Rate: 50, Burst: 10, Want: want})
+			require.NoError(t, err)
+			return n
+		}
+		start := b.now()
+		require.Equal(t, 10, take(100), "a new bucket starts full, and gives no more than its burst")
+		time.Sleep(100 * time.Millisecond)
+		got := take(100)
+		elapsed := b.now().Sub(start)
+		require.GreaterOrEqual(t, got, 4, "about 5 tokens refill in 100ms at 50/s")
+		require.LessOrEqual(t, float64(got), min(10, elapsed.Seconds()*50+1), "never more than the refill or the burst")
+		time.Sleep(time.Second)
+		require.Equal(t, 10, take(100), "a refill stops at the burst")
+	})
+}

@@ -1,0 +1,1 @@
+INSERT IGNORE INTO sluice_rate_buckets (name, tokens, updated_at) VALUES (?, ?, ?)
