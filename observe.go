@@ -100,6 +100,9 @@ func (c *Client) logAttempt(job driver.JobRow, o worker.Outcome, outcome string,
 	if outcome != uncharged {
 		attrs = append(attrs, "outcome", outcome)
 	}
+	if o.TraceID != "" {
+		attrs = append(attrs, "trace_id", o.TraceID)
+	}
 	if o.Error != nil {
 		summary := o.Summary
 		if summary == "" {

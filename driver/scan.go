@@ -62,8 +62,8 @@ func (t Time) Ptr() *time.Time {
 type JobScanner struct {
 	row                                           JobRow
 	key, lockedBy, lastError, result, traceParent sql.NullString
-	nextRunAt, lockedUntil           Time
-	createdAt, updatedAt, finishedAt Time
+	nextRunAt, lockedUntil                        Time
+	createdAt, updatedAt, finishedAt              Time
 }
 
 // Dest returns the scan destinations in column order.

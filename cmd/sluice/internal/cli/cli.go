@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/config"
@@ -60,6 +61,9 @@ type app struct {
 	dbFrom  string       // where dbURL came from, for messages
 
 	drv driver.Driver
+	// tracing is the OTLP exporting provider, set by workerClient when the
+	// config has a tracing endpoint.
+	tracing *sdktrace.TracerProvider
 }
 
 // Main runs the CLI and returns the process exit code.
@@ -73,6 +77,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := root.ExecuteContext(ctx)
+	a.stopTracing()
 	if a.drv != nil {
 		a.drv.Close()
 	}

@@ -96,14 +96,20 @@ func (a *app) workerClient(ctx context.Context, f *config.File) (*sluice.Client,
 	if err != nil {
 		return nil, err
 	}
+	tp, err := a.tracerProvider(f.Tracing)
+	if err != nil {
+		return nil, err
+	}
 	c, err := sluice.NewClient(sluice.Config{
-		Clock:     clock,
-		Driver:    d,
-		Types:     types,
-		Queues:    queues,
-		Schedules: scheds,
-		Retention: f.Retention.Map(),
-		Logger:    a.log,
+		TracerProvider: tp,
+		KeepAttempts:   f.History.Keep,
+		Clock:          clock,
+		Driver:         d,
+		Types:          types,
+		Queues:         queues,
+		Schedules:      scheds,
+		Retention:      f.Retention.Map(),
+		Logger:         a.log,
 	})
 	if err != nil {
 		return nil, err
