@@ -53,6 +53,15 @@ type AttemptInfo struct {
 	ExitCode   *int   `json:"exit_code,omitempty"`
 }
 
+// Duration is how long the attempt took, to the millisecond; 0 when its
+// start is unknown.
+func (a AttemptInfo) Duration() time.Duration {
+	if a.DurationMS == nil {
+		return 0
+	}
+	return time.Duration(*a.DurationMS * float64(time.Millisecond)).Round(time.Millisecond)
+}
+
 func attemptInfoOf(a driver.Attempt) AttemptInfo {
 	info := AttemptInfo{Attempt: a.Number, Node: a.Node, End: a.End, Outcome: a.Outcome, Error: a.Error,
 		HTTPStatus: a.HTTPStatus, ExitCode: a.ExitCode}
