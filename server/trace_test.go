@@ -148,4 +148,3 @@ func TestTraceAcrossEnqueueAndWebhook(t *testing.T) {
 	require.NotNil(t, line, "no attempt log line in %s", logs.String())
 	require.Equal(t, traceID.String(), line["trace_id"])
 }
-
