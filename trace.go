@@ -57,11 +57,16 @@ func tracerOf(tp trace.TracerProvider) trace.Tracer {
 // the caller's trace. Without a tracer the span is the caller's own (or
 // none), and the jobs record that.
 func (c *Client) startEnqueue(ctx context.Context, ps []EnqueueParams) (context.Context, trace.Span) {
-	attrs := []attribute.KeyValue{attribute.Int("sluice.jobs", len(ps))}
-	if len(ps) == 1 {
-		attrs = append(attrs, attribute.String("sluice.job.type", ps[0].Type))
+	ctx, span := c.tracer.Start(ctx, "sluice.enqueue", trace.WithSpanKind(trace.SpanKindProducer))
+	// Attributes only for a span that keeps them: without a tracer the
+	// hot path allocates nothing for tracing.
+	if span.IsRecording() {
+		span.SetAttributes(attribute.Int("sluice.jobs", len(ps)))
+		if len(ps) == 1 {
+			span.SetAttributes(attribute.String("sluice.job.type", ps[0].Type))
+		}
 	}
-	return c.tracer.Start(ctx, "sluice.enqueue", trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(attrs...))
+	return ctx, span
 }
 
 // startRun starts the consumer span of one attempt as a child of the
@@ -69,19 +74,26 @@ func (c *Client) startEnqueue(ctx context.Context, ps []EnqueueParams) (context.
 // enqueued the job through every attempt to what the handler calls. A job
 // enqueued without a trace (a schedule, a plain INSERT) starts a new one.
 func (c *Client) startRun(ctx context.Context, row driver.JobRow) (context.Context, trace.Span) {
-	ctx = WithTraceParent(ctx, row.TraceParent)
-	return c.tracer.Start(ctx, "sluice.run "+row.Type, trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
-		attribute.Int64("sluice.job.id", row.ID),
-		attribute.String("sluice.job.type", row.Type),
-		attribute.String("sluice.queue", row.Queue),
-		attribute.Int("sluice.job.attempt", row.Attempts),
-	))
+	ctx, span := c.tracer.Start(WithTraceParent(ctx, row.TraceParent), "sluice.run "+row.Type, trace.WithSpanKind(trace.SpanKindConsumer))
+	if span.IsRecording() {
+		span.SetAttributes(
+			attribute.Int64("sluice.job.id", row.ID),
+			attribute.String("sluice.job.type", row.Type),
+			attribute.String("sluice.queue", row.Queue),
+			attribute.Int("sluice.job.attempt", row.Attempts),
+		)
+	}
+	return ctx, span
 }
 
 // endRun records the attempt's outcome on its span and ends it. The
 // error recorded is the summary, which carries no user data (see
 // DetailError).
 func endRun(span trace.Span, o worker.Outcome) {
+	defer span.End()
+	if !span.IsRecording() {
+		return
+	}
 	span.SetAttributes(attribute.String("sluice.job.outcome", worker.AttemptOutcome(o)))
 	if o.HTTPStatus != 0 {
 		span.SetAttributes(attribute.Int("http.response.status_code", o.HTTPStatus))
@@ -96,7 +108,6 @@ func endRun(span trace.Span, o worker.Outcome) {
 		}
 		span.SetStatus(codes.Error, driver.Truncate(msg, maxLoggedError, false))
 	}
-	span.End()
 }
 
 // traceIDOf is the trace id of a traceparent value, for log lines, or "".
