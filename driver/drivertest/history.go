@@ -107,6 +107,35 @@ func exerciseHistory(t *testing.T, open Opener) {
 		}
 	})
 
+	t.Run("BatchWithAndWithoutEntries", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		p := newJob("mixed")
+		with, without := b.insertOne(p), b.insertOne(p)
+		complete := func(entry bool) {
+			t.Helper()
+			tok := newToken()
+			claimed := b.claim(driver.ClaimParams{Queue: p.Queue, Type: p.Type, Limit: 2, Lease: time.Minute, Token: tok})
+			require.Len(t, claimed, 2)
+			var cs []driver.Completion
+			for _, c := range claimed {
+				cs = append(cs, driver.Completion{ID: c.ID, Token: tok, Status: driver.StatusPending})
+				if entry && c.ID == with {
+					cs[len(cs)-1].Attempt = &driver.Attempt{Number: c.Attempts, Outcome: driver.OutcomeRetry}
+				}
+			}
+			require.Empty(t, b.complete(cs...))
+		}
+		// One entry in the batch: only its job gets history.
+		complete(true)
+		require.Len(t, b.get(with).History, 1)
+		require.Empty(t, b.get(without).History)
+		// No entry in the batch: histories stay as they are.
+		complete(false)
+		require.Len(t, b.get(with).History, 1)
+		require.Empty(t, b.get(without).History)
+	})
+
 	t.Run("ErrorCutToItsEnd", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -420,8 +421,7 @@ func completionSize(c driver.Completion) int {
 		n += min(len(*c.Result), driver.MaxResultLen)
 	}
 	if c.Attempt != nil {
-		// complete_batch_first binds the entry twice.
-		n += 2 * (min(len(c.Attempt.Error), driver.MaxAttemptErrorLen) + 128)
+		n += min(len(c.Attempt.Error), driver.MaxAttemptErrorLen) + 128
 	}
 	return n
 }
@@ -432,7 +432,11 @@ func completionSize(c driver.Completion) int {
 // locks, only the jobs it writes whatever the table's statistics say: a
 // claim running meanwhile skips every row it has locked.
 func (d *Driver) completeBatchQuery(cs []driver.Completion) (string, []any) {
-	firstRow := d.Q["complete_batch_first"]
+	// Only a batch with a history entry pays for the history column.
+	batch, firstRow, rowArgs := d.Q["complete_batch"], d.Q["complete_batch_first"], d.BatchRowArgs
+	if slices.ContainsFunc(cs, func(c driver.Completion) bool { return c.Attempt != nil }) {
+		batch, firstRow, rowArgs = d.Q["complete_batch_history"], d.Q["complete_batch_history_first"], d.BatchHistoryRowArgs
+	}
 	nextRow := " UNION ALL SELECT ?" + strings.Repeat(", ?", strings.Count(firstRow, "?")-1)
 	var sb strings.Builder
 	var args []any
@@ -442,9 +446,9 @@ func (d *Driver) completeBatchQuery(cs []driver.Completion) (string, []any) {
 		} else {
 			sb.WriteString(nextRow)
 		}
-		args = append(args, d.CompletionArgs(c)...)
+		args = append(args, rowArgs(c)...)
 	}
-	return strings.Replace(d.Q["complete_batch"], "/*ROWS*/", sb.String(), 1), args
+	return strings.Replace(batch, "/*ROWS*/", sb.String(), 1), args
 }
 
 func (d *Driver) completeChunk(ctx context.Context, cs []driver.Completion) ([]int64, error) {

@@ -302,10 +302,15 @@ func (d *Driver) Complete(ctx context.Context, p driver.CompleteParams) ([]int64
 		}
 		keeps[k] = int32(driver.KeepAttempts(c.KeepAttempts))
 	}
+	// Only a batch with a history entry pays for the history column.
+	q, args := d.Q["complete_batch"], []any{ids, tokens, statuses, delays, refunds, finals, errorTexts, resultTexts}
+	if slices.ContainsFunc(entries, func(e *string) bool { return e != nil }) {
+		q, args = d.Q["complete_batch_history"], append(args, entries, keeps)
+	}
 	done := make(map[int64]bool, n)
 	err := driver.RetryTransient(ctx, d.Transient, func() error {
 		clear(done)
-		rows, err := d.Write.QueryContext(ctx, d.Q["complete_batch"], ids, tokens, statuses, delays, refunds, finals, errorTexts, resultTexts, entries, keeps)
+		rows, err := d.Write.QueryContext(ctx, q, args...)
 		if err != nil {
 			return err
 		}

@@ -299,8 +299,30 @@ func (b *Base) lostOf(ctx context.Context, token string, ids []int64) ([]int64, 
 	return lost, nil
 }
 
-// CompletionArgs are the arguments of complete.sql, in its order.
+// CompletionArgs are the arguments of complete.sql, in its order: the
+// outcome's, the history entry and limit as entry, keep, keep, entry (MySQL
+// and SQLite bind each placeholder once), then the id and token.
 func (b *Base) CompletionArgs(c driver.Completion) []any {
+	entry, keep := HistoryArgs(c)
+	return append(b.outcomeArgs(c), entry, keep, keep, entry, c.ID, c.Token)
+}
+
+// BatchRowArgs are one row of a batch's derived table (MySQL's
+// complete_batch_first.sql): the outcome, the id and the token.
+func (b *Base) BatchRowArgs(c driver.Completion) []any {
+	return append(b.outcomeArgs(c), c.ID, c.Token)
+}
+
+// BatchHistoryRowArgs are one row of a batch that writes history
+// (complete_batch_history_first.sql), which names the entry and limit once.
+func (b *Base) BatchHistoryRowArgs(c driver.Completion) []any {
+	entry, keep := HistoryArgs(c)
+	return append(b.outcomeArgs(c), entry, keep, c.ID, c.Token)
+}
+
+// outcomeArgs are the status, refund, final, delay, final, error and
+// result arguments that complete.sql and a batch row start with.
+func (b *Base) outcomeArgs(c driver.Completion) []any {
 	refund := 0
 	if c.Refund {
 		refund = 1
@@ -318,14 +340,11 @@ func (b *Base) CompletionArgs(c driver.Completion) []any {
 	if c.Status != driver.StatusPending {
 		final = 1
 	}
-	entry, keep := HistoryArgs(c)
-	return []any{c.Status, refund, final, b.Duration(c.Delay), final,
-		driver.PtrString(errText), driver.PtrString(result), entry, keep, keep, entry, c.ID, c.Token}
+	return []any{c.Status, refund, final, b.Duration(c.Delay), final, driver.PtrString(errText), driver.PtrString(result)}
 }
 
 // HistoryArgs are the history entry to append (NULL for none) and the
-// number of attempts to keep. complete.sql takes them as entry, keep, keep,
-// entry: MySQL and SQLite bind each placeholder once.
+// number of attempts to keep.
 func HistoryArgs(c driver.Completion) (sql.NullString, int) {
 	if c.Attempt == nil {
 		return sql.NullString{}, driver.KeepAttempts(c.KeepAttempts)
