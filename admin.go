@@ -30,6 +30,49 @@ type JobInfo struct {
 	CreatedAt   time.Time       `json:"created_at"`
 	UpdatedAt   time.Time       `json:"updated_at"`
 	FinishedAt  *time.Time      `json:"finished_at,omitempty"`
+	// TraceID is the trace the job was enqueued in, "" for none.
+	TraceID string `json:"trace_id,omitempty"`
+	// History is the job's last attempts, oldest first, for a job that
+	// failed at least once; Job fills it, Jobs does not.
+	History []AttemptInfo `json:"history,omitempty"`
+}
+
+// AttemptInfo is one attempt of a job's history. Start and End are the
+// database clock; Start is nil for an attempt whose worker vanished (its
+// lease expired), which knows only its end.
+type AttemptInfo struct {
+	Attempt    int        `json:"attempt"`
+	Node       string     `json:"node,omitempty"`
+	Start      *time.Time `json:"start,omitempty"`
+	End        time.Time  `json:"end"`
+	DurationMS *float64   `json:"duration_ms,omitempty"`
+	// Outcome is success, retry, failed, released (given back without
+	// being charged) or lease_expired.
+	Outcome    driver.Outcome `json:"outcome"`
+	Error      string         `json:"error,omitempty"`
+	HTTPStatus int            `json:"http_status,omitempty"`
+	ExitCode   *int           `json:"exit_code,omitempty"`
+}
+
+// Duration is how long the attempt took, to the millisecond; 0 when its
+// start is unknown.
+func (a AttemptInfo) Duration() time.Duration {
+	if a.DurationMS == nil {
+		return 0
+	}
+	return time.Duration(*a.DurationMS * float64(time.Millisecond)).Round(time.Millisecond)
+}
+
+func attemptInfoOf(a driver.Attempt) AttemptInfo {
+	info := AttemptInfo{Attempt: a.Number, Node: a.Node, End: a.End, Outcome: a.Outcome, Error: a.Error,
+		HTTPStatus: a.HTTPStatus, ExitCode: a.ExitCode}
+	if !a.Start.IsZero() {
+		start := a.Start
+		info.Start = &start
+		ms := float64(a.Duration()) / float64(time.Millisecond)
+		info.DurationMS = &ms
+	}
+	return info
 }
 
 func infoOf(r driver.JobRow) JobInfo {
@@ -39,10 +82,15 @@ func infoOf(r driver.JobRow) JobInfo {
 		b, _ := json.Marshal(string(r.Payload))
 		payload = b
 	}
-	return JobInfo{ID: r.ID, Queue: r.Queue, Type: r.Type, Key: r.Key, Dedupe: r.Dedupe, Payload: payload,
+	info := JobInfo{ID: r.ID, Queue: r.Queue, Type: r.Type, Key: r.Key, Dedupe: r.Dedupe, Payload: payload,
 		Status: r.Status, Priority: r.Priority, Attempts: r.Attempts, MaxAttempts: r.MaxAttempts,
 		NextRunAt: r.NextRunAt, LockedBy: r.LockedBy, LockedUntil: r.LockedUntil, LastError: r.LastError,
-		Result: r.Result, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt}
+		Result: r.Result, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt,
+		TraceID: traceIDOf(WithTraceParent(context.Background(), r.TraceParent))}
+	for _, a := range r.History {
+		info.History = append(info.History, attemptInfoOf(a))
+	}
+	return info
 }
 
 // Job reads one job; a missing one is driver.ErrNotFound.

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/maintenance"
 	"github.com/sluicehq/sluice/internal/metrics"
@@ -35,6 +37,7 @@ type Client struct {
 	metrics *metrics.Metrics
 	rollup  *metrics.Rollup
 	beat    *nodes.Heartbeat // nil for a client without workers
+	tracer  trace.Tracer
 
 	mu         sync.Mutex
 	started    bool
@@ -47,7 +50,8 @@ func NewClient(cfg Config) (*Client, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	c := &Client{cfg: cfg, drv: cfg.Driver, log: cfg.Logger, metrics: metrics.New(cfg.Driver.DB()), rollup: metrics.NewRollup()}
+	c := &Client{cfg: cfg, drv: cfg.Driver, log: cfg.Logger, metrics: metrics.New(cfg.Driver.DB()), rollup: metrics.NewRollup(),
+		tracer: tracerOf(cfg.TracerProvider)}
 	if len(cfg.Queues) > 0 {
 		c.pool = worker.New(worker.Config{
 			Driver:   cfg.Driver,
@@ -59,6 +63,9 @@ func NewClient(cfg Config) (*Client, error) {
 			PollMax:  cfg.PollMax,
 			Hooks:    c.workerHooks(),
 			Clock:    cfg.Clock,
+			Node:     cfg.NodeID,
+			// A zero limit is the driver's default.
+			KeepAttempts: cfg.KeepAttempts,
 		})
 		concurrency := 0
 		for _, q := range cfg.Queues {
@@ -69,15 +76,16 @@ func NewClient(cfg Config) (*Client, error) {
 	}
 	if len(cfg.Queues) > 0 && !cfg.DisableMaintenance {
 		c.maint = maintenance.New(maintenance.Config{
-			Driver:      cfg.Driver,
-			NodeID:      cfg.NodeID,
-			Logger:      cfg.Logger,
-			Retention:   cfg.Retention,
-			RescueEvery: cfg.RescueEvery,
-			LeaderTTL:   cfg.LeaderTTL,
-			Rescued:     c.countRescued,
-			Chores:      c.chores,
-			Clock:       cfg.Clock,
+			Driver:       cfg.Driver,
+			NodeID:       cfg.NodeID,
+			Logger:       cfg.Logger,
+			Retention:    cfg.Retention,
+			RescueEvery:  cfg.RescueEvery,
+			LeaderTTL:    cfg.LeaderTTL,
+			Rescued:      c.countRescued,
+			Chores:       c.chores,
+			KeepAttempts: cfg.KeepAttempts,
+			Clock:        cfg.Clock,
 		})
 	}
 	if len(cfg.Schedules) > 0 {
@@ -210,7 +218,7 @@ func (c *Client) Stop(ctx context.Context) {
 // Rescue returns jobs whose lease expired to pending now, whoever leads
 // maintenance. The cron-triggered runner calls it before claiming.
 func (c *Client) Rescue(ctx context.Context) (driver.RescueResult, error) {
-	return maintenance.Rescue(ctx, c.drv, c.log, c.countRescued)
+	return maintenance.Rescue(ctx, c.drv, c.cfg.KeepAttempts, c.log, c.countRescued)
 }
 
 // countRescued counts rescued jobs, and those the rescue failed for good

@@ -9,6 +9,8 @@ import (
 	"os"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/sluicehq/sluice/cron"
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/clock"
@@ -135,6 +137,15 @@ type Config struct {
 	RescueEvery time.Duration
 	LeaderTTL   time.Duration
 	PollMax     time.Duration
+	// KeepAttempts is how many attempts each job's history keeps, the
+	// latest ones; 0 means driver.DefaultKeepAttempts (20). Only jobs that
+	// failed at least once have a history: see docs/design.md "Attempt
+	// history".
+	KeepAttempts int
+	// TracerProvider makes the spans of enqueues and job runs; nil means
+	// OpenTelemetry's global provider, which is a no-op unless the
+	// application installed one. See docs/design.md "Tracing".
+	TracerProvider trace.TracerProvider
 	// LogPayloads adds job payloads to the debug-level "job finished" log
 	// line. Off by default: payloads may hold personal data or secrets.
 	LogPayloads bool
@@ -201,6 +212,9 @@ func (c Config) withDefaults() Config {
 func (c Config) validate() error {
 	if c.Driver == nil {
 		return errors.New("sluice config: Driver is required")
+	}
+	if c.KeepAttempts < 0 {
+		return inputErr("KeepAttempts", "%d: want 0 (the default, %d) or more", c.KeepAttempts, driver.DefaultKeepAttempts)
 	}
 	for name, t := range c.Types {
 		if err := checkName("type", name, driver.MaxTypeLen); err != nil {

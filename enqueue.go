@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/codes"
+
 	"github.com/sluicehq/sluice/driver"
 )
 
@@ -70,6 +72,9 @@ func (c *Client) enqueue(ctx context.Context, tx *sql.Tx, ps []EnqueueParams) ([
 	if len(ps) == 0 {
 		return nil, nil
 	}
+	ctx, span := c.startEnqueue(ctx, ps)
+	defer span.End()
+	traceParent := TraceParent(ctx)
 	rows := make([]driver.InsertJob, len(ps))
 	for i, p := range ps {
 		row, err := c.prepare(p)
@@ -77,12 +82,15 @@ func (c *Client) enqueue(ctx context.Context, tx *sql.Tx, ps []EnqueueParams) ([
 			if len(ps) > 1 {
 				return nil, fmt.Errorf("job %d: %w", i, err)
 			}
+			span.SetStatus(codes.Error, err.Error())
 			return nil, err
 		}
+		row.TraceParent = traceParent
 		rows[i] = row
 	}
 	res, err := c.drv.Insert(ctx, driver.InsertParams{Tx: tx, Jobs: rows})
 	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
 		return nil, err
 	}
 	out := make([]EnqueueResult, len(res))

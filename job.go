@@ -21,9 +21,11 @@ type Job struct {
 	MaxAttempts int
 	CreatedAt   time.Time
 
-	db     *sql.DB
-	tx     *sql.Tx
-	result *string
+	db         *sql.DB
+	tx         *sql.Tx
+	result     *string
+	httpStatus int
+	exitCode   *int
 }
 
 // IdempotencyKey is what a handler should use to make its effects
@@ -45,6 +47,15 @@ func (j *Job) Decode(v any) error {
 
 // SetResult stores s as the job's result when it succeeds.
 func (j *Job) SetResult(s string) { j.result = &s }
+
+// SetHTTPStatus records the HTTP status the handler's call answered with,
+// which the job's attempt history and its span keep. The webhook handler
+// sets it.
+func (j *Job) SetHTTPStatus(code int) { j.httpStatus = code }
+
+// SetExitCode records the exit code of the process the handler ran, which
+// the job's attempt history and its span keep. The command handler sets it.
+func (j *Job) SetExitCode(code int) { j.exitCode = &code }
 
 // Result returns what SetResult stored, if anything.
 func (j *Job) Result() (string, bool) {

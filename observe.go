@@ -63,26 +63,15 @@ func (c *Client) StartGauges(ctx context.Context) {
 	}, func(err error) { c.log.Warn("refreshing queue gauges failed", "err", err) })
 }
 
-// uncharged is what outcomeOf returns for an attempt given back without
-// using it (a snooze, or a shutdown or pass deadline that cut it short):
-// neither a success nor a failure, so metrics and roll-ups skip it.
-const uncharged = ""
+// uncharged is the outcome of an attempt given back without using it (a
+// snooze, or a shutdown or pass deadline that cut it short): neither a
+// success nor a failure, so metrics and roll-ups skip it.
+const uncharged = driver.AttemptReleased
 
-// outcomeOf names an attempt's outcome for metrics, roll-ups, logs and the
-// counts of a RunOnce pass: one of the driver.Outcome* names, or
-// uncharged.
-func outcomeOf(o worker.Outcome) driver.Outcome {
-	switch {
-	case o.Status == driver.StatusSuccess:
-		return driver.OutcomeSuccess
-	case o.Status == driver.StatusFailed:
-		return driver.OutcomeFailed
-	case o.Refund:
-		return uncharged
-	default:
-		return driver.OutcomeRetry
-	}
-}
+// outcomeOf names an attempt's outcome for metrics, roll-ups, logs, the
+// counts of a RunOnce pass and the attempt history: worker.AttemptOutcome
+// is the one rule, so that they cannot disagree.
+func outcomeOf(o worker.Outcome) driver.Outcome { return worker.AttemptOutcome(o) }
 
 // workerHooks count and log every job event with the same fields. Every
 // pool of the client uses them: the long-running workers and each RunOnce
@@ -113,6 +102,9 @@ func (c *Client) logAttempt(job driver.JobRow, o worker.Outcome, outcome driver.
 		"duration", ran, "status", o.Status}
 	if outcome != uncharged {
 		attrs = append(attrs, "outcome", outcome)
+	}
+	if o.TraceID != "" {
+		attrs = append(attrs, "trace_id", o.TraceID)
 	}
 	if o.Error != nil {
 		summary := o.Summary

@@ -13,6 +13,15 @@ import (
 // run executes one claimed job with its type's handler and classifies the
 // result as docs/design.md "Retries" describes.
 func (c *Client) run(ctx context.Context, row driver.JobRow) worker.Outcome {
+	ctx, span := c.startRun(ctx, row)
+	o := c.runTraced(ctx, row)
+	o.TraceID = traceIDOf(ctx)
+	endRun(span, o)
+	return o
+}
+
+// runTraced runs the job inside its span.
+func (c *Client) runTraced(ctx context.Context, row driver.JobRow) worker.Outcome {
 	t, ok := c.cfg.Types[row.Type]
 	if !ok || t.Handler == nil {
 		// Transient, so that deploying the handler lets the job run.
@@ -41,6 +50,7 @@ func (c *Client) run(ctx context.Context, row driver.JobRow) worker.Outcome {
 		}
 		o = c.failure(row, t, err)
 	}
+	o.HTTPStatus, o.ExitCode = job.httpStatus, job.exitCode
 	return o
 }
 

@@ -55,7 +55,30 @@ type File struct {
 	Schedules map[string]Schedule `yaml:"schedules"`
 	Batches   map[string]Batch    `yaml:"batches"`
 	Retention Retention           `yaml:"retention"`
+	History   History             `yaml:"history"`
+	Tracing   Tracing             `yaml:"tracing"`
 }
+
+// History configures each job's attempt history.
+type History struct {
+	Keep int `yaml:"keep"` // attempts kept per job, the latest; default driver.DefaultKeepAttempts
+}
+
+// Tracing configures the OTLP export of sluice's spans. With no Endpoint
+// nothing is exported: spans go to OpenTelemetry's no-op provider, and
+// only the trace context that callers send is passed on.
+type Tracing struct {
+	Endpoint string `yaml:"endpoint"` // OTLP/HTTP base URL, such as http://otel-collector:4318
+	// Protocol is the OTLP transport; only ProtocolHTTP is built in.
+	Protocol    string            `yaml:"protocol"`
+	ServiceName string            `yaml:"service_name"` // default "sluice"
+	Sampling    float64           `yaml:"sampling"`     // share of new traces kept, 0 to 1; default 1
+	Headers     map[string]string `yaml:"headers"`      // sent with every export, such as an API key
+}
+
+// ProtocolHTTP is OTLP over HTTP with protobuf bodies, the one tracing
+// protocol the binary supports.
+const ProtocolHTTP = "http/protobuf"
 
 // Auth guards the HTTP API and the dashboard.
 type Auth struct {
@@ -169,6 +192,8 @@ func (f *File) setDefaults() {
 		Failed:    sluice.DefaultRetentionFailed,
 		Cancelled: sluice.DefaultRetentionCancelled,
 	}
+	f.History.Keep = driver.DefaultKeepAttempts
+	f.Tracing = Tracing{Protocol: ProtocolHTTP, ServiceName: "sluice", Sampling: 1}
 }
 
 func (q *Queue) setDefaults() { q.Concurrency = sluice.DefaultConcurrency }

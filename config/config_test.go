@@ -107,6 +107,8 @@ func TestSpecExample(t *testing.T) {
 				Payload: json.RawMessage(`{}`), Overlap: "forbid", CatchUp: 1},
 		},
 		Retention: config.Retention{Success: 7 * day, Failed: 30 * day, Cancelled: 7 * day},
+		History:   config.History{Keep: driver.DefaultKeepAttempts},
+		Tracing:   config.Tracing{Protocol: config.ProtocolHTTP, ServiceName: "sluice", Sampling: 1},
 	}
 	require.Equal(t, want, f)
 
@@ -396,6 +398,11 @@ func TestRejectOtherProblems(t *testing.T) {
 		{"auth: { tokens: secret }", "auth.tokens", `want a list, got "secret"`},
 		{"types: { " + strings.Repeat("t", 65) + ": { command: [x] } }", "types." + strings.Repeat("t", 65), "at most 64 allowed"},
 		{"retention: { success: 0s }", "retention.success", "must be positive"},
+		{"history: { keep: 0 }", "history.keep", "must be at least 1"},
+		{"tracing: { endpoint: 'otel:4318' }", "tracing.endpoint", "want an http:// or https:// URL"},
+		{"tracing: { endpoint: 'http://otel:4317', protocol: grpc }", "tracing.protocol", "only http/protobuf is supported"},
+		{"tracing: { endpoint: 'http://otel:4318', sampling: 1.5 }", "tracing.sampling", "want a share from 0 to 1"},
+		{"tracing: { service_name: '' }", "tracing.service_name", "must not be empty"},
 		{"types: { x: { command: [x] } }\nschedules: { s: { cron: '@daily', type: x, payload: { 1: a } } }", "schedules.s.payload", "JSON"},
 	} {
 		requireRejected(t, tc.yaml, tc.path, tc.msg)
@@ -450,4 +457,19 @@ func TestLoad(t *testing.T) {
 
 	_, err = config.Load(filepath.Join(dir, "missing.yaml"))
 	require.ErrorIs(t, err, os.ErrNotExist)
+}
+
+func TestTracingAndHistory(t *testing.T) {
+	f, err := config.Parse("sluice.yaml", []byte(`
+history: { keep: 5 }
+tracing:
+  endpoint: https://otel.example:4318
+  service_name: jobs
+  sampling: 0.25
+  headers: { api-key: "k" }
+`))
+	require.NoError(t, err)
+	require.Equal(t, config.History{Keep: 5}, f.History)
+	require.Equal(t, config.Tracing{Endpoint: "https://otel.example:4318", Protocol: config.ProtocolHTTP, ServiceName: "jobs",
+		Sampling: 0.25, Headers: map[string]string{"api-key": "k"}}, f.Tracing)
 }

@@ -182,6 +182,17 @@ func (d *decoder) decode(n *yaml.Node, path string, v reflect.Value) error {
 		}
 		v.SetInt(int64(i))
 		return nil
+	case reflect.Float64:
+		s, err := d.scalar(n, path, "a number")
+		if err != nil {
+			return err
+		}
+		var f float64
+		if retyped(n, s).Decode(&f) != nil {
+			return d.errorf(path, n.Line, "want a number, got %q", s.Value)
+		}
+		v.SetFloat(f)
+		return nil
 	case reflect.Bool:
 		s, err := d.scalar(n, path, "true or false")
 		if err != nil {

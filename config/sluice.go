@@ -82,6 +82,8 @@ func (f *File) Runtime(d driver.Driver, open func(url string) (driver.Driver, er
 		Queues:    queues,
 		Schedules: scheds,
 		Retention: f.Retention.Map(),
+		// KeepAttempts: 0 is the library's default.
+		KeepAttempts: f.History.Keep,
 	}
 	return rt, nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -100,6 +101,12 @@ func (d *decoder) validate(f *File) error {
 		}
 		f.Batches[name] = b
 	}
+	if f.History.Keep < 1 {
+		return d.failf("history.keep", "must be at least 1, got %d", f.History.Keep)
+	}
+	if err := d.validateTracing(f.Tracing); err != nil {
+		return err
+	}
 	for _, r := range []struct {
 		key string
 		d   time.Duration
@@ -107,6 +114,25 @@ func (d *decoder) validate(f *File) error {
 		if r.d <= 0 {
 			return d.failf("retention."+r.key, "must be positive, got %s", r.d)
 		}
+	}
+	return nil
+}
+
+func (d *decoder) validateTracing(t Tracing) error {
+	if t.Endpoint != "" {
+		u, err := url.Parse(t.Endpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return d.failf("tracing.endpoint", "%q: want an http:// or https:// URL, such as http://otel-collector:4318", t.Endpoint)
+		}
+	}
+	if t.Protocol != ProtocolHTTP {
+		return d.failf("tracing.protocol", "%q: only %s is supported", t.Protocol, ProtocolHTTP)
+	}
+	if t.ServiceName == "" {
+		return d.failf("tracing.service_name", "must not be empty")
+	}
+	if t.Sampling < 0 || t.Sampling > 1 {
+		return d.failf("tracing.sampling", "%v: want a share from 0 to 1", t.Sampling)
 	}
 	return nil
 }

@@ -300,6 +300,9 @@ type InsertJob struct {
 	// added to the database clock.
 	RunAt time.Time
 	Delay time.Duration
+	// TraceParent is the enqueuing caller's W3C trace context ("" for
+	// none), which the job's run continues.
+	TraceParent string
 }
 
 // InsertResult is the id of the inserted job, or of the existing job that holds its key.
@@ -344,6 +347,12 @@ type Completion struct {
 	// Error replaces last_error when set; Result replaces result when set.
 	Error  *string
 	Result *string
+	// Attempt, when set, is appended to the job's attempt history, which
+	// keeps the last KeepAttempts (0: DefaultKeepAttempts). Workers set it
+	// only for jobs that have failed before or fail now, so that a job
+	// that never fails writes no history.
+	Attempt      *Attempt
+	KeepAttempts int
 }
 
 // CompleteParams is a set of outcomes to apply, each fenced by its own token.
@@ -360,6 +369,9 @@ type CompleteTxParams struct {
 // RescueParams bounds one rescue pass.
 type RescueParams struct {
 	Limit int
+	// KeepAttempts bounds the attempt history that each rescued job's
+	// lease_expired attempt is appended to (0: DefaultKeepAttempts).
+	KeepAttempts int
 }
 
 // RescueResult counts rescued jobs by their new state.
@@ -591,6 +603,11 @@ type JobRow struct {
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 	FinishedAt  *time.Time
+	// TraceParent is the W3C trace context recorded at enqueue, or "".
+	TraceParent string
+	// History is the job's last attempts, oldest first; only GetJob
+	// reads it, and it is empty for a job that never failed.
+	History []Attempt
 }
 
 // Valid reports whether s is one of the job states.

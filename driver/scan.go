@@ -58,12 +58,12 @@ func (t Time) Ptr() *time.Time {
 // JobScanner holds the destinations for the standard job column list:
 // id, queue, type, business_key, dedupe, payload, status, priority, attempts,
 // max_attempts, next_run_at, locked_by, locked_until, last_error, result,
-// created_at, updated_at, finished_at.
+// created_at, updated_at, finished_at, traceparent.
 type JobScanner struct {
-	row                              JobRow
-	key, lockedBy, lastError, result sql.NullString
-	nextRunAt, lockedUntil           Time
-	createdAt, updatedAt, finishedAt Time
+	row                                           JobRow
+	key, lockedBy, lastError, result, traceParent sql.NullString
+	nextRunAt, lockedUntil                        Time
+	createdAt, updatedAt, finishedAt              Time
 }
 
 // Dest returns the scan destinations in column order.
@@ -71,7 +71,7 @@ func (s *JobScanner) Dest() []any {
 	r := &s.row
 	return []any{&r.ID, &r.Queue, &r.Type, &s.key, &r.Dedupe, &r.Payload, &r.Status, &r.Priority,
 		&r.Attempts, &r.MaxAttempts, &s.nextRunAt, &s.lockedBy, &s.lockedUntil, &s.lastError, &s.result,
-		&s.createdAt, &s.updatedAt, &s.finishedAt}
+		&s.createdAt, &s.updatedAt, &s.finishedAt, &s.traceParent}
 }
 
 // Row returns the scanned job.
@@ -79,6 +79,7 @@ func (s *JobScanner) Row() JobRow {
 	r := s.row
 	r.Payload = append([]byte(nil), r.Payload...)
 	r.Key, r.LockedBy, r.LastError, r.Result = s.key.String, s.lockedBy.String, s.lastError.String, s.result.String
+	r.TraceParent = s.traceParent.String
 	r.NextRunAt, r.CreatedAt, r.UpdatedAt = s.nextRunAt.Time, s.createdAt.Time, s.updatedAt.Time
 	r.LockedUntil, r.FinishedAt = s.lockedUntil.Ptr(), s.finishedAt.Ptr()
 	return r

@@ -224,7 +224,10 @@ func failJob(t *testing.T, d driver.Driver, id int64, msg string) {
 	var cs []driver.Completion
 	for _, r := range rows {
 		if r.ID == id {
-			cs = append(cs, driver.Completion{ID: id, Token: "tok", Status: driver.StatusFailed, Error: &msg})
+			// With an attempt in the history, whose text the job page shows too.
+			cs = append(cs, driver.Completion{ID: id, Token: "tok", Status: driver.StatusFailed, Error: &msg,
+				Attempt: &driver.Attempt{Number: r.Attempts, Node: hostile, Start: r.UpdatedAt, Outcome: driver.OutcomeFailed,
+					Error: msg, HTTPStatus: http.StatusInternalServerError}})
 		} else {
 			cs = append(cs, driver.Completion{ID: r.ID, Token: "tok", Status: driver.StatusPending, Refund: true})
 		}

@@ -74,7 +74,7 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	res, err := s.client.Enqueue(r.Context(), p)
+	res, err := s.client.Enqueue(callerTrace(r), p)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -124,7 +124,7 @@ func (s *Server) enqueueBatch(w http.ResponseWriter, r *http.Request) {
 		}
 		ps[i] = p
 	}
-	res, err := s.client.EnqueueMany(r.Context(), ps)
+	res, err := s.client.EnqueueMany(callerTrace(r), ps)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -143,6 +143,13 @@ func (s *Server) enqueueBatch(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// callerTrace is the request's context continuing the caller's trace
+// from its W3C traceparent header, if it sent a valid one: the jobs it
+// enqueues record it, so that their runs join the caller's trace.
+func callerTrace(r *http.Request) context.Context {
+	return sluice.WithTraceParent(r.Context(), r.Header.Get("Traceparent"))
 }
 
 // jobID reads the {id} path segment.

@@ -41,6 +41,7 @@ func Exercise(t *testing.T, open func(t *testing.T) driver.Driver) {
 		{"Claim", exerciseClaim},
 		{"Probe", exerciseProbe},
 		{"Complete", exerciseComplete},
+		{"History", exerciseHistory},
 		{"Fencing", exerciseFencing},
 		{"Rescue", exerciseRescue},
 		{"Release", exerciseRelease},

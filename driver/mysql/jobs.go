@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -167,11 +168,11 @@ func (d *Driver) insertArgs(j driver.InsertJob) []any {
 	// A string, not []byte: MySQL refuses to build a JSON value from a
 	// binary string, which is what the driver makes of []byte.
 	return []any{j.Queue, j.Type, driver.NullString(j.Key), j.Dedupe, string(j.Payload),
-		j.Priority, j.MaxAttempts, runAt, d.Duration(j.Delay)}
+		j.Priority, j.MaxAttempts, runAt, d.Duration(j.Delay), driver.NullString(j.TraceParent)}
 }
 
 func jobSize(j driver.InsertJob) int {
-	return len(j.Payload) + len(j.Key) + len(j.Queue) + len(j.Type) + 100
+	return len(j.Payload) + len(j.Key) + len(j.Queue) + len(j.Type) + len(j.TraceParent) + 100
 }
 
 // insertChunks inserts jobs[idx] with multi-row INSERTs and records their
@@ -184,7 +185,7 @@ func (d *Driver) insertChunks(ctx context.Context, tx *sql.Tx, jobs []driver.Ins
 		var sb strings.Builder
 		sb.WriteString(head)
 		sb.WriteString("VALUES")
-		args := make([]any, 0, len(part)*9)
+		args := make([]any, 0, len(part)*10)
 		for n, i := range part {
 			if n > 0 {
 				sb.WriteByte(',')
@@ -419,6 +420,9 @@ func completionSize(c driver.Completion) int {
 	if c.Result != nil {
 		n += min(len(*c.Result), driver.MaxResultLen)
 	}
+	if c.Attempt != nil {
+		n += min(len(c.Attempt.Error), driver.MaxAttemptErrorLen) + 128
+	}
 	return n
 }
 
@@ -428,7 +432,11 @@ func completionSize(c driver.Completion) int {
 // locks, only the jobs it writes whatever the table's statistics say: a
 // claim running meanwhile skips every row it has locked.
 func (d *Driver) completeBatchQuery(cs []driver.Completion) (string, []any) {
-	firstRow := d.Q["complete_batch_first"]
+	// Only a batch with a history entry pays for the history column.
+	batch, firstRow, rowArgs := d.Q["complete_batch"], d.Q["complete_batch_first"], d.BatchRowArgs
+	if slices.ContainsFunc(cs, func(c driver.Completion) bool { return c.Attempt != nil }) {
+		batch, firstRow, rowArgs = d.Q["complete_batch_history"], d.Q["complete_batch_history_first"], d.BatchHistoryRowArgs
+	}
 	nextRow := " UNION ALL SELECT ?" + strings.Repeat(", ?", strings.Count(firstRow, "?")-1)
 	var sb strings.Builder
 	var args []any
@@ -438,9 +446,9 @@ func (d *Driver) completeBatchQuery(cs []driver.Completion) (string, []any) {
 		} else {
 			sb.WriteString(nextRow)
 		}
-		args = append(args, d.CompletionArgs(c)...)
+		args = append(args, rowArgs(c)...)
 	}
-	return strings.Replace(d.Q["complete_batch"], "/*ROWS*/", sb.String(), 1), args
+	return strings.Replace(batch, "/*ROWS*/", sb.String(), 1), args
 }
 
 func (d *Driver) completeChunk(ctx context.Context, cs []driver.Completion) ([]int64, error) {
@@ -508,12 +516,13 @@ func (d *Driver) Rescue(ctx context.Context, p driver.RescueParams) (driver.Resc
 	if limit <= 0 {
 		limit = 1000
 	}
-	r, err := d.rescueFailed(ctx, limit)
+	keep := driver.KeepAttempts(p.KeepAttempts)
+	r, err := d.rescueFailed(ctx, limit, keep)
 	if err != nil {
 		return r, fmt.Errorf("rescue expired leases: %w", err)
 	}
 	if remaining := limit - r.Failed; remaining > 0 {
-		pending, err := d.execCount(ctx, d.Q["rescue"], remaining)
+		pending, err := d.execCount(ctx, d.Q["rescue"], keep, keep, remaining)
 		if err != nil {
 			return r, fmt.Errorf("rescue expired leases: %w", err)
 		}
@@ -524,7 +533,7 @@ func (d *Driver) Rescue(ctx context.Context, p driver.RescueParams) (driver.Resc
 
 // rescueFailed fails up to limit jobs whose lease expired on their last
 // attempt, in one transaction that locks them first.
-func (d *Driver) rescueFailed(ctx context.Context, limit int) (driver.RescueResult, error) {
+func (d *Driver) rescueFailed(ctx context.Context, limit, keep int) (driver.RescueResult, error) {
 	var r driver.RescueResult
 	err := driver.RetryTransient(ctx, d.Transient, func() error {
 		r = driver.RescueResult{}
@@ -553,7 +562,8 @@ func (d *Driver) rescueFailed(ctx context.Context, limit int) (driver.RescueResu
 		if err := rows.Err(); err != nil || len(ids) == 0 {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, d.InList(d.Q["rescue_failed"], 1, len(ids)), ids...); err != nil {
+		args := append([]any{keep, keep}, ids...)
+		if _, err := tx.ExecContext(ctx, d.InList(d.Q["rescue_failed"], 3, len(ids)), args...); err != nil {
 			return err
 		}
 		if err := tx.Commit(); err != nil {

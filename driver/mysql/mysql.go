@@ -172,7 +172,7 @@ func Open(rawURL string, opts Options) (*Driver, error) {
 	}
 	q, err := driver.LoadQueries(files, "queries", prefix, append(sqlcommon.Required,
 		"insert", "key_holders", "key_holder_locked", "claim", "claim_type", "claim_update",
-		"claim_fallback", "claim_fallback_type", "claimed", "complete_batch", "complete_batch_first",
+		"claim_fallback", "claim_fallback_type", "claimed", "complete_batch", "complete_batch_first", "complete_batch_history", "complete_batch_history_first",
 		"rescue_failed", "rescue_failed_lock", "lease_lock", "lease_insert", "lease_update", "migrate_lock", "migrate_unlock",
 		"schema_set", "runnable", "runnable_type", "lock_record", "lock_fence", "lock_holder")...)
 	if err != nil {

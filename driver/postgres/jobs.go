@@ -159,6 +159,7 @@ func (d *Driver) insertRows(ctx context.Context, q driver.Querier, jobs []driver
 		keys                             = make([]*string, n)
 		priorities, maxAttempts, delays  = make([]int64, n), make([]int64, n), make([]int64, n)
 		runAts                           = make([]*time.Time, n)
+		traceParents                     = make([]*string, n)
 	)
 	for k, i := range idx {
 		j := &jobs[i]
@@ -176,8 +177,11 @@ func (d *Driver) insertRows(ctx context.Context, q driver.Querier, jobs []driver
 		if !j.RunAt.IsZero() {
 			runAts[k] = &j.RunAt
 		}
+		if j.TraceParent != "" {
+			traceParents[k] = &j.TraceParent
+		}
 	}
-	rows, err := q.QueryContext(ctx, d.Q["insert"], queues, types, keys, dedupes, payloads, priorities, maxAttempts, runAts, delays)
+	rows, err := q.QueryContext(ctx, d.Q["insert"], queues, types, keys, dedupes, payloads, priorities, maxAttempts, runAts, delays, traceParents)
 	if err != nil {
 		return nil, nil, fmt.Errorf("insert: %w", err)
 	}
@@ -275,6 +279,8 @@ func (d *Driver) Complete(ctx context.Context, p driver.CompleteParams) ([]int64
 		refunds                 = make([]int32, n)
 		finals                  = make([]bool, n)
 		errorTexts, resultTexts = make([]*string, n), make([]*string, n)
+		entries                 = make([]*string, n)
+		keeps                   = make([]int32, n)
 	)
 	for k, c := range sorted {
 		ids[k], tokens[k], statuses[k], delays[k] = c.ID, c.Token, string(c.Status), driver.Micros(c.Delay)
@@ -290,11 +296,21 @@ func (d *Driver) Complete(ctx context.Context, p driver.CompleteParams) ([]int64
 			s := driver.StorableText(*c.Result, driver.MaxResultLen, true)
 			resultTexts[k] = &s
 		}
+		if c.Attempt != nil {
+			s := driver.EncodeAttempt(c.Attempt)
+			entries[k] = &s
+		}
+		keeps[k] = int32(driver.KeepAttempts(c.KeepAttempts))
+	}
+	// Only a batch with a history entry pays for the history column.
+	q, args := d.Q["complete_batch"], []any{ids, tokens, statuses, delays, refunds, finals, errorTexts, resultTexts}
+	if slices.ContainsFunc(entries, func(e *string) bool { return e != nil }) {
+		q, args = d.Q["complete_batch_history"], append(args, entries, keeps)
 	}
 	done := make(map[int64]bool, n)
 	err := driver.RetryTransient(ctx, d.Transient, func() error {
 		clear(done)
-		rows, err := d.Write.QueryContext(ctx, d.Q["complete_batch"], ids, tokens, statuses, delays, refunds, finals, errorTexts, resultTexts)
+		rows, err := d.Write.QueryContext(ctx, q, args...)
 		if err != nil {
 			return err
 		}

@@ -155,7 +155,7 @@ func Open(url string, opts Options) (driver.Driver, error) {
 		return nil, err
 	}
 	q, err := driver.LoadQueries(files, "queries", prefix, append(sqlcommon.Required,
-		"insert", "key_holder", "claim", "claim_type", "complete_batch", "lease_acquire", "schema_set", "schema_exists",
+		"insert", "key_holder", "claim", "claim_type", "complete_batch", "complete_batch_history", "lease_acquire", "schema_set", "schema_exists",
 		"runnable", "runnable_type")...)
 	if err != nil {
 		return nil, err

@@ -168,18 +168,21 @@ func (b *Base) InList(q string, start, n int) string {
 
 // GetJob reads one job.
 func (b *Base) GetJob(ctx context.Context, id int64) (*driver.JobRow, error) {
-	rows, err := b.Read.QueryContext(ctx, b.Q["get"], id)
-	if err != nil {
-		return nil, fmt.Errorf("get job %d: %w", id, err)
-	}
-	jobs, err := driver.ScanJobs(rows)
-	if err != nil {
-		return nil, fmt.Errorf("get job %d: %w", id, err)
-	}
-	if len(jobs) == 0 {
+	// get.sql is the standard column list and the history.
+	var s driver.JobScanner
+	var history []byte
+	err := b.Read.QueryRowContext(ctx, b.Q["get"], id).Scan(append(s.Dest(), &history)...)
+	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("job %d: %w", id, driver.ErrNotFound)
 	}
-	return &jobs[0], nil
+	if err != nil {
+		return nil, fmt.Errorf("get job %d: %w", id, err)
+	}
+	job := s.Row()
+	if job.History, err = driver.DecodeHistory(history); err != nil {
+		return nil, fmt.Errorf("get job %d: %w", id, err)
+	}
+	return &job, nil
 }
 
 // ListQuery builds the listing's SQL and arguments.
@@ -298,8 +301,30 @@ func (b *Base) lostOf(ctx context.Context, token string, ids []int64) ([]int64, 
 	return lost, nil
 }
 
-// CompletionArgs are the arguments of complete.sql, in its order.
+// CompletionArgs are the arguments of complete.sql, in its order: the
+// outcome's, the history entry and limit as entry, keep, keep, entry (MySQL
+// and SQLite bind each placeholder once), then the id and token.
 func (b *Base) CompletionArgs(c driver.Completion) []any {
+	entry, keep := HistoryArgs(c)
+	return append(b.outcomeArgs(c), entry, keep, keep, entry, c.ID, c.Token)
+}
+
+// BatchRowArgs are one row of a batch's derived table (MySQL's
+// complete_batch_first.sql): the outcome, the id and the token.
+func (b *Base) BatchRowArgs(c driver.Completion) []any {
+	return append(b.outcomeArgs(c), c.ID, c.Token)
+}
+
+// BatchHistoryRowArgs are one row of a batch that writes history
+// (complete_batch_history_first.sql), which names the entry and limit once.
+func (b *Base) BatchHistoryRowArgs(c driver.Completion) []any {
+	entry, keep := HistoryArgs(c)
+	return append(b.outcomeArgs(c), entry, keep, c.ID, c.Token)
+}
+
+// outcomeArgs are the status, refund, final, delay, final, error and
+// result arguments that complete.sql and a batch row start with.
+func (b *Base) outcomeArgs(c driver.Completion) []any {
 	refund := 0
 	if c.Refund {
 		refund = 1
@@ -317,8 +342,16 @@ func (b *Base) CompletionArgs(c driver.Completion) []any {
 	if c.Status != driver.StatusPending {
 		final = 1
 	}
-	return []any{c.Status, refund, final, b.Duration(c.Delay), final,
-		driver.PtrString(errText), driver.PtrString(result), c.ID, c.Token}
+	return []any{c.Status, refund, final, b.Duration(c.Delay), final, driver.PtrString(errText), driver.PtrString(result)}
+}
+
+// HistoryArgs are the history entry to append (NULL for none) and the
+// number of attempts to keep.
+func HistoryArgs(c driver.Completion) (sql.NullString, int) {
+	if c.Attempt == nil {
+		return sql.NullString{}, driver.KeepAttempts(c.KeepAttempts)
+	}
+	return sql.NullString{String: driver.EncodeAttempt(c.Attempt), Valid: true}, driver.KeepAttempts(c.KeepAttempts)
 }
 
 // CompleteTx applies one fenced outcome in the caller's transaction.
@@ -385,7 +418,8 @@ func (b *Base) Rescue(ctx context.Context, p driver.RescueParams) (driver.Rescue
 	}
 	err := driver.RetryTransient(ctx, b.Transient, func() error {
 		r = driver.RescueResult{}
-		rows, err := b.Write.QueryContext(ctx, b.Q["rescue"], limit)
+		keep := driver.KeepAttempts(p.KeepAttempts)
+		rows, err := b.Write.QueryContext(ctx, b.Q["rescue"], keep, keep, limit)
 		if err != nil {
 			return err
 		}

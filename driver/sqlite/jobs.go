@@ -38,7 +38,7 @@ func (d *Driver) insertAll(ctx context.Context, tx *sql.Tx, jobs []driver.Insert
 				runAt = d.Time(j.RunAt)
 			}
 			err := ins.QueryRowContext(ctx, j.Queue, j.Type, driver.NullString(j.Key), j.Dedupe, j.Payload,
-				j.Priority, j.MaxAttempts, runAt, d.Duration(j.Delay)).Scan(&out[i].ID)
+				j.Priority, j.MaxAttempts, runAt, d.Duration(j.Delay), driver.NullString(j.TraceParent)).Scan(&out[i].ID)
 			if errors.Is(err, sql.ErrNoRows) {
 				// The key is taken; the writer lock we hold means its holder
 				// cannot change under us.

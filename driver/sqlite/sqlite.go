@@ -222,14 +222,14 @@ func (d *Driver) AcquireLease(ctx context.Context, p driver.LeaseParams) (driver
 }
 
 // Complete applies outcomes in one transaction. Plain successes (no
-// result, no error) of one lease token share one statement; the rest take
+// result, no error, no history entry) of one lease token share one statement; the rest take
 // one prepared statement each, which in-process SQLite runs cheaply.
 func (d *Driver) Complete(ctx context.Context, p driver.CompleteParams) ([]int64, error) {
 	cs := p.Completions
 	plain := map[string][]int64{}
 	var rest []driver.Completion
 	for _, c := range cs {
-		if c.Status == driver.StatusSuccess && !c.Refund && c.Error == nil && c.Result == nil {
+		if c.Status == driver.StatusSuccess && !c.Refund && c.Error == nil && c.Result == nil && c.Attempt == nil {
 			plain[c.Token] = append(plain[c.Token], c.ID)
 		} else {
 			rest = append(rest, c)

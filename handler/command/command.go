@@ -118,6 +118,10 @@ func (h *Handler) Work(ctx context.Context, job *sluice.Job) error {
 		// A missing program may be deployed before the next attempt.
 		return fmt.Errorf("command %s: %w", h.argv[0], err)
 	}
+	if code := state.ExitCode(); code >= 0 {
+		// -1 is a signal, which howEnded names.
+		job.SetExitCode(code)
+	}
 	errText := strings.TrimSpace(stderr.String())
 	switch {
 	case stopped:

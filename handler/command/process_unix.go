@@ -33,7 +33,7 @@ type process struct {
 // process group and reports stopped.
 func (h *Handler) run(ctx context.Context, input []byte, job *sluice.Job, stdout, stderr io.Writer) (
 	state *os.ProcessState, stopped bool, err error) {
-	p, err := h.start(input, job, stdout, stderr)
+	p, err := h.start(input, job, sluice.TraceParent(ctx), stdout, stderr)
 	if err != nil {
 		return nil, false, err
 	}
@@ -41,7 +41,7 @@ func (h *Handler) run(ctx context.Context, input []byte, job *sluice.Job, stdout
 	return p.cmd.ProcessState, stopped, nil
 }
 
-func (h *Handler) start(input []byte, job *sluice.Job, stdout, stderr io.Writer) (*process, error) {
+func (h *Handler) start(input []byte, job *sluice.Job, traceParent string, stdout, stderr io.Writer) (*process, error) {
 	cmd := exec.Command(h.argv[0], h.argv[1:]...)
 	cmd.Dir = h.dir
 	// exec keeps the last value of a repeated key, so the job's own
@@ -51,6 +51,9 @@ func (h *Handler) start(input []byte, job *sluice.Job, stdout, stderr io.Writer)
 		"SLUICE_JOB_TYPE="+job.Type,
 		"SLUICE_JOB_KEY="+job.Key,
 		"SLUICE_JOB_ATTEMPT="+strconv.Itoa(job.Attempt),
+		// The W3C name that OpenTelemetry SDKs read for a process's
+		// parent; empty when the job is not traced.
+		"TRACEPARENT="+traceParent,
 	)
 	// Its own group, so one signal reaches every process it starts.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -55,7 +55,7 @@ var sharedClient = &http.Client{Transport: sharedTransport, CheckRedirect: noRed
 func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // reservedHeaders are set by the protocol and cannot be configured.
-var reservedHeaders = []string{"Content-Type", "Idempotency-Key", "X-Sluice-Job-Id", "X-Sluice-Attempt", "X-Sluice-Signature"}
+var reservedHeaders = []string{"Content-Type", "Idempotency-Key", "X-Sluice-Job-Id", "X-Sluice-Attempt", "X-Sluice-Signature", "Traceparent"}
 
 // Endpoint delivers signed POSTs to one URL and classifies the answers.
 // Job webhooks and the batch HTTP sink both deliver through it, so that
@@ -167,15 +167,21 @@ func CheckIdempotencyKey(key string) error {
 // when the server sent a Retry-After of seconds or an HTTP date, capped at
 // MaxRetryAfter.
 func (e *Endpoint) Post(ctx context.Context, body []byte, key string, extra http.Header) (string, error) {
+	text, _, err := e.post(ctx, body, key, extra)
+	return text, err
+}
+
+// post is Post that also returns the HTTP status, 0 when no response came.
+func (e *Endpoint) post(ctx context.Context, body []byte, key string, extra http.Header) (string, int, error) {
 	if err := CheckIdempotencyKey(key); err != nil {
 		// HTTP cannot carry it, so no attempt would ever be sent.
-		return "", sluice.Permanent(err)
+		return "", 0, sluice.Permanent(err)
 	}
 	reqCtx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(reqCtx, http.MethodPost, e.url, bytes.NewReader(body))
 	if err != nil {
-		return "", sluice.Permanent(fmt.Errorf("build request: %w", err))
+		return "", 0, sluice.Permanent(fmt.Errorf("build request: %w", err))
 	}
 	req.Header = e.headers.Clone()
 	for name, values := range extra {
@@ -190,7 +196,7 @@ func (e *Endpoint) Post(ctx context.Context, body []byte, key string, extra http
 
 	resp, err := e.client.Do(req)
 	if err != nil {
-		return "", e.transportError(ctx, err)
+		return "", 0, e.transportError(ctx, err)
 	}
 	defer resp.Body.Close()
 	// Reading one byte past the limit reaches EOF on a body that fits, so
@@ -202,22 +208,22 @@ func (e *Endpoint) Post(ctx context.Context, body []byte, key string, extra http
 	code := resp.StatusCode
 	switch {
 	case code >= 200 && code < 300:
-		return text, nil
+		return text, code, nil
 	case code >= 300 && code < 400:
-		return "", sluice.Permanent(fmt.Errorf("HTTP %d: redirect to %q not followed: set the url to the final address",
+		return "", code, sluice.Permanent(fmt.Errorf("HTTP %d: redirect to %q not followed: set the url to the final address",
 			code, resp.Header.Get("Location")))
 	case code >= 400 && code < 500 && code != http.StatusRequestTimeout && code != http.StatusTooEarly &&
 		code != http.StatusTooManyRequests:
-		return "", sluice.Permanent(statusError(code, text))
+		return "", code, sluice.Permanent(statusError(code, text))
 	}
 	err = statusError(code, text)
 	if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
 		if e.maxRetryAfter > 0 {
 			d = min(d, e.maxRetryAfter)
 		}
-		return "", sluice.RetryAfter(err, d)
+		return "", code, sluice.RetryAfter(err, d)
 	}
-	return "", err
+	return "", code, err
 }
 
 // transportError explains a request that got no response. It is

@@ -13,6 +13,10 @@ import (
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/sluicehq/sluice"
 )
 
@@ -71,11 +75,25 @@ func (h *Handler) Work(ctx context.Context, job *sluice.Job) error {
 		// A stored payload that is not JSON will never encode.
 		return sluice.Permanent(err)
 	}
+	// The call is a client span in the job's trace, whose context the
+	// receiver gets as traceparent. Without a tracer the span is the
+	// job's (or none), and traceparent passes on the enqueuer's trace.
+	ctx, span := trace.SpanFromContext(ctx).TracerProvider().Tracer(sluice.TracerName).Start(ctx, "sluice.webhook POST",
+		trace.WithSpanKind(trace.SpanKindClient))
+	defer span.End()
 	extra := http.Header{}
 	extra.Set("X-Sluice-Job-Id", strconv.FormatInt(job.ID, 10))
 	extra.Set("X-Sluice-Attempt", strconv.Itoa(job.Attempt))
-	result, err := h.ep.Post(ctx, body, job.IdempotencyKey(), extra)
+	if tp := sluice.TraceParent(ctx); tp != "" {
+		extra.Set("Traceparent", tp)
+	}
+	result, code, err := h.ep.post(ctx, body, job.IdempotencyKey(), extra)
+	if code != 0 {
+		job.SetHTTPStatus(code)
+		span.SetAttributes(attribute.Int("http.response.status_code", code))
+	}
 	if err != nil {
+		span.SetStatus(codes.Error, "webhook call failed")
 		return err
 	}
 	job.SetResult(result)

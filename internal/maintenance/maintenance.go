@@ -28,6 +28,9 @@ type Config struct {
 	Retention map[driver.Status]time.Duration
 	// RescueEvery defaults to 5s, PurgeEvery to 1m, LeaderTTL to 30s.
 	RescueEvery, PurgeEvery, LeaderTTL time.Duration
+	// KeepAttempts bounds the attempt history a rescue appends to; 0
+	// means driver.DefaultKeepAttempts.
+	KeepAttempts int
 	// Rescued is called after a rescue pass that moved jobs.
 	Rescued func(r driver.RescueResult)
 	// Chores, if set, runs with the purge, every PurgeEvery, while this
@@ -147,7 +150,7 @@ func (s *Service) loop(ctx context.Context) {
 
 // RescueAll returns every expired lease to pending (or failed), in chunks.
 func (s *Service) RescueAll(ctx context.Context) driver.RescueResult {
-	total, err := Rescue(ctx, s.cfg.Driver, s.log, s.cfg.Rescued)
+	total, err := Rescue(ctx, s.cfg.Driver, s.cfg.KeepAttempts, s.log, s.cfg.Rescued)
 	if err != nil {
 		s.log.Warn("rescue failed", "err", err)
 	}
@@ -159,12 +162,12 @@ func (s *Service) RescueAll(ctx context.Context) driver.RescueResult {
 // a cron pass (which rescues before it claims) both go through it, so a
 // rescue is logged and counted the same way whoever runs it. On an error
 // it still reports what the chunks before it moved.
-func Rescue(ctx context.Context, d driver.Driver, log *slog.Logger, rescued func(driver.RescueResult)) (driver.RescueResult, error) {
+func Rescue(ctx context.Context, d driver.Driver, keepAttempts int, log *slog.Logger, rescued func(driver.RescueResult)) (driver.RescueResult, error) {
 	var total driver.RescueResult
 	var err error
 	for ctx.Err() == nil {
 		var r driver.RescueResult
-		if r, err = d.Rescue(ctx, driver.RescueParams{Limit: 1000}); err != nil {
+		if r, err = d.Rescue(ctx, driver.RescueParams{Limit: 1000, KeepAttempts: keepAttempts}); err != nil {
 			break
 		}
 		total.Add(r)

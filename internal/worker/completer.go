@@ -96,8 +96,7 @@ func (c *completer) flush(ctx context.Context, batch []pending) {
 	}
 	cs := make([]driver.Completion, len(batch))
 	for i, it := range batch {
-		cs[i] = driver.Completion{ID: it.x.job.ID, Token: it.x.job.LockedBy, Status: it.o.Status,
-			Delay: it.o.Delay, Refund: it.o.Refund, Error: it.o.Error, Result: it.o.Result}
+		cs[i] = c.p.completion(it.x, it.o)
 	}
 	wait := retryMin
 	var lost []int64
@@ -140,8 +139,7 @@ func (c *completer) flush(ctx context.Context, batch []pending) {
 func (p *Pool) completeInTx(x *running, o Outcome) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c := driver.Completion{ID: x.job.ID, Token: x.job.LockedBy, Status: o.Status, Delay: o.Delay,
-		Refund: o.Refund, Error: o.Error, Result: o.Result}
+	c := p.completion(x, o)
 	ok, err := p.cfg.Driver.CompleteTx(ctx, driver.CompleteTxParams{Tx: o.Tx, Completion: c})
 	if err == nil && ok {
 		err = o.Tx.Commit()
@@ -151,8 +149,7 @@ func (p *Pool) completeInTx(x *running, o Outcome) {
 	switch {
 	case err != nil:
 		// Nothing committed: the lease will expire and the job run again.
-		p.log.Error("transactional completion failed; the job will be rescued", "job_id", x.job.ID, "type", x.job.Type,
-			"queue", x.job.Queue, "attempt", x.job.Attempts, "duration", p.cfg.Clock.Since(x.claimed), "err", err)
+		p.log.Error("transactional completion failed; the job will be rescued", append(p.jobAttrs(x), "err", err)...)
 		p.running.remove(x.job.ID)
 	case !ok:
 		p.leaseLost(x, "transactional completion")

@@ -62,8 +62,7 @@ func (p *Pool) leaseLost(x *running, where string) {
 	if !p.running.remove(x.job.ID) {
 		return // already reported
 	}
-	p.log.Warn("job lease lost; its outcome will be dropped", "job_id", x.job.ID, "type", x.job.Type,
-		"queue", x.job.Queue, "attempt", x.job.Attempts, "duration", p.cfg.Clock.Since(x.claimed), "during", where)
+	p.log.Warn("job lease lost; its outcome will be dropped", append(p.jobAttrs(x), "during", where)...)
 	if h := p.cfg.Hooks.LeaseLost; h != nil {
 		h(x.job, where)
 	}

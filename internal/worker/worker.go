@@ -14,6 +14,9 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/clock"
 )
@@ -32,6 +35,13 @@ type Outcome struct {
 	// permanent error, not a snooze), whatever its next state. Circuit
 	// breakers count these.
 	Transient bool
+	// HTTPStatus (a webhook's answer) or ExitCode (a command's) go into
+	// the attempt history; zero and nil when the handler reported none.
+	HTTPStatus int
+	ExitCode   *int
+	// TraceID is the trace the attempt ran in, for its log line; "" when
+	// it was not traced.
+	TraceID string
 	// Tx, when set, is the handler's completing transaction: the fenced
 	// outcome is written in it and it is committed, or rolled back if the
 	// lease was lost.
@@ -99,6 +109,11 @@ type Config struct {
 	// Circuit gives a job type's circuit breaker; a zero Threshold (or a
 	// nil Circuit) means none.
 	Circuit func(jobType string) driver.CircuitPolicy
+	// Node names this process in the attempt history (host:pid).
+	Node string
+	// KeepAttempts bounds each job's attempt history; 0 means
+	// driver.DefaultKeepAttempts.
+	KeepAttempts int
 	// Grace is how long handlers get to return after a shutdown deadline
 	// cancels them before their jobs are requeued anyway. Default 1s.
 	Grace time.Duration
@@ -241,7 +256,7 @@ func (p *Pool) requeueStuck() {
 	msg := "interrupted by shutdown; handler did not return"
 	cs := make([]driver.Completion, 0, len(jobs))
 	for _, r := range jobs {
-		cs = append(cs, driver.Completion{ID: r.job.ID, Token: r.job.LockedBy, Status: driver.StatusPending, Refund: true, Error: &msg})
+		cs = append(cs, p.completion(r, Outcome{Status: driver.StatusPending, Refund: true, Error: &msg}))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -254,6 +269,56 @@ func (p *Pool) requeueStuck() {
 		p.running.remove(r.job.ID)
 	}
 	p.log.Warn("requeued jobs whose handlers ignored cancellation", "jobs", len(cs), "lost", len(lost))
+}
+
+// jobAttrs are the fields of the pool's own log lines about a running
+// job, the same as the client's attempt lines, with the trace the job was
+// enqueued in.
+func (p *Pool) jobAttrs(x *running) []any {
+	attrs := []any{"job_id", x.job.ID, "type", x.job.Type, "queue", x.job.Queue, "attempt", x.job.Attempts,
+		"duration", p.cfg.Clock.Since(x.claimed)}
+	if x.job.TraceParent != "" {
+		ctx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": x.job.TraceParent})
+		if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+			attrs = append(attrs, "trace_id", sc.TraceID().String())
+		}
+	}
+	return attrs
+}
+
+// completion is the fenced write of o for x. A job that fails now or has
+// failed before (its last_error is set) gets the attempt appended to its
+// history; a job that never failed writes none, which keeps the common
+// success as cheap as it was.
+func (p *Pool) completion(x *running, o Outcome) driver.Completion {
+	c := driver.Completion{ID: x.job.ID, Token: x.job.LockedBy, Status: o.Status, Delay: o.Delay,
+		Refund: o.Refund, Error: o.Error, Result: o.Result, KeepAttempts: p.cfg.KeepAttempts}
+	if o.Error == nil && x.job.LastError == "" {
+		return c
+	}
+	a := &driver.Attempt{Number: x.job.Attempts, Node: p.cfg.Node, Start: x.job.UpdatedAt, Outcome: AttemptOutcome(o),
+		HTTPStatus: o.HTTPStatus, ExitCode: o.ExitCode}
+	if o.Error != nil {
+		a.Error = *o.Error
+	}
+	c.Attempt = a
+	return c
+}
+
+// AttemptOutcome names what became of an attempt: driver.OutcomeSuccess,
+// OutcomeFailed or OutcomeRetry, or driver.AttemptReleased for one given
+// back without being charged.
+func AttemptOutcome(o Outcome) driver.Outcome {
+	switch {
+	case o.Status == driver.StatusSuccess:
+		return driver.OutcomeSuccess
+	case o.Status == driver.StatusFailed:
+		return driver.OutcomeFailed
+	case o.Refund:
+		return driver.AttemptReleased
+	default:
+		return driver.OutcomeRetry
+	}
 }
 
 // Drained is closed when every bounded producer has stopped claiming and

@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/config"
@@ -65,6 +66,9 @@ type app struct {
 
 	drv   driver.Driver
 	dests map[string]driver.Driver // copy sinks' destinations, by URL
+	// tracing is the OTLP exporting provider, set by workerClient when the
+	// config has a tracing endpoint.
+	tracing *sdktrace.TracerProvider
 }
 
 // Main runs the CLI and returns the process exit code.
@@ -78,6 +82,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := root.ExecuteContext(ctx)
+	a.stopTracing()
 	if a.drv != nil {
 		a.drv.Close()
 	}

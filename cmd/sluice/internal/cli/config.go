@@ -68,6 +68,9 @@ func (a *app) workerClient(ctx context.Context) (*sluice.Client, error) {
 	if rt.Config.Clock, err = clockFromEnv(); err != nil {
 		return nil, err
 	}
+	if rt.Config.TracerProvider, err = a.tracerProvider(a.cfg.Tracing); err != nil {
+		return nil, err
+	}
 	c, err := sluice.NewClient(rt.Config)
 	if err != nil {
 		return nil, err
