@@ -29,6 +29,7 @@ type JobInfo struct {
 	CreatedAt   time.Time       `json:"created_at"`
 	UpdatedAt   time.Time       `json:"updated_at"`
 	FinishedAt  *time.Time      `json:"finished_at,omitempty"`
+	Partition   string          `json:"partition,omitempty"`
 }
 
 func infoOf(r driver.JobRow) JobInfo {
@@ -41,7 +42,8 @@ func infoOf(r driver.JobRow) JobInfo {
 	return JobInfo{ID: r.ID, Queue: r.Queue, Type: r.Type, Key: r.Key, Dedupe: r.Dedupe, Payload: payload,
 		Status: r.Status, Priority: r.Priority, Attempts: r.Attempts, MaxAttempts: r.MaxAttempts,
 		NextRunAt: r.NextRunAt, LockedBy: r.LockedBy, LockedUntil: r.LockedUntil, LastError: r.LastError,
-		Result: r.Result, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt}
+		Result: r.Result, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt,
+		Partition: r.Partition}
 }
 
 // Job reads one job; a missing one is driver.ErrNotFound.

@@ -54,11 +54,13 @@ const (
 
 // Column limits shared by every driver, so that bad input fails the same way everywhere.
 const (
-	MaxQueueLen  = 64
-	MaxTypeLen   = 64
-	MaxKeyLen    = 191
-	MaxErrorLen  = 4 << 10
-	MaxResultLen = 64 << 10
+	MaxQueueLen = 64
+	MaxTypeLen  = 64
+	MaxKeyLen   = 191
+	// MaxPartitionLen bounds a job's partition (fairness key); see CheckPartition.
+	MaxPartitionLen = 64
+	MaxErrorLen     = 4 << 10
+	MaxResultLen    = 64 << 10
 )
 
 // Sentinel errors that drivers map their own errors to.
@@ -277,6 +279,8 @@ type InsertJob struct {
 	Payload     []byte // valid JSON
 	Priority    int
 	MaxAttempts int
+	// Partition is the job's fairness key (a tenant id, say); "" for none.
+	Partition string
 	// RunAt, if set, is when the job becomes runnable; otherwise Delay is
 	// added to the database clock.
 	RunAt time.Time
@@ -296,6 +300,47 @@ type ClaimParams struct {
 	Limit int
 	Lease time.Duration
 	Token string // the fresh lease token written to locked_by
+	// Fair takes turns between the queue's partitions (InsertJob.Partition)
+	// instead of claiming in the queue's global order: docs/design.md
+	// "Fair queues and concurrency limits" says how.
+	Fair bool
+	// Limits caps running jobs across every process; nil for none.
+	Limits *Limits
+}
+
+// MaxFairPartitions bounds the partitions one fair claim takes jobs from,
+// so that the claim stays a fixed number of index seeks however many
+// partitions a queue holds; the next claim goes on from where it stopped.
+const MaxFairPartitions = 64
+
+// Limits are caps on running (processing) jobs that hold across every
+// process: a claim counts the running jobs in its own transaction while it
+// holds its queue's claim-state row, so claims that enforce limits wait for
+// each other and each sees the ones before. Zero means no cap.
+type Limits struct {
+	// Queue caps the running jobs of the claimed queue.
+	Queue int
+	// Partition caps the running jobs of each partition of the queue, and
+	// Partitions overrides that cap for single partitions (a partition
+	// listed here is capped even when Partition is 0). They need Fair: a
+	// claim in global order would stall behind a partition at its cap.
+	Partition  int
+	Partitions map[string]int
+	// Types caps the running jobs of each listed type over all queues.
+	Types map[string]int
+}
+
+// PartitionCap is the cap of partition p, 0 for none.
+func (l *Limits) PartitionCap(p string) int {
+	if n, ok := l.Partitions[p]; ok {
+		return n
+	}
+	return l.Partition
+}
+
+// Active reports whether any cap is set.
+func (l *Limits) Active() bool {
+	return l != nil && (l.Queue > 0 || l.Partition > 0 || len(l.Partitions) > 0 || len(l.Types) > 0)
 }
 
 // ReleaseClaimParams names the claim to hand back by its lease token. The
@@ -572,6 +617,7 @@ type JobRow struct {
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 	FinishedAt  *time.Time
+	Partition   string // "" for none
 }
 
 // IsFinal reports whether a status is one a job does not leave by itself.

@@ -28,6 +28,10 @@ var Required = []string{
 	"checkpoint_list", "checkpoint_get", "checkpoint_create", "checkpoint_take", "checkpoint_advance",
 	"checkpoint_finish", "checkpoint_release", "checkpoint_touch", "checkpoint_status", "checkpoint_delete",
 	"node_upsert", "node_delete", "node_list", "node_purge", "release_claim", "drop_list",
+	// The fair and limited claim (fair.go).
+	"claim_state_lock", "claim_state_init", "claim_state_set",
+	"running_queue", "running_types", "running_parts",
+	"fair_parts", "fair_parts_first", "claim_pick", "claim_pick_part", "claim_ids",
 }
 
 // Dialect is what Base needs to know about a database beyond its SQL files.

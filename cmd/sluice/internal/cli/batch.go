@@ -321,7 +321,8 @@ func (a *app) batchTypes(f *config.File) (map[string]sluice.Type, []*batch.Batch
 }
 
 func (a *app) batchEnqueueCommand() *cobra.Command {
-	return &cobra.Command{
+	var partition string
+	cmd := &cobra.Command{
 		Use:   "enqueue NAME",
 		Short: "Enqueue one job per shard, so that `sluice work` processes spread the batch",
 		Args:  cobra.ExactArgs(1),
@@ -345,7 +346,7 @@ func (a *app) batchEnqueueCommand() *cobra.Command {
 			ps := make([]sluice.EnqueueParams, len(shards))
 			for i, s := range shards {
 				ps[i] = sluice.EnqueueParams{Type: batchJobType(args[0]), Key: "batch:" + args[0] + ":" + s,
-					Dedupe: driver.DedupeActive, Payload: map[string]string{"shard": s}}
+					Dedupe: driver.DedupeActive, Payload: map[string]string{"shard": s}, Partition: partition}
 			}
 			rs, err := c.EnqueueMany(cmd.Context(), ps)
 			if err != nil {
@@ -360,4 +361,8 @@ func (a *app) batchEnqueueCommand() *cobra.Command {
 			return json.NewEncoder(a.stdout).Encode(map[string]int{"inserted": len(rs) - dups, "duplicates": dups})
 		},
 	}
+	// A tenant's backfill run as a batch shares a fair queue with the
+	// tenant's other work instead of crowding out everyone else's.
+	cmd.Flags().StringVar(&partition, "partition", "", "fairness key of the shard jobs, e.g. the tenant whose backfill this is")
+	return cmd
 }
