@@ -124,9 +124,29 @@ func (c *Client) queueList() []worker.Queue {
 			lease = DefaultLease
 		}
 		q := c.cfg.Queues[n]
-		out = append(out, worker.Queue{Name: n, Concurrency: q.Concurrency, Rate: q.Rate, Lease: lease})
+		out = append(out, worker.Queue{Name: n, Concurrency: q.Concurrency, Rate: q.Rate, Lease: lease,
+			Fair: q.Fair, Limits: c.limitsOf(q)})
 	}
 	return out
+}
+
+// limitsOf gathers the running caps a claim on queue q enforces: its own
+// and every type's, since a type's jobs may sit in any queue. nil when
+// there are none, which keeps the claim on its single-statement path.
+func (c *Client) limitsOf(q QueueConfig) *driver.Limits {
+	l := &driver.Limits{Queue: q.MaxRunning, Partition: q.MaxRunningPerPartition, Partitions: q.PartitionMaxRunning}
+	for name, t := range c.cfg.Types {
+		if t.MaxRunning > 0 {
+			if l.Types == nil {
+				l.Types = map[string]int{}
+			}
+			l.Types[name] = t.MaxRunning
+		}
+	}
+	if !l.Active() {
+		return nil
+	}
+	return l
 }
 
 func (c *Client) leaseFor(jobType string) time.Duration {

@@ -124,14 +124,18 @@ func (c *Client) RunOnce(ctx context.Context, p RunParams) (RunResult, error) {
 		res.count(outcomeOf(o))
 	}
 	lease := c.leaseFor(p.Type)
+	// A bounded pass claims as the queue's workers do: in turns when it is
+	// fair, within its running caps.
+	qc := c.cfg.Queues[p.Queue]
 	for _, q := range c.queueList() {
 		if q.Name == p.Queue {
 			lease = max(lease, q.Lease)
 		}
 	}
 	pool := worker.New(worker.Config{
-		Driver:   c.drv,
-		Queues:   []worker.Queue{{Name: p.Queue, Type: p.Type, Concurrency: p.Concurrency, Lease: lease, MaxJobs: p.MaxJobs}},
+		Driver: c.drv,
+		Queues: []worker.Queue{{Name: p.Queue, Type: p.Type, Concurrency: p.Concurrency, Lease: lease, MaxJobs: p.MaxJobs,
+			Fair: qc.Fair, Limits: c.limitsOf(qc)}},
 		Run:      c.run,
 		LeaseFor: c.leaseFor,
 		Logger:   c.log,

@@ -65,6 +65,11 @@ type Queue struct {
 	Concurrency int  `yaml:"concurrency"` // default sluice.DefaultConcurrency
 	Rate        Rate `yaml:"rate"`        // zero means no limit
 	Paused      bool `yaml:"paused"`
+	// Fair and the running caps are sluice.QueueConfig's.
+	Fair                   bool           `yaml:"fair"`
+	MaxRunning             int            `yaml:"max_running"`
+	MaxRunningPerPartition int            `yaml:"max_running_per_partition"`
+	PartitionMaxRunning    map[string]int `yaml:"partition_max_running"`
 }
 
 // Rate is a limit of N jobs per period, written "5/s", "100/m", "1000/h"
@@ -89,6 +94,8 @@ type Type struct {
 	MaxAttempts int           `yaml:"max_attempts"` // default sluice.DefaultMaxAttempts
 	Backoff     Backoff       `yaml:"backoff"`
 	Dedupe      string        `yaml:"dedupe"` // "permanent" (default) or "active"
+	// MaxRunning caps the type's running jobs over every process; 0: none.
+	MaxRunning int `yaml:"max_running"`
 	// PermanentExitCodes fail a command's job at once. Command types
 	// default to [65]; an explicit [] makes every failing exit transient.
 	PermanentExitCodes []int `yaml:"permanent_exit_codes"`

@@ -25,6 +25,7 @@ func (f *File) SluiceTypes() (map[string]sluice.Type, error) {
 			MaxAttempts: t.MaxAttempts,
 			Backoff:     sluice.Backoff{Base: t.Backoff.Base, Max: t.Backoff.Max},
 			Dedupe:      t.Dedupe,
+			MaxRunning:  t.MaxRunning,
 		}
 	}
 	return types, nil
@@ -52,4 +53,14 @@ func (t Type) NewHandler() (sluice.Handler, error) {
 		return nil, err
 	}
 	return h, nil
+}
+
+// SluiceQueue is the queue's sluice.QueueConfig.
+func (q Queue) SluiceQueue() sluice.QueueConfig {
+	qc := sluice.QueueConfig{Concurrency: q.Concurrency, Fair: q.Fair, MaxRunning: q.MaxRunning,
+		MaxRunningPerPartition: q.MaxRunningPerPartition, PartitionMaxRunning: q.PartitionMaxRunning}
+	if !q.Rate.IsZero() {
+		qc.Rate = float64(q.Rate.N) / q.Rate.Per.Seconds()
+	}
+	return qc
 }

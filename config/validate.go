@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -122,6 +123,13 @@ func (d *decoder) validateQueue(name string, q Queue) error {
 	if q.Concurrency < 1 {
 		return d.failf(path+".concurrency", "must be at least 1, got %d", q.Concurrency)
 	}
+	if err := sluice.CheckQueueConfig(q.SluiceQueue()); err != nil {
+		var in *sluice.InputError
+		if errors.As(err, &in) {
+			return d.failf(path+"."+in.Field, "%s", in.Msg)
+		}
+		return d.fail(path, err)
+	}
 	return nil
 }
 
@@ -147,6 +155,9 @@ func (d *decoder) validateType(f *File, name string, t *Type) error {
 	}
 	if err := d.checkQueue(f, path+".queue", t.Queue); err != nil {
 		return err
+	}
+	if t.MaxRunning < 0 {
+		return d.failf(path+".max_running", "must not be negative, got %d", t.MaxRunning)
 	}
 	switch {
 	case t.HTTP == nil && t.Command == nil:

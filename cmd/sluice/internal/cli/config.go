@@ -69,11 +69,7 @@ func (a *app) workerClient(ctx context.Context, f *config.File) (*sluice.Client,
 	}
 	queues := map[string]sluice.QueueConfig{}
 	for name, q := range f.Queues {
-		qc := sluice.QueueConfig{Concurrency: q.Concurrency}
-		if !q.Rate.IsZero() {
-			qc.Rate = float64(q.Rate.N) / q.Rate.Per.Seconds()
-		}
-		queues[name] = qc
+		queues[name] = q.SluiceQueue()
 		if q.Paused {
 			// paused: true pauses at start; resuming through the API or
 			// CLI then holds until the next start.
