@@ -50,6 +50,7 @@ func (h *Handler) start(input []byte, job *sluice.Job, stdout, stderr io.Writer)
 		"SLUICE_JOB_ID="+strconv.FormatInt(job.ID, 10),
 		"SLUICE_JOB_TYPE="+job.Type,
 		"SLUICE_JOB_KEY="+job.Key,
+		"SLUICE_JOB_PARTITION="+job.Partition,
 		"SLUICE_JOB_ATTEMPT="+strconv.Itoa(job.Attempt),
 	)
 	// Its own group, so one signal reaches every process it starts.
