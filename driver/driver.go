@@ -136,6 +136,11 @@ type Driver interface {
 	// Cancel moves a pending or failed job to cancelled.
 	Cancel(ctx context.Context, id int64) error
 	Stats(ctx context.Context) ([]QueueStats, error)
+	// PartitionStats returns the p.Limit partitions of p.Queue with the
+	// most pending jobs, with their pending and running counts; jobs
+	// without a partition are left out. It reads the queue's live rows
+	// through an index, never finished ones.
+	PartitionStats(ctx context.Context, p PartitionStatsParams) ([]PartitionStats, error)
 
 	// SetQueuePaused records a queue's paused flag; PausedQueues reads all flags.
 	SetQueuePaused(ctx context.Context, p SetQueuePausedParams) error
@@ -464,6 +469,19 @@ type QueueStats struct {
 	Processing    int64
 	Failed        int64
 	OldestPending *time.Time // next_run_at of the oldest runnable pending job
+}
+
+// PartitionStatsParams names the queue and how many partitions to return.
+type PartitionStatsParams struct {
+	Queue string
+	Limit int
+}
+
+// PartitionStats is the live picture of one partition of a queue.
+type PartitionStats struct {
+	Partition string
+	Pending   int64
+	Running   int64
 }
 
 // ScheduleState is a schedule's progress.

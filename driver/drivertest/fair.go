@@ -254,4 +254,20 @@ func exerciseFair(t *testing.T, open Opener) {
 		}
 		require.Equal(t, 3, b.running("*", "t1"))
 	})
+
+	t.Run("PartitionStats", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		b.insert(inPart("t", "A"), inPart("t", "A"), inPart("t", "A"), inPart("t", "B"), newJob("t"))
+		other := inPart("t", "Z")
+		other.Queue = "other"
+		b.insert(other)
+		require.Len(t, b.claim(driver.ClaimParams{Queue: "default", Limit: 1, Lease: time.Minute, Token: newToken(), Fair: true}), 1)
+		st, err := b.d.PartitionStats(b.ctx, driver.PartitionStatsParams{Queue: "default", Limit: 10})
+		require.NoError(t, err)
+		require.Equal(t, []driver.PartitionStats{{Partition: "A", Pending: 2, Running: 1}, {Partition: "B", Pending: 1}}, st)
+		st, err = b.d.PartitionStats(b.ctx, driver.PartitionStatsParams{Queue: "default", Limit: 1})
+		require.NoError(t, err)
+		require.Len(t, st, 1)
+	})
 }

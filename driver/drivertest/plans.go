@@ -93,6 +93,7 @@ func exercisePlans(t *testing.T, open Opener) {
 		check("limited pick", qd.Bind(strings.Replace(qd.Query("claim_pick"), "/*FILTER*/", "", 1), 0), []any{"default", 10}, false)
 		onlyFair("running by partition", check("running by partition", bind("running_parts", 2), []any{"fair", "A", "p3"}, false))
 		check("running in queue", bind("running_queue", 0), []any{"fair"}, false)
+		onlyFair("partition stats", check("partition stats", bind("partition_stats", 0), []any{"fair", 10}, false))
 		check("running by type", bind("running_types", 1), []any{"plan"}, false)
 	})
 }

@@ -406,3 +406,21 @@ func (b *Base) ClaimIDsReturning(ctx context.Context, tx *sql.Tx, p driver.Claim
 	}
 	return driver.ScanJobs(rows)
 }
+
+// PartitionStats is driver.Driver's PartitionStats.
+func (b *Base) PartitionStats(ctx context.Context, p driver.PartitionStatsParams) ([]driver.PartitionStats, error) {
+	rows, err := b.Read.QueryContext(ctx, b.Bind(b.Q["partition_stats"], 0), p.Queue, p.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("partition stats of queue %s: %w", p.Queue, err)
+	}
+	defer rows.Close()
+	var out []driver.PartitionStats
+	for rows.Next() {
+		var s driver.PartitionStats
+		if err := rows.Scan(&s.Partition, &s.Pending, &s.Running); err != nil {
+			return nil, fmt.Errorf("partition stats of queue %s: %w", p.Queue, err)
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}

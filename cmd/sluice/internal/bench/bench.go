@@ -51,6 +51,10 @@ type Config struct {
 	Concurrency  int
 	PayloadBytes int
 	FinishedRows int
+	// Partitions spreads the bulk mode's jobs over this many partitions,
+	// in turn; Fair makes the queue fair. They measure what fairness costs.
+	Partitions int
+	Fair       bool
 	// Latency switches to the latency mode: single jobs enqueued while
 	// the workers run, at Rate per second from the workers' own client,
 	// or spaced out at random from another connection (Source).
@@ -87,6 +91,8 @@ type Result struct {
 	Concurrency  int     `json:"concurrency"`
 	PayloadBytes int     `json:"payload_bytes"`
 	FinishedRows int     `json:"finished_rows"`
+	Partitions   int     `json:"partitions,omitempty"`
+	Fair         bool    `json:"fair,omitempty"`
 	Rate         float64 `json:"rate,omitempty"`
 	// Source is the latency mode's Config.Source.
 	Source     string  `json:"latency_source,omitempty"`
@@ -187,7 +193,7 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 		}
 	}
 	res = &Result{DB: scheme, Mode: "bulk", Jobs: cfg.Jobs, Concurrency: cfg.Concurrency,
-		PayloadBytes: cfg.PayloadBytes, FinishedRows: cfg.FinishedRows}
+		PayloadBytes: cfg.PayloadBytes, FinishedRows: cfg.FinishedRows, Partitions: cfg.Partitions, Fair: cfg.Fair}
 	if cfg.Latency {
 		res.Mode, res.Source = "latency", cfg.Source
 		if cfg.Source == SourceInProcess {
@@ -233,7 +239,7 @@ func (r *runner) client(h sluice.HandlerFunc) (*sluice.Client, error) {
 	return sluice.NewClient(sluice.Config{
 		Driver: r.d,
 		Types:  map[string]sluice.Type{jobType: {Handler: h, Queue: queue}},
-		Queues: map[string]sluice.QueueConfig{queue: {Concurrency: r.cfg.Concurrency}},
+		Queues: map[string]sluice.QueueConfig{queue: {Concurrency: r.cfg.Concurrency, Fair: r.cfg.Fair}},
 		Logger: r.cfg.Logger,
 	})
 }
@@ -262,8 +268,12 @@ func (r *runner) bulkRun(ctx context.Context, res *Result) error {
 	ps := make([]sluice.EnqueueParams, 0, batchSize)
 	for i := 0; i < r.cfg.Jobs; i += batchSize {
 		ps = ps[:0]
-		for range min(batchSize, r.cfg.Jobs-i) {
-			ps = append(ps, sluice.EnqueueParams{Type: jobType, Payload: payload})
+		for k := range min(batchSize, r.cfg.Jobs-i) {
+			p := sluice.EnqueueParams{Type: jobType, Payload: payload}
+			if r.cfg.Partitions > 0 {
+				p.Partition = fmt.Sprintf("p%d", (i+k)%r.cfg.Partitions)
+			}
+			ps = append(ps, p)
 		}
 		if _, err := c.EnqueueMany(ctx, ps); err != nil {
 			stop()

@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -177,6 +178,17 @@ types:
 				pending += s.Pending
 			}
 			require.Greater(t, pending, int64(backlog/2), "A's backlog was mostly still waiting")
+			// sluice stats shows the backlog by partition.
+			r := run(t, env, "", "--config", cfg, "stats", "--json")
+			require.Equal(t, 0, r.code, r.stderr)
+			var out struct {
+				Queues []sluice.QueueStats `json:"queues"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
+			require.Len(t, out.Queues, 1)
+			require.True(t, out.Queues[0].Fair)
+			require.Equal(t, "A", out.Queues[0].Partitions[0].Partition)
+			require.Greater(t, out.Queues[0].Partitions[0].Pending, int64(backlog/2))
 		})
 	}
 }

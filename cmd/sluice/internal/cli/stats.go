@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
 )
 
@@ -26,6 +27,11 @@ func (a *app) statsCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			for i := range st {
+				if q, ok := a.cfg.Queues[st[i].Queue]; ok {
+					st[i].ApplyConfig(q.SluiceQueue())
+				}
+			}
 			if asJSON {
 				return json.NewEncoder(a.stdout).Encode(map[string]any{"queues": st})
 			}
@@ -36,9 +42,33 @@ func (a *app) statsCommand() *cobra.Command {
 					(time.Duration(s.OldestPendingAge * float64(time.Second))).Round(time.Second), s.Paused,
 					s.FinishedHour[driver.OutcomeSuccess], s.FinishedHour[driver.OutcomeFailed], s.FinishedDay[driver.OutcomeSuccess], s.FinishedDay[driver.OutcomeFailed])
 			}
-			return w.Flush()
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			return a.printPartitions(st)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "JSON output")
 	return cmd
+}
+
+// printPartitions lists each queue's partitions with the largest backlog,
+// with their running jobs against the caps.
+func (a *app) printPartitions(st []sluice.QueueStats) error {
+	w := tabwriter.NewWriter(a.stdout, 2, 4, 2, ' ', 0)
+	header := false
+	for _, s := range st {
+		for _, p := range s.Partitions {
+			if !header {
+				fmt.Fprintf(w, "\nQUEUE\tPARTITION (top %d by backlog)\tPENDING\tRUNNING\tMAX RUNNING\n", sluice.TopPartitions)
+				header = true
+			}
+			limit := "-"
+			if p.MaxRunning > 0 {
+				limit = fmt.Sprint(p.MaxRunning)
+			}
+			fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\n", s.Queue, p.Partition, p.Pending, p.Running, limit)
+		}
+	}
+	return w.Flush()
 }
