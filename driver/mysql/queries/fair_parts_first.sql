@@ -1,11 +1,7 @@
--- A skip scan of sluice_jobs_fair: each step is one index seek to the next
--- partition of the queue with a pending job, so finding n partitions costs
--- n seeks however many jobs each one holds.
--- Arguments: queue, queue, how many.
-WITH RECURSIVE p(pk, n) AS (
-  SELECT (SELECT partition_key FROM sluice_jobs WHERE queue = ? AND status = 'pending' ORDER BY partition_key LIMIT 1), 1
-  UNION ALL
-  SELECT (SELECT partition_key FROM sluice_jobs WHERE queue = ? AND status = 'pending' AND partition_key > p.pk ORDER BY partition_key LIMIT 1), n + 1
-  FROM p WHERE p.pk IS NOT NULL AND n < ?
-)
-SELECT pk FROM p WHERE pk IS NOT NULL
+-- fair_parts from the first partition of the queue.
+-- Arguments: queue, queue (again), how many.
+SELECT partition_key FROM sluice_jobs FORCE INDEX (sluice_jobs_fair)
+WHERE queue = ? AND status = 'pending' AND queue = ?
+GROUP BY partition_key
+ORDER BY partition_key
+LIMIT ?
