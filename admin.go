@@ -30,6 +30,7 @@ type JobInfo struct {
 	CreatedAt   time.Time       `json:"created_at"`
 	UpdatedAt   time.Time       `json:"updated_at"`
 	FinishedAt  *time.Time      `json:"finished_at,omitempty"`
+	Partition   string          `json:"partition,omitempty"`
 	// TraceID is the trace the job was enqueued in, "" for none.
 	TraceID string `json:"trace_id,omitempty"`
 	// History is the job's last attempts, oldest first, for a job that
@@ -86,7 +87,8 @@ func infoOf(r driver.JobRow) JobInfo {
 		Status: r.Status, Priority: r.Priority, Attempts: r.Attempts, MaxAttempts: r.MaxAttempts,
 		NextRunAt: r.NextRunAt, LockedBy: r.LockedBy, LockedUntil: r.LockedUntil, LastError: r.LastError,
 		Result: r.Result, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt,
-		TraceID: traceIDOf(WithTraceParent(context.Background(), r.TraceParent))}
+		Partition: r.Partition,
+		TraceID:   traceIDOf(WithTraceParent(context.Background(), r.TraceParent))}
 	for _, a := range r.History {
 		info.History = append(info.History, attemptInfoOf(a))
 	}
@@ -167,7 +169,37 @@ type QueueStats struct {
 	// the last hour and day, from the sluice_stats roll-ups.
 	FinishedHour map[string]int64 `json:"finished_1h"`
 	FinishedDay  map[string]int64 `json:"finished_24h"`
+	// Fair and MaxRunning are the queue's settings in this client's
+	// config (false and 0 when it has none for the queue).
+	Fair       bool `json:"fair,omitempty"`
+	MaxRunning int  `json:"max_running,omitempty"`
+	// Partitions are the TopPartitions partitions with the largest
+	// backlog, with their running jobs against their cap (0: none).
+	Partitions []PartitionStats `json:"partitions,omitempty"`
 }
+
+// ApplyConfig fills in the queue's settings from q: a client that runs no
+// workers (the CLI's) has the config file's instead.
+func (s *QueueStats) ApplyConfig(q QueueConfig) {
+	s.Fair, s.MaxRunning = q.Fair, q.MaxRunning
+	caps := driver.RunningCaps{Partition: q.MaxRunningPerPartition, Partitions: q.PartitionMaxRunning}
+	for i := range s.Partitions {
+		s.Partitions[i].MaxRunning = caps.PartitionCap(s.Partitions[i].Partition)
+	}
+}
+
+// PartitionStats is one partition of a queue in QueueStats.
+type PartitionStats struct {
+	Partition  string `json:"partition"`
+	Pending    int64  `json:"pending"`
+	Running    int64  `json:"running"`
+	MaxRunning int    `json:"max_running,omitempty"`
+}
+
+// TopPartitions is how many partitions QueueStats lists per queue. It
+// bounds the output, as the number of partitions (tenants) is not; for
+// the same reason no metric has a partition label.
+const TopPartitions = 10
 
 // Stats reads per-queue counts from indexes that hold live jobs only.
 func (c *Client) Stats(ctx context.Context) ([]QueueStats, error) {
@@ -214,6 +246,22 @@ func (c *Client) Stats(ctx context.Context) ([]QueueStats, error) {
 		s.FinishedDay[string(r.Outcome)] += r.Count
 		if !r.Bucket.Before(hourAgo) {
 			s.FinishedHour[string(r.Outcome)] += r.Count
+		}
+	}
+	for i := range out {
+		s := &out[i]
+		if s.Pending+s.Processing == 0 {
+			continue
+		}
+		parts, err := c.drv.PartitionStats(ctx, driver.PartitionStatsParams{Queue: s.Queue, Limit: TopPartitions})
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range parts {
+			s.Partitions = append(s.Partitions, PartitionStats{Partition: p.Partition, Pending: p.Pending, Running: p.Running})
+		}
+		if qc, ok := c.cfg.Queues[s.Queue]; ok {
+			s.ApplyConfig(qc)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Queue < out[j].Queue })

@@ -134,7 +134,7 @@ func (c *Client) queueList() []worker.Queue {
 		}
 		q := c.cfg.Queues[n]
 		out = append(out, worker.Queue{Name: n, Concurrency: q.Concurrency, Rate: q.Rate, Lease: lease,
-			ClusterRate: q.ClusterRate, ClusterBurst: q.ClusterBurst})
+			ClusterRate: q.ClusterRate, ClusterBurst: q.ClusterBurst, Fair: q.Fair, Limits: c.limitsOf(q)})
 	}
 	return out
 }
@@ -143,6 +143,25 @@ func (c *Client) queueList() []worker.Queue {
 // a type this client does not know.
 func (c *Client) circuitFor(jobType string) driver.CircuitPolicy {
 	return c.cfg.Types[jobType].Circuit.policy()
+}
+
+// limitsOf gathers the running caps a claim on queue q enforces: its own
+// and every type's, since a type's jobs may sit in any queue. nil when
+// there are none, which keeps the claim on its single-statement path.
+func (c *Client) limitsOf(q QueueConfig) *driver.RunningCaps {
+	l := &driver.RunningCaps{Queue: q.MaxRunning, Partition: q.MaxRunningPerPartition, Partitions: q.PartitionMaxRunning}
+	for name, t := range c.cfg.Types {
+		if t.MaxRunning > 0 {
+			if l.Types == nil {
+				l.Types = map[string]int{}
+			}
+			l.Types[name] = t.MaxRunning
+		}
+	}
+	if !l.Active() {
+		return nil
+	}
+	return l
 }
 
 func (c *Client) leaseFor(jobType string) time.Duration {

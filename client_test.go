@@ -148,6 +148,11 @@ func TestEnqueueDedupe(t *testing.T) {
 		_, err = c.EnqueueMany(ctx, []sluice.EnqueueParams{{Type: "ok"}, {Type: "ok", Key: strings.Repeat("k", 192)}})
 		require.ErrorAs(t, err, &ie)
 		require.Equal(t, "key", ie.Field)
+		for _, bad := range []string{strings.Repeat("p", 65), "tenant 7", "t'1", "ten\x00ant", "é"} {
+			_, err = c.EnqueueMany(ctx, []sluice.EnqueueParams{{Type: "ok"}, {Type: "ok", Partition: bad}})
+			require.ErrorAs(t, err, &ie, "partition %q", bad)
+			require.Equal(t, "partition", ie.Field)
+		}
 		jobs, err := d.ListJobs(ctx, driver.ListParams{})
 		require.NoError(t, err)
 		require.Len(t, jobs, 1, "bad input must write nothing")

@@ -29,6 +29,9 @@ type Type struct {
 	// Circuit is the type's circuit breaker, shared by every node; a zero
 	// Threshold means none.
 	Circuit Circuit
+	// MaxRunning caps the running jobs of this type over every process
+	// and queue; 0 means no cap. Every process that claims must set it.
+	MaxRunning int
 }
 
 // Circuit configures a job type's circuit breaker (docs/design.md
@@ -62,6 +65,18 @@ type QueueConfig struct {
 	// cluster rate claims only jobs it can start at once (no prefetch).
 	ClusterRate  float64
 	ClusterBurst int
+	// Fair takes turns between the queue's partitions (EnqueueParams
+	// Partition): each claim serves the partitions round-robin, one job
+	// each a round, and priority orders jobs only within a partition.
+	Fair bool
+	// MaxRunning caps the queue's running jobs over every process; 0 means
+	// no cap.
+	MaxRunning int
+	// MaxRunningPerPartition caps each partition's running jobs in this
+	// queue over every process, and PartitionMaxRunning overrides it for
+	// single partitions (a premium tenant); 0 means no cap. Both need Fair.
+	MaxRunningPerPartition int
+	PartitionMaxRunning    map[string]int
 }
 
 // Defaults for what a Type, a QueueConfig or Config.Retention leaves out.
@@ -216,6 +231,16 @@ func (c Config) validate() error {
 	if c.KeepAttempts < 0 {
 		return inputErr("KeepAttempts", "%d: want 0 (the default, %d) or more", c.KeepAttempts, driver.DefaultKeepAttempts)
 	}
+	for name, q := range c.Queues {
+		if err := checkQueueLimits(q); err != nil {
+			return fmt.Errorf("sluice config: queue %s: %w", name, err)
+		}
+	}
+	for name, t := range c.Types {
+		if t.MaxRunning < 0 {
+			return fmt.Errorf("sluice config: type %s: %w", name, inputErr("max_running", "must not be negative"))
+		}
+	}
 	for name, t := range c.Types {
 		if err := checkName("type", name, driver.MaxTypeLen); err != nil {
 			return fmt.Errorf("sluice config: %w", err)
@@ -277,3 +302,30 @@ func checkName(field, v string, maxLen int) error {
 	}
 	return nil
 }
+
+// checkQueueLimits is the one rule for a queue's running caps, shared with
+// the config file.
+func checkQueueLimits(q QueueConfig) error {
+	switch {
+	case q.MaxRunning < 0:
+		return inputErr("max_running", "must not be negative")
+	case q.MaxRunningPerPartition < 0:
+		return inputErr("max_running_per_partition", "must not be negative")
+	case (q.MaxRunningPerPartition > 0 || len(q.PartitionMaxRunning) > 0) && !q.Fair:
+		// In global order a claim would stall behind a partition at its cap.
+		return inputErr("max_running_per_partition", "needs fair: true")
+	}
+	for p, n := range q.PartitionMaxRunning {
+		if err := driver.CheckPartition(p); err != nil {
+			return inputErr("partition_max_running", "partition %q: %v", p, err)
+		}
+		if n < 1 {
+			return inputErr("partition_max_running", "partition %q: must be at least 1, got %d", p, n)
+		}
+	}
+	return nil
+}
+
+// CheckQueueConfig checks a queue's fairness and running caps as NewClient
+// does; the config file reports its errors under the queue's keys.
+func CheckQueueConfig(q QueueConfig) error { return checkQueueLimits(q) }

@@ -29,6 +29,11 @@ type EnqueueParams struct {
 	RunAt       time.Time // overrides Delay when set
 	MaxAttempts int
 	Dedupe      string // "permanent" or "active"
+	// Partition is the job's fairness key, such as a tenant id: a fair
+	// queue takes turns between partitions, and concurrency limits can cap
+	// each partition's running jobs. "" for none; see driver.CheckPartition
+	// for what it may contain.
+	Partition string
 }
 
 // EnqueueResult is the outcome of enqueuing one job.
@@ -120,7 +125,7 @@ func (c *Client) prepare(p EnqueueParams) (driver.InsertJob, error) {
 	}
 	t, known := c.cfg.Types[p.Type]
 	row := driver.InsertJob{Type: p.Type, Key: p.Key, Queue: p.Queue, Priority: p.Priority,
-		MaxAttempts: p.MaxAttempts, Dedupe: p.Dedupe, RunAt: p.RunAt, Delay: p.Delay}
+		MaxAttempts: p.MaxAttempts, Dedupe: p.Dedupe, RunAt: p.RunAt, Delay: p.Delay, Partition: p.Partition}
 	if row.Queue == "" {
 		row.Queue = DefaultQueue
 		if known {
@@ -159,6 +164,9 @@ func (c *Client) prepare(p EnqueueParams) (driver.InsertJob, error) {
 	}
 	if err := checkName("queue", row.Queue, driver.MaxQueueLen); err != nil {
 		return row, err
+	}
+	if err := driver.CheckPartition(row.Partition); err != nil {
+		return row, inputErr("partition", "%v", err)
 	}
 	payload, err := encodePayload(p.Payload)
 	if err != nil {

@@ -20,6 +20,7 @@ type Job struct {
 	Attempt     int // 1 for the first run
 	MaxAttempts int
 	CreatedAt   time.Time
+	Partition   string // the fairness key, or ""
 
 	db         *sql.DB
 	tx         *sql.Tx

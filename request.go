@@ -20,13 +20,14 @@ type JobRequest struct {
 	RunAt       string          `json:"run_at"` // RFC 3339
 	MaxAttempts int             `json:"max_attempts"`
 	Dedupe      string          `json:"dedupe"`
+	Partition   string          `json:"partition"`
 }
 
 // Params converts the request. Errors are *InputError values naming the
 // field; the rest of the checking happens when the job is enqueued.
 func (r JobRequest) Params() (EnqueueParams, error) {
 	p := EnqueueParams{Type: r.Type, Key: r.Key, Queue: r.Queue, Priority: r.Priority,
-		MaxAttempts: r.MaxAttempts, Dedupe: r.Dedupe}
+		MaxAttempts: r.MaxAttempts, Dedupe: r.Dedupe, Partition: r.Partition}
 	// An absent or null payload is the default {}; anything else is stored
 	// as sent.
 	if len(r.Payload) > 0 && !bytes.Equal(bytes.TrimSpace(r.Payload), []byte("null")) {

@@ -34,7 +34,7 @@ func (c *Client) runTraced(ctx context.Context, row driver.JobRow) worker.Outcom
 	}
 	job := &Job{ID: row.ID, Queue: row.Queue, Type: row.Type, Key: row.Key, Payload: row.Payload,
 		Priority: row.Priority, Attempt: row.Attempts, MaxAttempts: row.MaxAttempts, CreatedAt: row.CreatedAt,
-		db: c.drv.DB()}
+		Partition: row.Partition, db: c.drv.DB()}
 	err := callHandler(ctx, t.Handler, job)
 	if err == nil && ctx.Err() == context.DeadlineExceeded && t.Timeout > 0 {
 		err = fmt.Errorf("timed out after %s", t.Timeout)

@@ -124,7 +124,11 @@ func (c *Client) RunOnce(ctx context.Context, p RunParams) (RunResult, error) {
 		res.count(outcomeOf(o))
 	}
 	lease := c.leaseFor(p.Type)
-	pass := worker.Queue{Name: p.Queue, Type: p.Type, Concurrency: p.Concurrency, MaxJobs: p.MaxJobs}
+	// A bounded pass claims as the queue's workers do: in turns when it is
+	// fair, within its running caps (the types' caps hold in any queue).
+	qc := c.cfg.Queues[p.Queue]
+	pass := worker.Queue{Name: p.Queue, Type: p.Type, Concurrency: p.Concurrency, MaxJobs: p.MaxJobs,
+		Fair: qc.Fair, Limits: c.limitsOf(qc)}
 	for _, q := range c.queueList() {
 		if q.Name == p.Queue {
 			lease = max(lease, q.Lease)

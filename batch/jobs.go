@@ -94,8 +94,9 @@ func (b *Batch) JobHandler(d driver.Driver) sluice.Handler {
 
 // ShardJobs returns one job per shard of b, for Client.EnqueueMany; each
 // is keyed by batch and shard and deduplicated while active, so enqueuing
-// a batch again while its jobs run adds none.
-func (b *Batch) ShardJobs(ctx context.Context, d driver.Driver) ([]sluice.EnqueueParams, error) {
+// a batch again while its jobs run adds none. partition is the jobs'
+// fairness key ("" for none), e.g. the tenant whose backfill this is.
+func (b *Batch) ShardJobs(ctx context.Context, d driver.Driver, partition string) ([]sluice.EnqueueParams, error) {
 	shards, err := b.ShardNames(ctx, d)
 	if err != nil {
 		return nil, err
@@ -103,7 +104,7 @@ func (b *Batch) ShardJobs(ctx context.Context, d driver.Driver) ([]sluice.Enqueu
 	ps := make([]sluice.EnqueueParams, len(shards))
 	for i, s := range shards {
 		ps[i] = sluice.EnqueueParams{Type: JobType(b.Name), Key: JobType(b.Name) + ":" + s,
-			Dedupe: driver.DedupeActive, Payload: map[string]string{"shard": s}}
+			Dedupe: driver.DedupeActive, Payload: map[string]string{"shard": s}, Partition: partition}
 	}
 	return ps, nil
 }

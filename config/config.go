@@ -96,6 +96,11 @@ type Queue struct {
 	ClusterRate  Rate `yaml:"cluster_rate"`
 	ClusterBurst int  `yaml:"cluster_burst"` // default: a tenth of a second's worth, at least 1
 	Paused       bool `yaml:"paused"`
+	// Fair and the running caps are sluice.QueueConfig's.
+	Fair                   bool           `yaml:"fair"`
+	MaxRunning             int            `yaml:"max_running"`
+	MaxRunningPerPartition int            `yaml:"max_running_per_partition"`
+	PartitionMaxRunning    map[string]int `yaml:"partition_max_running"`
 }
 
 // Rate is a limit of N jobs per period, written "5/s", "100/m", "1000/h"
@@ -120,6 +125,8 @@ type Type struct {
 	MaxAttempts int           `yaml:"max_attempts"` // default sluice.DefaultMaxAttempts
 	Backoff     Backoff       `yaml:"backoff"`
 	Dedupe      string        `yaml:"dedupe"` // "permanent" (default) or "active"
+	// MaxRunning caps the type's running jobs over every process; 0: none.
+	MaxRunning int `yaml:"max_running"`
 	// PermanentExitCodes fail a command's job at once. Command types
 	// default to [65]; an explicit [] makes every failing exit transient.
 	PermanentExitCodes []int `yaml:"permanent_exit_codes"`

@@ -473,3 +473,32 @@ tracing:
 	require.Equal(t, config.Tracing{Endpoint: "https://otel.example:4318", Protocol: config.ProtocolHTTP, ServiceName: "jobs",
 		Sampling: 0.25, Headers: map[string]string{"api-key": "k"}}, f.Tracing)
 }
+
+func TestFairQueueAndCaps(t *testing.T) {
+	f, err := config.Parse("sluice.yaml", []byte(`
+queues:
+  tenants:
+    concurrency: 20
+    fair: true
+    max_running: 50
+    max_running_per_partition: 2
+    partition_max_running: { premium-co: 10 }
+types:
+  mail: { command: [true], queue: tenants, max_running: 5 }
+`))
+	require.NoError(t, err)
+	q := f.Queues["tenants"]
+	require.Equal(t, sluice.QueueConfig{Concurrency: 20, Fair: true, MaxRunning: 50, MaxRunningPerPartition: 2,
+		PartitionMaxRunning: map[string]int{"premium-co": 10}}, q.SluiceQueue())
+	types, err := f.SluiceTypes()
+	require.NoError(t, err)
+	require.Equal(t, 5, types["mail"].MaxRunning)
+}
+
+func TestRejectBadCaps(t *testing.T) {
+	requireRejected(t, "queues: { t: { max_running_per_partition: 2 } }", "queues.t.max_running_per_partition", "needs fair: true")
+	requireRejected(t, "queues: { t: { fair: true, partition_max_running: { 'a b': 3 } } }", "queues.t.partition_max_running", `partition "a b"`)
+	requireRejected(t, "queues: { t: { fair: true, partition_max_running: { a: 0 } } }", "queues.t.partition_max_running", "must be at least 1")
+	requireRejected(t, "queues: { t: { max_running: -1 } }", "queues.t.max_running", "must not be negative")
+	requireRejected(t, "types: { x: { command: [x], max_running: -1 } }", "types.x.max_running", "must not be negative")
+}

@@ -53,14 +53,7 @@ func (f *File) Runtime(d driver.Driver, open func(url string) (driver.Driver, er
 	queues := map[string]sluice.QueueConfig{}
 	for _, name := range sortedKeys(f.Queues) {
 		q := f.Queues[name]
-		qc := sluice.QueueConfig{Concurrency: q.Concurrency, ClusterBurst: q.ClusterBurst}
-		if !q.Rate.IsZero() {
-			qc.Rate = float64(q.Rate.N) / q.Rate.Per.Seconds()
-		}
-		if !q.ClusterRate.IsZero() {
-			qc.ClusterRate = float64(q.ClusterRate.N) / q.ClusterRate.Per.Seconds()
-		}
-		queues[name] = qc
+		queues[name] = q.SluiceQueue()
 		if q.Paused {
 			rt.Paused = append(rt.Paused, name)
 		}
@@ -121,6 +114,7 @@ func (f *File) SluiceTypes() (map[string]sluice.Type, error) {
 			Backoff:     sluice.Backoff{Base: t.Backoff.Base, Max: t.Backoff.Max},
 			Dedupe:      t.Dedupe,
 			Circuit:     sluice.Circuit{Threshold: t.Circuit.Threshold, Cooldown: t.Circuit.Cooldown, MaxCooldown: t.Circuit.MaxCooldown},
+			MaxRunning:  t.MaxRunning,
 		}
 	}
 	return types, nil
@@ -148,4 +142,18 @@ func (t Type) NewHandler() (sluice.Handler, error) {
 		return nil, err
 	}
 	return h, nil
+}
+
+// SluiceQueue is the queue's sluice.QueueConfig.
+func (q Queue) SluiceQueue() sluice.QueueConfig {
+	qc := sluice.QueueConfig{Concurrency: q.Concurrency, Fair: q.Fair, MaxRunning: q.MaxRunning,
+		MaxRunningPerPartition: q.MaxRunningPerPartition, PartitionMaxRunning: q.PartitionMaxRunning,
+		ClusterBurst: q.ClusterBurst}
+	if !q.Rate.IsZero() {
+		qc.Rate = float64(q.Rate.N) / q.Rate.Per.Seconds()
+	}
+	if !q.ClusterRate.IsZero() {
+		qc.ClusterRate = float64(q.ClusterRate.N) / q.ClusterRate.Per.Seconds()
+	}
+	return qc
 }

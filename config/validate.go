@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -159,6 +160,13 @@ func (d *decoder) validateQueue(name string, q Queue) error {
 	if q.ClusterBurst < 0 || (q.ClusterBurst > 0 && q.ClusterRate.IsZero()) {
 		return d.failf(path+".cluster_burst", "must be positive and go with a cluster_rate, got %d", q.ClusterBurst)
 	}
+	if err := sluice.CheckQueueConfig(q.SluiceQueue()); err != nil {
+		var in *sluice.InputError
+		if errors.As(err, &in) {
+			return d.failf(path+"."+in.Field, "%s", in.Msg)
+		}
+		return d.fail(path, err)
+	}
 	return nil
 }
 
@@ -184,6 +192,9 @@ func (d *decoder) validateType(f *File, name string, t *Type) error {
 	}
 	if err := d.checkQueue(f, path+".queue", t.Queue); err != nil {
 		return err
+	}
+	if t.MaxRunning < 0 {
+		return d.failf(path+".max_running", "must not be negative, got %d", t.MaxRunning)
 	}
 	switch {
 	case t.HTTP == nil && t.Command == nil:

@@ -58,11 +58,13 @@ const (
 
 // Column limits shared by every driver, so that bad input fails the same way everywhere.
 const (
-	MaxQueueLen  = 64
-	MaxTypeLen   = 64
-	MaxKeyLen    = 191
-	MaxErrorLen  = 4 << 10
-	MaxResultLen = 64 << 10
+	MaxQueueLen = 64
+	MaxTypeLen  = 64
+	MaxKeyLen   = 191
+	// MaxPartitionLen bounds a job's partition (fairness key); see CheckPartition.
+	MaxPartitionLen = 64
+	MaxErrorLen     = 4 << 10
+	MaxResultLen    = 64 << 10
 )
 
 // Sentinel errors that drivers map their own errors to.
@@ -138,6 +140,11 @@ type Driver interface {
 	// Cancel moves a pending or failed job to cancelled.
 	Cancel(ctx context.Context, id int64) error
 	Stats(ctx context.Context) ([]QueueStats, error)
+	// PartitionStats returns the p.Limit partitions of p.Queue with the
+	// most pending jobs, with their pending and running counts; jobs
+	// without a partition are left out. It reads the queue's live rows
+	// through an index, never finished ones.
+	PartitionStats(ctx context.Context, p PartitionStatsParams) ([]PartitionStats, error)
 
 	// SetQueuePaused records a queue's paused flag; PausedQueues reads all flags.
 	SetQueuePaused(ctx context.Context, p SetQueuePausedParams) error
@@ -296,6 +303,8 @@ type InsertJob struct {
 	Payload     []byte // valid JSON
 	Priority    int
 	MaxAttempts int
+	// Partition is the job's fairness key (a tenant id, say); "" for none.
+	Partition string
 	// RunAt, if set, is when the job becomes runnable; otherwise Delay is
 	// added to the database clock.
 	RunAt time.Time
@@ -318,6 +327,47 @@ type ClaimParams struct {
 	Limit int
 	Lease time.Duration
 	Token string // the fresh lease token written to locked_by
+	// Fair takes turns between the queue's partitions (InsertJob.Partition)
+	// instead of claiming in the queue's global order: docs/design.md
+	// "Fair queues and concurrency limits" says how.
+	Fair bool
+	// Limits caps running jobs across every process; nil for none.
+	Limits *RunningCaps
+}
+
+// MaxFairPartitions bounds the partitions one fair claim takes jobs from,
+// so that the claim stays a fixed number of index seeks however many
+// partitions a queue holds; the next claim goes on from where it stopped.
+const MaxFairPartitions = 64
+
+// RunningCaps are caps on running (processing) jobs that hold across every
+// process: a claim counts the running jobs in its own transaction while it
+// holds its queue's claim-state row, so claims that enforce limits wait for
+// each other and each sees the ones before. Zero means no cap.
+type RunningCaps struct {
+	// Queue caps the running jobs of the claimed queue.
+	Queue int
+	// Partition caps the running jobs of each partition of the queue, and
+	// Partitions overrides that cap for single partitions (a partition
+	// listed here is capped even when Partition is 0). They need Fair: a
+	// claim in global order would stall behind a partition at its cap.
+	Partition  int
+	Partitions map[string]int
+	// Types caps the running jobs of each listed type over all queues.
+	Types map[string]int
+}
+
+// PartitionCap is the cap of partition p, 0 for none.
+func (l *RunningCaps) PartitionCap(p string) int {
+	if n, ok := l.Partitions[p]; ok {
+		return n
+	}
+	return l.Partition
+}
+
+// Active reports whether any cap is set.
+func (l *RunningCaps) Active() bool {
+	return l != nil && (l.Queue > 0 || l.Partition > 0 || len(l.Partitions) > 0 || len(l.Types) > 0)
 }
 
 // ReleaseClaimParams names the claim to hand back by its lease token. The
@@ -450,6 +500,19 @@ type QueueStats struct {
 	Processing    int64
 	Failed        int64
 	OldestPending *time.Time // next_run_at of the oldest runnable pending job
+}
+
+// PartitionStatsParams names the queue and how many partitions to return.
+type PartitionStatsParams struct {
+	Queue string
+	Limit int
+}
+
+// PartitionStats is the live picture of one partition of a queue.
+type PartitionStats struct {
+	Partition string
+	Pending   int64
+	Running   int64
 }
 
 // ScheduleState is a schedule's progress.
@@ -608,6 +671,8 @@ type JobRow struct {
 	// History is the job's last attempts, oldest first; only GetJob
 	// reads it, and it is empty for a job that never failed.
 	History []Attempt
+	// Partition is the job's fairness key; "" for none.
+	Partition string
 }
 
 // Valid reports whether s is one of the job states.

@@ -22,3 +22,21 @@ func CheckName(name string, maxLen int) error {
 	}
 	return nil
 }
+
+// CheckPartition is the one rule for a job's partition (fairness key): ""
+// for none, or up to MaxPartitionLen ASCII letters, digits and the
+// characters _ - . : @ /. The narrow alphabet keeps a tenant id, a UUID or
+// an e-mail domain possible while making the round-robin order (byte
+// order) the same on every database and the key safe to show anywhere.
+func CheckPartition(p string) error {
+	if len(p) > MaxPartitionLen {
+		return fmt.Errorf("%d characters, at most %d allowed", len(p), MaxPartitionLen)
+	}
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("_-.:@/", c) >= 0) {
+			return fmt.Errorf("character %q at byte %d: want ASCII letters, digits and _ - . : @ /", rune(c), i)
+		}
+	}
+	return nil
+}

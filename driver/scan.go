@@ -58,7 +58,7 @@ func (t Time) Ptr() *time.Time {
 // JobScanner holds the destinations for the standard job column list:
 // id, queue, type, business_key, dedupe, payload, status, priority, attempts,
 // max_attempts, next_run_at, locked_by, locked_until, last_error, result,
-// created_at, updated_at, finished_at, traceparent.
+// created_at, updated_at, finished_at, traceparent, partition_key.
 type JobScanner struct {
 	row                                           JobRow
 	key, lockedBy, lastError, result, traceParent sql.NullString
@@ -71,7 +71,7 @@ func (s *JobScanner) Dest() []any {
 	r := &s.row
 	return []any{&r.ID, &r.Queue, &r.Type, &s.key, &r.Dedupe, &r.Payload, &r.Status, &r.Priority,
 		&r.Attempts, &r.MaxAttempts, &s.nextRunAt, &s.lockedBy, &s.lockedUntil, &s.lastError, &s.result,
-		&s.createdAt, &s.updatedAt, &s.finishedAt, &s.traceParent}
+		&s.createdAt, &s.updatedAt, &s.finishedAt, &s.traceParent, &r.Partition}
 }
 
 // Row returns the scanned job.

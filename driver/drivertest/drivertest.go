@@ -39,6 +39,7 @@ func Exercise(t *testing.T, open func(t *testing.T) driver.Driver) {
 		{"Insert", exerciseInsert},
 		{"Dedupe", exerciseDedupe},
 		{"Claim", exerciseClaim},
+		{"Fair", exerciseFair},
 		{"Probe", exerciseProbe},
 		{"Complete", exerciseComplete},
 		{"History", exerciseHistory},

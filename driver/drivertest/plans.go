@@ -15,6 +15,8 @@ import (
 type querier interface {
 	Query(name string) string
 	ListQuery(p driver.ListParams) (string, []any)
+	// Bind numbers the ? of the fair claim's query texts.
+	Bind(q string, n int) string
 }
 
 // exercisePlans EXPLAINs the dashboard's and the CLI's count and listing
@@ -42,10 +44,26 @@ func exercisePlans(t *testing.T, open Opener) {
 			"list success":    {Status: driver.StatusSuccess, Limit: 50, AfterID: 2000},
 			"list cancelled":  {Status: driver.StatusCancelled, Limit: 50},
 		}
-		check := func(name, q string, args []any, ordered bool) {
+		check := func(name, q string, args []any, ordered bool) []string {
 			plan := explain(b, q, args)
 			t.Logf("%s on %s:\n%s", name, b.d.Name(), strings.Join(plan, "\n"))
 			require.False(t, fullScan(b.d.Name(), jobs, plan, ordered), "%s: full scan of %s:\n%s", name, jobs, strings.Join(plan, "\n"))
+			return plan
+		}
+		// onlyFair requires every read of the jobs table in plan to go
+		// through sluice_jobs_fair, whose (queue, status, partition_key)
+		// prefix makes each step a seek within one partition: any other
+		// index would walk a partition's whole backlog.
+		onlyFair := func(name string, plan []string) {
+			n := 0
+			for _, line := range plan {
+				if !strings.Contains(line, jobs) {
+					continue
+				}
+				n++
+				require.Contains(t, line, jobs+"_fair", "%s reads the jobs table through another index:\n%s", name, strings.Join(plan, "\n"))
+			}
+			require.Positive(t, n, "%s: no read of %s in the plan", name, jobs)
 		}
 		check("pending count (stats)", qd.Query("stats"), nil, false)
 		// Workers hand back a claim after every failed one, usually for a
@@ -62,6 +80,21 @@ func exercisePlans(t *testing.T, open Opener) {
 			// stops at LIMIT, which SQLite's plan shows as a table scan.
 			check(name, q, args, p.Status == "")
 		}
+		// The fair and limited claim, on a fair queue whose partition A
+		// holds most of the backlog: each statement is a seek per
+		// partition or a range bounded by the claim's size. The backlog
+		// comes last, as it changes what the counts above should plan.
+		fillFairBacklog(b, jobs)
+		bind := func(name string, n int) string { return qd.Bind(qd.Query(name), n) }
+		onlyFair("fair partitions", check("fair partitions", bind("fair_parts", 0), []any{"fair", "", "fair", driver.MaxFairPartitions}, false))
+		onlyFair("fair partitions from the first", check("fair partitions from the first", bind("fair_parts_first", 0), []any{"fair", "fair", driver.MaxFairPartitions}, false))
+		branch := strings.Replace(qd.Query("claim_pick_part"), "/*FILTER*/", "", 1)
+		onlyFair("fair pick", check("fair pick", qd.Bind(branch+"\nUNION ALL\n"+branch, 0), []any{"fair", "A", 10, "fair", "p3", 10}, false))
+		check("limited pick", qd.Bind(strings.Replace(qd.Query("claim_pick"), "/*FILTER*/", "", 1), 0), []any{"default", 10}, false)
+		onlyFair("running by partition", check("running by partition", bind("running_parts", 2), []any{"fair", "A", "p3"}, false))
+		check("running in queue", bind("running_queue", 0), []any{"fair"}, false)
+		onlyFair("partition stats", check("partition stats", bind("partition_stats", 0), []any{"fair", 10}, false))
+		check("running by type", bind("running_types", 1), []any{"plan"}, false)
 	})
 }
 
@@ -97,10 +130,31 @@ func fillForPlans(b *bundle, jobs string) {
 		_, err := b.d.DB().ExecContext(b.ctx, stmt)
 		require.NoError(b.t, err, stmt)
 	}
-	analyze := map[string]string{"sqlite": "ANALYZE", "mysql": "ANALYZE TABLE " + jobs, "postgres": "ANALYZE " + jobs}[b.d.Name()]
-	rows, err := b.d.DB().QueryContext(b.ctx, analyze)
+	analyze(b, jobs)
+}
+
+// analyze refreshes the planner's statistics of the jobs table.
+func analyze(b *bundle, jobs string) {
+	q := map[string]string{"sqlite": "ANALYZE", "mysql": "ANALYZE TABLE " + jobs, "postgres": "ANALYZE " + jobs}[b.d.Name()]
+	rows, err := b.d.DB().QueryContext(b.ctx, q)
 	require.NoError(b.t, err)
 	rows.Close()
+}
+
+// fillFairBacklog adds a fair queue's backlog: 2,000 pending jobs, three
+// quarters of them partition A's, the rest spread over 40 partitions.
+func fillFairBacklog(b *bundle, jobs string) {
+	ps := make([]driver.InsertJob, 0, 2000)
+	for i := range 2000 {
+		p := newJob("plan")
+		p.Queue, p.Partition = "fair", "A"
+		if i%4 == 0 {
+			p.Partition = fmt.Sprintf("p%d", i%40)
+		}
+		ps = append(ps, p)
+	}
+	b.insert(ps...)
+	analyze(b, jobs)
 }
 
 // explain returns the plan as one line per node.

@@ -168,7 +168,7 @@ func (d *Driver) insertArgs(j driver.InsertJob) []any {
 	// A string, not []byte: MySQL refuses to build a JSON value from a
 	// binary string, which is what the driver makes of []byte.
 	return []any{j.Queue, j.Type, driver.NullString(j.Key), j.Dedupe, string(j.Payload),
-		j.Priority, j.MaxAttempts, runAt, d.Duration(j.Delay), driver.NullString(j.TraceParent)}
+		j.Priority, j.MaxAttempts, runAt, d.Duration(j.Delay), driver.NullString(j.TraceParent), j.Partition}
 }
 
 func jobSize(j driver.InsertJob) int {
@@ -306,6 +306,11 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) ([]driver.JobR
 	if !d.skipLocked {
 		claim = d.claimUpdate
 	}
+	if p.Fair || p.Limits.Active() {
+		claim = func(ctx context.Context, tx *sql.Tx, p driver.ClaimParams) ([]driver.JobRow, error) {
+			return d.ClaimFair(ctx, tx, p, d.claimIDs)
+		}
+	}
 	var jobs []driver.JobRow
 	err := driver.RetryTransient(ctx, d.Transient, func() error {
 		tx, err := d.Write.BeginTx(ctx, claimTx)
@@ -329,6 +334,23 @@ func (d *Driver) claimSkipLocked(ctx context.Context, tx *sql.Tx, p driver.Claim
 	if p.Type != "" {
 		q, args = d.Q["claim_type"], []any{p.Queue, p.Type, p.Limit}
 	}
+	return d.lockAndClaim(ctx, tx, p, q, args)
+}
+
+// claimIDs is sqlcommon.ClaimIDs: it locks the picked jobs still pending
+// and claims them as claimSkipLocked does. The claim of a fair or limited
+// queue holds its claim-state row, so no other such claim picks them.
+func (d *Driver) claimIDs(ctx context.Context, tx *sql.Tx, p driver.ClaimParams, ids []int64) ([]driver.JobRow, error) {
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	return d.lockAndClaim(ctx, tx, p, d.Bind(d.Q["claim_ids"], len(ids)), args)
+}
+
+// lockAndClaim runs q, which locks and returns jobs with the database
+// clock in front, and claims those jobs.
+func (d *Driver) lockAndClaim(ctx context.Context, tx *sql.Tx, p driver.ClaimParams, q string, args []any) ([]driver.JobRow, error) {
 	rows, err := tx.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err

@@ -156,6 +156,7 @@ func (d *Driver) insertRows(ctx context.Context, q driver.Querier, jobs []driver
 	n := len(idx)
 	var (
 		queues, types, dedupes, payloads = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		partitions                       = make([]string, n)
 		keys                             = make([]*string, n)
 		priorities, maxAttempts, delays  = make([]int64, n), make([]int64, n), make([]int64, n)
 		runAts                           = make([]*time.Time, n)
@@ -163,7 +164,7 @@ func (d *Driver) insertRows(ctx context.Context, q driver.Querier, jobs []driver
 	)
 	for k, i := range idx {
 		j := &jobs[i]
-		queues[k], types[k], dedupes[k] = j.Queue, j.Type, j.Dedupe
+		queues[k], types[k], dedupes[k], partitions[k] = j.Queue, j.Type, j.Dedupe, j.Partition
 		// An empty payload gets the column default rather than a JSON
 		// syntax error.
 		payloads[k] = "{}"
@@ -181,7 +182,7 @@ func (d *Driver) insertRows(ctx context.Context, q driver.Querier, jobs []driver
 			traceParents[k] = &j.TraceParent
 		}
 	}
-	rows, err := q.QueryContext(ctx, d.Q["insert"], queues, types, keys, dedupes, payloads, priorities, maxAttempts, runAts, delays, traceParents)
+	rows, err := q.QueryContext(ctx, d.Q["insert"], queues, types, keys, dedupes, payloads, priorities, maxAttempts, runAts, delays, traceParents, partitions)
 	if err != nil {
 		return nil, nil, fmt.Errorf("insert: %w", err)
 	}
@@ -241,6 +242,18 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) ([]driver.JobR
 	q, args := d.Q["claim"], []any{p.Token, driver.Micros(p.Lease), p.Queue, p.Limit}
 	if p.Type != "" {
 		q, args = d.Q["claim_type"], []any{p.Token, driver.Micros(p.Lease), p.Queue, p.Type, p.Limit}
+	}
+	if p.Fair || p.Limits.Active() {
+		// A transaction of a few statements: sqlcommon.ClaimFair.
+		var jobs []driver.JobRow
+		err := d.InTx(ctx, nil, func(tx *sql.Tx) (err error) {
+			jobs, err = d.ClaimFair(ctx, tx, p, d.ClaimIDsReturning)
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("claim %s: %w", p.Queue, err)
+		}
+		return jobs, nil
 	}
 	var jobs []driver.JobRow
 	err := driver.RetryTransient(ctx, d.Transient, func() error {

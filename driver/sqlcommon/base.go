@@ -30,6 +30,10 @@ var Required = []string{
 	"node_upsert", "node_delete", "node_list", "node_purge", "release_claim", "drop_list",
 	"circuit_get", "circuit_lock", "circuit_init", "circuit_put", "circuit_list",
 	"bucket_lock", "bucket_init", "bucket_put", "bucket_list",
+	// The fair and limited claim (fair.go).
+	"claim_state_lock", "claim_state_init", "claim_state_set",
+	"running_queue", "running_types", "running_parts",
+	"fair_parts", "fair_parts_first", "claim_pick", "claim_pick_part", "claim_ids", "partition_stats",
 }
 
 // Dialect is what Base needs to know about a database beyond its SQL files.

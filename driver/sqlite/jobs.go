@@ -38,7 +38,7 @@ func (d *Driver) insertAll(ctx context.Context, tx *sql.Tx, jobs []driver.Insert
 				runAt = d.Time(j.RunAt)
 			}
 			err := ins.QueryRowContext(ctx, j.Queue, j.Type, driver.NullString(j.Key), j.Dedupe, j.Payload,
-				j.Priority, j.MaxAttempts, runAt, d.Duration(j.Delay), driver.NullString(j.TraceParent)).Scan(&out[i].ID)
+				j.Priority, j.MaxAttempts, runAt, d.Duration(j.Delay), driver.NullString(j.TraceParent), j.Partition).Scan(&out[i].ID)
 			if errors.Is(err, sql.ErrNoRows) {
 				// The key is taken; the writer lock we hold means its holder
 				// cannot change under us.
@@ -72,7 +72,11 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) ([]driver.JobR
 		q, args = d.Q["claim_type"], []any{p.Token, d.Duration(p.Lease), p.Queue, p.Type, p.Limit}
 	}
 	var jobs []driver.JobRow
-	err := d.InTx(ctx, nil, func(tx *sql.Tx) error {
+	err := d.InTx(ctx, nil, func(tx *sql.Tx) (err error) {
+		if p.Fair || p.Limits.Active() {
+			jobs, err = d.ClaimFair(ctx, tx, p, d.ClaimIDsReturning)
+			return err
+		}
 		rows, err := tx.QueryContext(ctx, q, args...)
 		if err != nil {
 			return err

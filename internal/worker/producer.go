@@ -121,6 +121,7 @@ func (pr *producer) loop(ctx context.Context) {
 		claimCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		jobs, err := pr.p.cfg.Driver.Claim(claimCtx, driver.ClaimParams{
 			Queue: pr.q.Name, Type: pr.q.Type, Limit: free, Lease: pr.q.Lease, Token: token,
+			Fair: pr.q.Fair, Limits: pr.q.Limits,
 		})
 		cancel()
 		if err != nil {

@@ -69,6 +69,9 @@ type Queue struct {
 	// MaxJobs, if set, makes the producer bounded: it stops claiming after
 	// MaxJobs jobs, or as soon as the queue has nothing runnable.
 	MaxJobs int
+	// Fair and Limits are passed to every claim (driver.ClaimParams).
+	Fair   bool
+	Limits *driver.RunningCaps
 }
 
 // Hooks let the caller observe the pool; any may be nil.

@@ -9,4 +9,4 @@ WHERE id IN (
   ORDER BY priority, next_run_at, id
   LIMIT $4
   FOR UPDATE SKIP LOCKED)
-RETURNING id, queue, type, business_key, dedupe, payload, status, priority, attempts, max_attempts, next_run_at, locked_by, locked_until, last_error, result, created_at, updated_at, finished_at, traceparent
+RETURNING id, queue, type, business_key, dedupe, payload, status, priority, attempts, max_attempts, next_run_at, locked_by, locked_until, last_error, result, created_at, updated_at, finished_at, traceparent, partition_key

@@ -6,4 +6,4 @@ WHERE id IN (
   WHERE status = 'pending' AND queue = ? AND type = ? AND next_run_at <= strftime('%Y-%m-%d %H:%M:%f', 'now')
   ORDER BY priority, next_run_at, id
   LIMIT ?)
-RETURNING id, queue, type, business_key, dedupe, payload, status, priority, attempts, max_attempts, next_run_at, locked_by, locked_until, last_error, result, created_at, updated_at, finished_at, traceparent
+RETURNING id, queue, type, business_key, dedupe, payload, status, priority, attempts, max_attempts, next_run_at, locked_by, locked_until, last_error, result, created_at, updated_at, finished_at, traceparent, partition_key

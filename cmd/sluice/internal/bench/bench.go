@@ -53,6 +53,10 @@ type Config struct {
 	Concurrency  int
 	PayloadBytes int
 	FinishedRows int
+	// Partitions spreads the bulk mode's jobs over this many partitions,
+	// in turn; Fair makes the queue fair. They measure what fairness costs.
+	Partitions int
+	Fair       bool
 	// Latency switches to the latency mode: single jobs enqueued while
 	// the workers run, at Rate per second from the workers' own client,
 	// or spaced out at random from another connection (Source).
@@ -89,6 +93,8 @@ type Result struct {
 	Concurrency  int     `json:"concurrency"`
 	PayloadBytes int     `json:"payload_bytes"`
 	FinishedRows int     `json:"finished_rows"`
+	Partitions   int     `json:"partitions,omitempty"`
+	Fair         bool    `json:"fair,omitempty"`
 	Rate         float64 `json:"rate,omitempty"`
 	// Source is the latency mode's Config.Source.
 	Source     string  `json:"latency_source,omitempty"`
@@ -189,7 +195,7 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 		}
 	}
 	res = &Result{DB: scheme, Mode: "bulk", Jobs: cfg.Jobs, Concurrency: cfg.Concurrency,
-		PayloadBytes: cfg.PayloadBytes, FinishedRows: cfg.FinishedRows}
+		PayloadBytes: cfg.PayloadBytes, FinishedRows: cfg.FinishedRows, Partitions: cfg.Partitions, Fair: cfg.Fair}
 	if cfg.Latency {
 		res.Mode, res.Source = "latency", cfg.Source
 		if cfg.Source == SourceInProcess {
@@ -235,7 +241,7 @@ func (r *runner) client(h sluice.HandlerFunc) (*sluice.Client, error) {
 	return sluice.NewClient(sluice.Config{
 		Driver: r.d,
 		Types:  map[string]sluice.Type{jobType: {Handler: h, Queue: queue}},
-		Queues: map[string]sluice.QueueConfig{queue: {Concurrency: r.cfg.Concurrency}},
+		Queues: map[string]sluice.QueueConfig{queue: {Concurrency: r.cfg.Concurrency, Fair: r.cfg.Fair}},
 		Logger: r.cfg.Logger,
 	})
 }
@@ -264,8 +270,12 @@ func (r *runner) bulkRun(ctx context.Context, res *Result) error {
 	ps := make([]sluice.EnqueueParams, 0, batchSize)
 	for i := 0; i < r.cfg.Jobs; i += batchSize {
 		ps = ps[:0]
-		for range min(batchSize, r.cfg.Jobs-i) {
-			ps = append(ps, sluice.EnqueueParams{Type: jobType, Payload: payload})
+		for k := range min(batchSize, r.cfg.Jobs-i) {
+			p := sluice.EnqueueParams{Type: jobType, Payload: payload}
+			if r.cfg.Partitions > 0 {
+				p.Partition = fmt.Sprintf("p%d", (i+k)%r.cfg.Partitions)
+			}
+			ps = append(ps, p)
 		}
 		if _, err := c.EnqueueMany(ctx, ps); err != nil {
 			stop()
@@ -275,6 +285,14 @@ func (r *runner) bulkRun(ctx context.Context, res *Result) error {
 	}
 	res.InsertPerS = float64(r.cfg.Jobs) / time.Since(t0).Seconds()
 	stop()
+	if r.cfg.Partitions > 0 {
+		// A fair claim reads each partition's head through sluice_jobs_fair;
+		// PostgreSQL picks that index once it has statistics of the
+		// partitions, which autovacuum gathers on a live table.
+		if _, err := r.d.DB().ExecContext(ctx, r.sql.query("bench_analyze")); err != nil {
+			return fmt.Errorf("analyze after enqueue: %w", err)
+		}
+	}
 
 	workSecs, err := r.work(ctx, c)
 	if err != nil {

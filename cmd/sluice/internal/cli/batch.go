@@ -268,7 +268,8 @@ func (a *app) openDest(url string) (driver.Driver, error) {
 }
 
 func (a *app) batchEnqueueCommand() *cobra.Command {
-	return &cobra.Command{
+	var partition string
+	cmd := &cobra.Command{
 		Use:   "enqueue NAME",
 		Short: "Enqueue one job per shard, so that `sluice work` processes spread the batch",
 		Args:  cobra.ExactArgs(1),
@@ -281,7 +282,7 @@ func (a *app) batchEnqueueCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ps, err := b.ShardJobs(cmd.Context(), d)
+			ps, err := b.ShardJobs(cmd.Context(), d, partition)
 			if err != nil {
 				return err
 			}
@@ -302,6 +303,10 @@ func (a *app) batchEnqueueCommand() *cobra.Command {
 			return json.NewEncoder(a.stdout).Encode(map[string]int{"inserted": len(rs) - dups, "duplicates": dups})
 		},
 	}
+	// A tenant's backfill run as a batch shares a fair queue with the
+	// tenant's other work instead of crowding out everyone else's.
+	cmd.Flags().StringVar(&partition, "partition", "", "fairness key of the shard jobs, e.g. the tenant whose backfill this is")
+	return cmd
 }
 
 // printSink shows a dry run what the sink would run per chunk.

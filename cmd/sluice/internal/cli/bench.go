@@ -85,6 +85,8 @@ func (a *app) benchCommand() *cobra.Command {
 	f.IntVar(&cfg.Concurrency, "concurrency", 100, "workers")
 	f.IntVar(&cfg.PayloadBytes, "payload-bytes", 0, "payload padding per job")
 	f.IntVar(&cfg.FinishedRows, "finished-rows", 0, "finished rows to preload before the run")
+	f.IntVar(&cfg.Partitions, "partitions", 0, "spread the jobs over this many partitions (bulk mode)")
+	f.BoolVar(&cfg.Fair, "fair", false, "make the bench queue fair: true")
 	f.BoolVar(&cfg.Latency, "latency", false, "latency mode: single enqueues while the workers run (see --latency-source)")
 	f.Float64Var(&cfg.Rate, "rate", 200, "enqueues per second in --latency mode from the inprocess source")
 	f.StringVar(&cfg.Source, "latency-source", bench.SourceInProcess, "where --latency jobs come from: "+strings.Join(bench.Sources, ", "))

@@ -18,8 +18,8 @@ import (
 
 func (a *app) enqueueCommand() *cobra.Command {
 	var (
-		key, payload, queue, delay, runAt, ndjson, dedupe string
-		priority, maxAttempts                             int
+		key, payload, queue, delay, runAt, ndjson, dedupe, partition string
+		priority, maxAttempts                                        int
 	)
 	cmd := &cobra.Command{
 		Use:   "enqueue TYPE [flags] | enqueue --ndjson FILE|-",
@@ -28,7 +28,7 @@ func (a *app) enqueueCommand() *cobra.Command {
 business key prints the existing id with "duplicate":true and exits 0.
 
 With --ndjson, read one JSON object per line (type, key, payload, queue,
-priority, delay, run_at, max_attempts, dedupe) and enqueue them all or none.`,
+priority, delay, run_at, max_attempts, dedupe, partition) and enqueue them all or none.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if ndjson != "" {
@@ -41,7 +41,7 @@ priority, delay, run_at, max_attempts, dedupe) and enqueue them all or none.`,
 				return usagef("enqueue needs exactly one TYPE argument (or --ndjson FILE)")
 			}
 			line := sluice.JobRequest{Type: args[0], Key: key, Queue: queue, Priority: priority, Delay: delay,
-				RunAt: runAt, MaxAttempts: maxAttempts, Dedupe: dedupe}
+				RunAt: runAt, MaxAttempts: maxAttempts, Dedupe: dedupe, Partition: partition}
 			if payload != "" {
 				b, err := a.readPayload(payload)
 				if err != nil {
@@ -73,6 +73,7 @@ priority, delay, run_at, max_attempts, dedupe) and enqueue them all or none.`,
 	f.StringVar(&runAt, "run-at", "", "run at this RFC 3339 time")
 	f.IntVar(&maxAttempts, "max-attempts", 0, "attempts before the job fails (default: the type's, or 5)")
 	f.StringVar(&dedupe, "dedupe", "", "key dedupe mode: permanent (default) or active")
+	f.StringVar(&partition, "partition", "", "fairness key, e.g. a tenant id: fair queues take turns between partitions")
 	f.StringVar(&ndjson, "ndjson", "", "enqueue one job per line of FILE (- for stdin)")
 	return cmd
 }

@@ -35,6 +35,11 @@ func (a *app) statsCommand() *cobra.Command {
 			if circuits == nil {
 				circuits = []sluice.CircuitState{}
 			}
+			for i := range st {
+				if q, ok := a.cfg.Queues[st[i].Queue]; ok {
+					st[i].ApplyConfig(q.SluiceQueue())
+				}
+			}
 			if asJSON {
 				return json.NewEncoder(a.stdout).Encode(map[string]any{"queues": st, "circuits": circuits})
 			}
@@ -48,7 +53,10 @@ func (a *app) statsCommand() *cobra.Command {
 			if err := w.Flush(); err != nil {
 				return err
 			}
-			return writeCircuits(a.stdout, circuits)
+			if err := writeCircuits(a.stdout, circuits); err != nil {
+				return err
+			}
+			return a.printPartitions(st)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "JSON output")
@@ -78,6 +86,27 @@ func writeCircuits(out io.Writer, circuits []sluice.CircuitState) error {
 			until = c.Until.UTC().Format(time.RFC3339)
 		}
 		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\n", c.Type, c.State, c.Failures, c.Opens, until)
+	}
+	return w.Flush()
+}
+
+// printPartitions lists each queue's partitions with the largest backlog,
+// with their running jobs against the caps.
+func (a *app) printPartitions(st []sluice.QueueStats) error {
+	w := tabwriter.NewWriter(a.stdout, 2, 4, 2, ' ', 0)
+	header := false
+	for _, s := range st {
+		for _, p := range s.Partitions {
+			if !header {
+				fmt.Fprintf(w, "\nQUEUE\tPARTITION (top %d by backlog)\tPENDING\tRUNNING\tMAX RUNNING\n", sluice.TopPartitions)
+				header = true
+			}
+			limit := "-"
+			if p.MaxRunning > 0 {
+				limit = fmt.Sprint(p.MaxRunning)
+			}
+			fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\n", s.Queue, p.Partition, p.Pending, p.Running, limit)
+		}
 	}
 	return w.Flush()
 }

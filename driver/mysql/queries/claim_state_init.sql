@@ -1,0 +1,1 @@
+INSERT INTO sluice_claim_state (scope) VALUES (?) ON DUPLICATE KEY UPDATE scope = scope

@@ -1,0 +1,1 @@
+UPDATE sluice_claim_state SET last_partition = ? WHERE scope = ?

@@ -1,0 +1,1 @@
+SELECT count(*) FROM sluice_jobs WHERE queue = ? AND status = 'processing'

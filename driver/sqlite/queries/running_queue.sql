@@ -1,0 +1,1 @@
+SELECT count(*) FROM sluice_jobs WHERE queue = ? AND status IN ('pending', 'processing') AND status = 'processing'
