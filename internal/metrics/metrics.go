@@ -41,6 +41,7 @@ type Metrics struct {
 	runDuration, queueLatency                    *prometheus.HistogramVec
 	claimDuration, chunkDuration                 *prometheus.HistogramVec
 	pending, processing, failed, oldestPending   *prometheus.GaugeVec
+	paused, shardStalled, heartbeatAge           *prometheus.GaugeVec
 	handler                                      http.Handler
 
 	gaugesOnce sync.Once
@@ -93,6 +94,11 @@ func New(db *sql.DB) *Metrics {
 	m.processing = g("sluice_queue_processing", "Processing jobs per queue, refreshed on an interval.", "queue")
 	m.failed = g("sluice_queue_failed", "Failed jobs per queue, refreshed on an interval.", "queue")
 	m.oldestPending = g("sluice_queue_oldest_pending_age_seconds", "Seconds the oldest runnable pending job has waited.", "queue")
+	m.paused = g("sluice_queue_paused", "1 for each queue an operator has paused (sluice queue pause); a queue that is not paused has no series.", "queue")
+	// No labels, but a vector so that Reset can remove it: absent() then
+	// tells "no worker has a row".
+	m.heartbeatAge = g("sluice_worker_heartbeat_age_seconds", "Seconds since the newest heartbeat of any worker process in sluice_nodes (database time); absent when no worker has a row.")
+	m.shardStalled = g("sluice_batch_shard_stalled_seconds", "Per batch (type is the batch name), the longest time a running shard's checkpoint has not changed.", "type")
 	if db != nil {
 		// The standard pool collector, under the sluice_ prefix:
 		// sluice_go_sql_open_connections, ..._wait_count_total, ...
@@ -166,31 +172,57 @@ type QueueGauge struct {
 	OldestPendingAge            time.Duration
 }
 
-// SetQueues replaces the queue gauges; queues not in qs disappear.
-func (m *Metrics) SetQueues(qs []QueueGauge) {
-	for _, v := range []*prometheus.GaugeVec{m.pending, m.processing, m.failed, m.oldestPending} {
+// Gauges is everything the interval refresh reads: the live queue counts,
+// the paused flags, the newest worker heartbeat and the stalled batch
+// shards. Alert rules (deploy/prometheus) need each of them.
+type Gauges struct {
+	Queues []QueueGauge
+	Paused map[string]bool
+	// HeartbeatAge is the age of the newest worker heartbeat; nil when no
+	// worker has a row, which leaves the gauge absent.
+	HeartbeatAge *time.Duration
+	// ShardStalled is, per batch, the longest time one of its running
+	// shards' checkpoints has not changed.
+	ShardStalled map[string]time.Duration
+}
+
+// SetGauges replaces the refreshed gauges; queues, flags and batches not
+// in gs disappear.
+func (m *Metrics) SetGauges(gs Gauges) {
+	for _, v := range []*prometheus.GaugeVec{m.pending, m.processing, m.failed, m.oldestPending, m.paused, m.shardStalled, m.heartbeatAge} {
 		v.Reset()
 	}
-	for _, q := range qs {
+	for _, q := range gs.Queues {
 		m.pending.WithLabelValues(q.Queue).Set(float64(q.Pending))
 		m.processing.WithLabelValues(q.Queue).Set(float64(q.Processing))
 		m.failed.WithLabelValues(q.Queue).Set(float64(q.Failed))
 		m.oldestPending.WithLabelValues(q.Queue).Set(q.OldestPendingAge.Seconds())
+	}
+	for q, p := range gs.Paused {
+		if p {
+			m.paused.WithLabelValues(q).Set(1)
+		}
+	}
+	for b, d := range gs.ShardStalled {
+		m.shardStalled.WithLabelValues(b).Set(d.Seconds())
+	}
+	if gs.HeartbeatAge != nil {
+		m.heartbeatAge.WithLabelValues().Set(gs.HeartbeatAge.Seconds())
 	}
 }
 
 // StartGauges refreshes the queue gauges with read every interval until
 // ctx ends; scrapes only read the last values, so a busy scraper never
 // adds database load. Only the first call starts a loop.
-func (m *Metrics) StartGauges(ctx context.Context, every time.Duration, read func(context.Context) ([]QueueGauge, error), onErr func(error)) {
+func (m *Metrics) StartGauges(ctx context.Context, every time.Duration, read func(context.Context) (Gauges, error), onErr func(error)) {
 	m.gaugesOnce.Do(func() {
 		go func() {
 			for {
 				rctx, cancel := context.WithTimeout(ctx, every)
-				qs, err := read(rctx)
+				gs, err := read(rctx)
 				cancel()
 				if err == nil {
-					m.SetQueues(qs)
+					m.SetGauges(gs)
 				} else if ctx.Err() == nil && onErr != nil {
 					onErr(err)
 				}
