@@ -12,6 +12,8 @@ import (
 	"context"
 	"database/sql"
 	"net/http"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,6 +23,9 @@ import (
 
 	"github.com/sluicehq/sluice/driver"
 )
+
+// poolPrefix starts the names of the database pool's metrics.
+const poolPrefix = "sluice_go_sql_"
 
 // Seconds buckets: handler runs and queue waits span milliseconds to
 // hours; claims and chunks are database round trips.
@@ -33,6 +38,7 @@ var (
 type Metrics struct {
 	reg    *prometheus.Registry
 	labels map[string][]string // metric name -> label names, for Value
+	series []string            // every series name registered, for Exported
 
 	enqueued, deduplicated, completed, leaseLost *prometheus.CounterVec
 	fires, skips, lockAcquired, lockBusy         *prometheus.CounterVec
@@ -56,23 +62,27 @@ func New(db *sql.DB) *Metrics {
 		v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
 		m.reg.MustRegister(v)
 		m.labels[name] = labels
+		m.series = append(m.series, name)
 		return v
 	}
 	c0 := func(name, help string) prometheus.Counter {
 		v := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
 		m.reg.MustRegister(v)
+		m.series = append(m.series, name)
 		return v
 	}
 	g := func(name, help string, labels ...string) *prometheus.GaugeVec {
 		v := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
 		m.reg.MustRegister(v)
 		m.labels[name] = labels
+		m.series = append(m.series, name)
 		return v
 	}
 	h := func(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
 		v := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
 		m.reg.MustRegister(v)
 		m.labels[name] = labels
+		m.series = append(m.series, name+"_bucket", name+"_sum", name+"_count")
 		return v
 	}
 	m.enqueued = c("sluice_jobs_enqueued_total", "Jobs inserted (new rows; duplicates are counted apart).", "queue", "type")
@@ -94,7 +104,7 @@ func New(db *sql.DB) *Metrics {
 	m.processing = g("sluice_queue_processing", "Processing jobs per queue, refreshed on an interval.", "queue")
 	m.failed = g("sluice_queue_failed", "Failed jobs per queue, refreshed on an interval.", "queue")
 	m.oldestPending = g("sluice_queue_oldest_pending_age_seconds", "Seconds the oldest runnable pending job has waited.", "queue")
-	m.paused = g("sluice_queue_paused", "1 for each queue an operator has paused (sluice queue pause); a queue that is not paused has no series.", "queue")
+	m.paused = g("sluice_queue_paused", "1 for each queue an operator has paused (sluice queues pause); a queue that is not paused has no series.", "queue")
 	// No labels, but a vector so that Reset can remove it: absent() then
 	// tells "no worker has a row".
 	m.heartbeatAge = g("sluice_worker_heartbeat_age_seconds", "Seconds since the newest heartbeat of any worker process in sluice_nodes (database time); absent when no worker has a row.")
@@ -270,6 +280,33 @@ func (m *Metrics) Value(name string, labels ...string) float64 {
 		}
 	}
 	return 0
+}
+
+// Exported lists every series name these metrics can export, whether or
+// not it has a value yet (a histogram as its _bucket, _sum and _count
+// series), sorted. The tests of deploy/ check the Grafana dashboard and
+// the alert rules against it.
+func (m *Metrics) Exported() ([]string, error) {
+	fams, err := m.reg.Gather()
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for _, n := range m.series {
+		seen[n] = true
+	}
+	// The pool collector's counters and gauges, always present.
+	for _, f := range fams {
+		if strings.HasPrefix(f.GetName(), poolPrefix) {
+			seen[f.GetName()] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for n := range seen {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out, nil
 }
 
 // ServeHTTP writes every metric in the Prometheus exposition format.
