@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +27,7 @@ var Required = []string{
 	"checkpoint_list", "checkpoint_get", "checkpoint_create", "checkpoint_take", "checkpoint_advance",
 	"checkpoint_finish", "checkpoint_release", "checkpoint_touch", "checkpoint_status", "checkpoint_delete",
 	"node_upsert", "node_delete", "node_list", "node_purge", "release_claim", "drop_list",
+	"delete", "list_payload", "list_ids",
 }
 
 // Dialect is what Base needs to know about a database beyond its SQL files.
@@ -178,50 +178,6 @@ func (b *Base) GetJob(ctx context.Context, id int64) (*driver.JobRow, error) {
 		return nil, fmt.Errorf("job %d: %w", id, driver.ErrNotFound)
 	}
 	return &jobs[0], nil
-}
-
-// ListQuery builds the listing's SQL and arguments.
-func (b *Base) ListQuery(p driver.ListParams) (string, []any) {
-	var where []string
-	var args []any
-	add := func(cond string, v any) {
-		args = append(args, v)
-		where = append(where, strings.Replace(cond, "?", b.Placeholder(len(args)), 1))
-	}
-	switch p.Status {
-	case "":
-	case driver.StatusPending, driver.StatusProcessing, driver.StatusSuccess, driver.StatusFailed, driver.StatusCancelled:
-		// A literal from this fixed set, not a parameter: SQLite and a
-		// generic PostgreSQL plan only use a partial index (such as the
-		// finished-rows-by-status ones) whose predicate they can see.
-		where = append(where, "status = '"+p.Status+"'")
-	default:
-		add("status = ?", p.Status)
-	}
-	if p.Queue != "" {
-		add("queue = ?", p.Queue)
-	}
-	if p.Type != "" {
-		add("type = ?", p.Type)
-	}
-	if p.KeyPrefix != "" {
-		// The range form uses the key index; LIKE would need escaping and
-		// a collation that suits it.
-		add("business_key >= ?", p.KeyPrefix)
-		add("business_key < ?", p.KeyPrefix+"\U0010FFFF")
-	}
-	if p.AfterID > 0 {
-		add("id < ?", p.AfterID)
-	}
-	limit := p.Limit
-	if limit <= 0 || limit > 1000 {
-		limit = 100
-	}
-	q := b.Q["list"]
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	return q + " ORDER BY id DESC LIMIT " + strconv.Itoa(limit), args
 }
 
 // ListJobs returns jobs newest first, after AfterID, filtered.
@@ -471,7 +427,7 @@ func (b *Base) Retry(ctx context.Context, p driver.RetryParams) (int64, error) {
 }
 
 func (b *Base) retryOne(ctx context.Context, id int64) error {
-	res, err := b.Write.ExecContext(ctx, b.Q["retry"], id)
+	res, err := b.Write.ExecContext(ctx, b.InList(b.Q["retry"], 1, 1), id)
 	if err != nil {
 		if b.UniqueViolation(err) {
 			return fmt.Errorf("retry job %d: %w", id, driver.ErrKeyTaken)
@@ -483,7 +439,7 @@ func (b *Base) retryOne(ctx context.Context, id int64) error {
 
 // Cancel moves a pending or failed job to cancelled.
 func (b *Base) Cancel(ctx context.Context, id int64) error {
-	res, err := b.Write.ExecContext(ctx, b.Q["cancel"], id)
+	res, err := b.Write.ExecContext(ctx, b.InList(b.Q["cancel"], 1, 1), id)
 	if err != nil {
 		return fmt.Errorf("cancel job %d: %w", id, err)
 	}

@@ -1,0 +1,249 @@
+package sqlcommon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/sluicehq/sluice/driver"
+)
+
+// filter is the WHERE clause of a listing or a bulk selection, with its
+// arguments, numbered from the first placeholder.
+type filter struct {
+	b     *Base
+	where []string
+	args  []any
+}
+
+func (f *filter) add(cond string, vs ...any) {
+	for _, v := range vs {
+		f.args = append(f.args, v)
+		cond = strings.Replace(cond, "?", f.b.Placeholder(len(f.args)), 1)
+	}
+	f.where = append(f.where, cond)
+}
+
+func (f *filter) sql() string {
+	if len(f.where) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(f.where, " AND ")
+}
+
+// statusCond matches one status or a set. Statuses from the fixed set are
+// literals, not parameters: SQLite and a generic PostgreSQL plan only use a
+// partial index (such as the finished-rows-by-status ones) whose predicate
+// they can see.
+func (f *filter) statuses(ss []string) {
+	var lits []string
+	for _, s := range ss {
+		switch s {
+		case driver.StatusPending, driver.StatusProcessing, driver.StatusSuccess, driver.StatusFailed, driver.StatusCancelled:
+			lits = append(lits, "'"+s+"'")
+		default:
+			f.add("status = ?", s)
+			return
+		}
+	}
+	if len(lits) == 1 {
+		f.where = append(f.where, "status = "+lits[0])
+	} else {
+		f.where = append(f.where, "status IN ("+strings.Join(lits, ", ")+")")
+	}
+}
+
+// listFilter is p's filter without the payload part, which needs the
+// bounded scan of payloadScan.
+func (b *Base) listFilter(p driver.ListParams, statuses []string) *filter {
+	f := &filter{b: b}
+	if len(statuses) > 0 {
+		f.statuses(statuses)
+	}
+	if p.Queue != "" {
+		f.add("queue = ?", p.Queue)
+	}
+	if p.Type != "" {
+		f.add("type = ?", p.Type)
+	}
+	if p.KeyPrefix != "" {
+		// The range form uses the key index; LIKE would need escaping and
+		// a collation that suits it.
+		f.add("business_key >= ? AND business_key < ?", p.KeyPrefix, p.KeyPrefix+"\U0010FFFF")
+	}
+	return f
+}
+
+// payloadScan wraps a query of columns cols, ordered newest first, so that
+// only its first PayloadScan rows are tested against the payload filter.
+// list_payload.sql takes the field for every parameter but the last.
+func (b *Base) payloadScan(f *filter, inner, cols string, p driver.ListParams) string {
+	frag := b.Q["list_payload"]
+	n := strings.Count(frag, "?")
+	vs := make([]any, 0, n)
+	for range n - 1 {
+		vs = append(vs, p.PayloadField)
+	}
+	vs = append(vs, p.PayloadValue)
+	pf := &filter{b: b, args: f.args}
+	pf.add(frag, vs...)
+	f.args = pf.args
+	return "SELECT " + cols + " FROM (" + inner + " ORDER BY id DESC LIMIT " + strconv.Itoa(driver.PayloadScan) + ") s" + pf.sql()
+}
+
+// ListQuery builds the listing's SQL and arguments.
+func (b *Base) ListQuery(p driver.ListParams) (string, []any) {
+	var ss []string
+	if p.Status != "" {
+		ss = []string{p.Status}
+	}
+	f := b.listFilter(p, ss)
+	if p.AfterID > 0 {
+		f.add("id < ?", p.AfterID)
+	}
+	limit := p.Limit
+	if limit <= 0 || limit > 1000 {
+		limit = 100
+	}
+	q := b.Q["list"] + f.sql()
+	if p.PayloadField != "" {
+		q = b.payloadScan(f, q, "*", p)
+	}
+	return q + " ORDER BY id DESC LIMIT " + strconv.Itoa(limit), f.args
+}
+
+// bulkQuery selects the ids of p's jobs below before (0: none), newest
+// first, at most limit; ok is false when p's status filter excludes every
+// status the action applies to.
+func (b *Base) bulkQuery(p driver.BulkParams, before int64, limit int) (string, []any, bool, error) {
+	ss, known := driver.BulkStatuses[p.Action]
+	if !known {
+		return "", nil, false, fmt.Errorf("bulk action %q: want retry, cancel or delete", p.Action)
+	}
+	if p.Filter.Status != "" {
+		if !slices.Contains(ss, p.Filter.Status) {
+			return "", nil, false, nil
+		}
+		ss = []string{p.Filter.Status}
+	}
+	f := b.listFilter(p.Filter, ss)
+	if p.UpTo > 0 {
+		f.add("id <= ?", p.UpTo)
+	}
+	if before > 0 {
+		f.add("id < ?", before)
+	}
+	var q string
+	if p.Filter.PayloadField != "" {
+		q = b.payloadScan(f, b.Q["list"]+f.sql(), "id", p.Filter)
+	} else {
+		q = b.Q["list_ids"] + f.sql()
+	}
+	return q + " ORDER BY id DESC LIMIT " + strconv.Itoa(limit), f.args, true, nil
+}
+
+// CountBulk counts the jobs Bulk would change, reading at most MaxBulk+1.
+func (b *Base) CountBulk(ctx context.Context, p driver.BulkParams) (driver.BulkCount, error) {
+	q, args, ok, err := b.bulkQuery(p, 0, driver.MaxBulk+1)
+	if err != nil || !ok {
+		return driver.BulkCount{}, err
+	}
+	var c driver.BulkCount
+	var newest *int64
+	if err := b.Read.QueryRowContext(ctx, "SELECT COUNT(*), MAX(id) FROM ("+q+") c", args...).Scan(&c.Count, &newest); err != nil {
+		return c, fmt.Errorf("count jobs to %s: %w", p.Action, err)
+	}
+	if c.Count > driver.MaxBulk {
+		c.Count, c.Capped = driver.MaxBulk, true
+	}
+	if newest != nil {
+		c.UpTo = *newest
+	}
+	return c, nil
+}
+
+// bulkChunk is the ids one statement of a bulk action changes.
+const bulkChunk = 500
+
+// Bulk applies p.Action to the selected jobs, newest first, in chunks of
+// ids, each its own statement: an action on thousands of jobs never holds
+// one long transaction, and each statement re-checks the status, so a job
+// claimed since it was selected is skipped.
+func (b *Base) Bulk(ctx context.Context, p driver.BulkParams) (int64, error) {
+	var total int64
+	var before int64
+	for done := 0; done < driver.MaxBulk; {
+		q, args, ok, err := b.bulkQuery(p, before, min(bulkChunk, driver.MaxBulk-done))
+		if err != nil || !ok {
+			return total, err
+		}
+		ids, err := b.queryIDs(ctx, q, args)
+		if err != nil {
+			return total, fmt.Errorf("%s jobs: %w", p.Action, err)
+		}
+		if len(ids) == 0 {
+			return total, nil
+		}
+		n, err := b.bulkChunk(ctx, p.Action, ids)
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("%s jobs: %w", p.Action, err)
+		}
+		done += len(ids)
+		before = ids[len(ids)-1]
+	}
+	return total, nil
+}
+
+func (b *Base) queryIDs(ctx context.Context, q string, args []any) ([]int64, error) {
+	rows, err := b.Read.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+func (b *Base) bulkChunk(ctx context.Context, action string, ids []int64) (int64, error) {
+	q := b.Q[map[string]string{driver.BulkRetry: "retry", driver.BulkCancel: "cancel", driver.BulkDelete: "delete"}[action]]
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	var n int64
+	err := driver.RetryTransient(ctx, b.Transient, func() error {
+		res, err := b.Write.ExecContext(ctx, b.InList(q, 1, len(ids)), args...)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err == nil || action != driver.BulkRetry || !b.UniqueViolation(err) {
+		return n, err
+	}
+	// A job whose business key another active job holds cannot be retried;
+	// the chunk goes again one job at a time so that only those are skipped.
+	n = 0
+	for _, id := range ids {
+		switch err := b.retryOne(ctx, id); {
+		case err == nil:
+			n++
+		case errors.Is(err, driver.ErrKeyTaken), errors.Is(err, driver.ErrWrongState), errors.Is(err, driver.ErrNotFound):
+		default:
+			return n, err
+		}
+	}
+	return n, nil
+}
