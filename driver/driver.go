@@ -414,7 +414,7 @@ type ListParams struct {
 }
 
 // PayloadScan bounds the rows a payload filter reads (see ListParams).
-const PayloadScan = 10000
+const PayloadScan = 1000
 
 // ValidPayloadField reports whether f is a dotted path of names made of
 // letters, digits and underscores, the only payload paths ListParams
@@ -452,7 +452,7 @@ var BulkStatuses = map[string][]string{
 }
 
 // MaxBulk bounds the jobs one bulk action changes, and its count.
-const MaxBulk = 10000
+const MaxBulk = 1000
 
 // BulkParams selects the jobs of a bulk action: those matching Filter
 // (its AfterID and Limit are ignored) in a status the action applies to,

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -307,7 +308,14 @@ func TestDashboardSearchAndBulk(t *testing.T) {
 			require.Contains(t, body, fmt.Sprintf(`href="/jobs/%d"`, id))
 		}
 		require.Equal(t, 3, strings.Count(body, `href="/jobs/`)-strings.Count(body, `href="/jobs/bulk`))
-		require.Contains(t, body, "newest 10000 jobs")
+		require.Contains(t, body, "newest 1000 jobs")
+		// The JSON API takes the same filter.
+		resp := get(t, base+"/v1/jobs?payload_field=customer.tier&payload_value=silver", token)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		var list struct{ Jobs []sluice.JobInfo }
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&list))
+		require.Len(t, list.Jobs, 2)
+		require.Equal(t, http.StatusBadRequest, get(t, base+"/v1/jobs?payload_field=a..b", token).StatusCode)
 
 		code, body, _ = u.get("/jobs/bulk?action=delete&field=customer.tier&value=gold")
 		require.Equal(t, http.StatusOK, code)
