@@ -15,6 +15,7 @@ import (
 type querier interface {
 	Query(name string) string
 	ListQuery(p driver.ListParams) (string, []any)
+	BulkQuery(p driver.BulkParams) (string, []any, error)
 }
 
 // exercisePlans EXPLAINs the dashboard's and the CLI's count and listing
@@ -55,6 +56,13 @@ func exercisePlans(t *testing.T, open Opener) {
 			// Idle workers run the probe many times a second.
 			check("runnable probe", qd.Query("runnable"), []any{"default"}, false)
 			check("runnable probe by type", qd.Query("runnable_type"), []any{"default", "noop"}, false)
+		}
+		// A bulk action's count and chunks read each status's index, so a
+		// few failed jobs among many finished ones cost only themselves.
+		for _, a := range []string{driver.BulkRetry, driver.BulkCancel, driver.BulkDelete} {
+			q, args, err := qd.BulkQuery(driver.BulkParams{Action: a})
+			require.NoError(t, err)
+			check("bulk "+a, q, args, false)
 		}
 		for name, p := range cases {
 			q, args := qd.ListQuery(p)
