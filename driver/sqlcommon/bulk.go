@@ -1,6 +1,7 @@
 package sqlcommon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -115,70 +116,86 @@ func (b *Base) ListQuery(p driver.ListParams) (string, []any) {
 	return q + " ORDER BY id DESC LIMIT " + strconv.Itoa(limit), f.args
 }
 
-// bulkQuery selects the ids of p's jobs below before (0: none), newest
-// first, at most limit; ok is false when p's status filter excludes every
-// status the action applies to. Each status is read apart and the parts
-// merged, so that each part walks its own status index (SQLite uses a
-// partial index only for the one status its WHERE names): a count of the
-// few failed jobs among a million finished ones reads only those. A payload
-// filter scans the newest PayloadScan jobs of each status.
-func (b *Base) bulkQuery(p driver.BulkParams, before int64, limit int) (string, []any, bool, error) {
+// bulkQueries selects, per status the action applies to, the ids of p's
+// jobs below before (0: none), newest first, at most limit; none when p's
+// status filter excludes every status the action applies to. Each status
+// is its own query, merged by bulkIDs, so that each walks its own status
+// index newest first and stops at the LIMIT (SQLite uses a partial index
+// only for the one status its WHERE names, and neither SQLite nor MariaDB
+// stops early in a UNION): a count of the few failed jobs among a million
+// finished ones reads only those. A payload filter scans the newest
+// PayloadScan jobs of each status.
+func (b *Base) bulkQueries(p driver.BulkParams, before int64, limit int) ([]string, [][]any, error) {
 	ss, known := driver.BulkStatuses[p.Action]
 	if !known {
-		return "", nil, false, fmt.Errorf("bulk action %q: want retry, cancel or delete", p.Action)
+		return nil, nil, fmt.Errorf("bulk action %q: want retry, cancel or delete", p.Action)
 	}
 	if p.Filter.Status != "" {
 		if !slices.Contains(ss, p.Filter.Status) {
-			return "", nil, false, nil
+			return nil, nil, nil
 		}
 		ss = []string{p.Filter.Status}
 	}
-	lim := " ORDER BY id DESC LIMIT " + strconv.Itoa(limit)
-	var parts []string
-	var args []any
-	for i, st := range ss {
-		f := b.listFilter(p.Filter, []string{st}, args)
+	var qs []string
+	var args [][]any
+	for _, st := range ss {
+		f := b.listFilter(p.Filter, []string{st}, nil)
 		if p.UpTo > 0 {
 			f.add("id <= ?", p.UpTo)
 		}
 		if before > 0 {
 			f.add("id < ?", before)
 		}
-		var q string
+		q := b.Q["list_ids"] + f.sql()
 		if p.Filter.PayloadField != "" {
 			q = b.payloadScan(f, b.Q["list"]+f.sql(), "id", p.Filter)
-		} else {
-			q = b.Q["list_ids"] + f.sql()
 		}
-		args = f.args
-		parts = append(parts, "SELECT id FROM ("+q+lim+") s"+strconv.Itoa(i))
+		qs = append(qs, q+" ORDER BY id DESC LIMIT "+strconv.Itoa(limit))
+		args = append(args, f.args)
 	}
-	return "SELECT id FROM (" + strings.Join(parts, " UNION ALL ") + ") u" + lim, args, true, nil
+	return qs, args, nil
 }
 
-// BulkQuery is the selection of a bulk action's first chunk, for the
+// BulkQueries are the selections of a bulk action's count, for the
 // conformance suite's plan checks.
-func (b *Base) BulkQuery(p driver.BulkParams) (string, []any, error) {
-	q, args, _, err := b.bulkQuery(p, 0, driver.MaxBulk+1)
-	return q, args, err
+func (b *Base) BulkQueries(p driver.BulkParams) ([]string, [][]any, error) {
+	return b.bulkQueries(p, 0, driver.MaxBulk+1)
 }
 
-// CountBulk counts the jobs Bulk would change, reading at most MaxBulk+1.
+// bulkIDs runs the selections and keeps the newest limit ids of them all.
+func (b *Base) bulkIDs(ctx context.Context, p driver.BulkParams, before int64, limit int) ([]int64, error) {
+	qs, args, err := b.bulkQueries(p, before, limit)
+	if err != nil {
+		return nil, err
+	}
+	var ids []int64
+	for i, q := range qs {
+		part, err := b.queryIDs(ctx, q, args[i])
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, part...)
+	}
+	slices.SortFunc(ids, func(a, b int64) int { return cmp.Compare(b, a) })
+	if len(ids) > limit {
+		ids = ids[:limit]
+	}
+	return ids, nil
+}
+
+// CountBulk counts the jobs Bulk would change, reading at most MaxBulk+1
+// per status.
 func (b *Base) CountBulk(ctx context.Context, p driver.BulkParams) (driver.BulkCount, error) {
-	q, args, ok, err := b.bulkQuery(p, 0, driver.MaxBulk+1)
-	if err != nil || !ok {
-		return driver.BulkCount{}, err
+	ids, err := b.bulkIDs(ctx, p, 0, driver.MaxBulk+1)
+	if err != nil {
+		return driver.BulkCount{}, fmt.Errorf("count jobs to %s: %w", p.Action, err)
 	}
-	var c driver.BulkCount
-	var newest *int64
-	if err := b.Read.QueryRowContext(ctx, "SELECT COUNT(*), MAX(id) FROM ("+q+") c", args...).Scan(&c.Count, &newest); err != nil {
-		return c, fmt.Errorf("count jobs to %s: %w", p.Action, err)
-	}
+	c := driver.BulkCount{Count: int64(len(ids))}
 	if c.Count > driver.MaxBulk {
 		c.Count, c.Capped = driver.MaxBulk, true
 	}
-	if newest != nil {
-		c.UpTo = *newest
+	if len(ids) > 0 {
+		c.UpTo = ids[0]
 	}
 	return c, nil
 }
@@ -194,11 +211,7 @@ func (b *Base) Bulk(ctx context.Context, p driver.BulkParams) (int64, error) {
 	var total int64
 	var before int64
 	for done := 0; done < driver.MaxBulk; {
-		q, args, ok, err := b.bulkQuery(p, before, min(bulkChunk, driver.MaxBulk-done))
-		if err != nil || !ok {
-			return total, err
-		}
-		ids, err := b.queryIDs(ctx, q, args)
+		ids, err := b.bulkIDs(ctx, p, before, min(bulkChunk, driver.MaxBulk-done))
 		if err != nil {
 			return total, fmt.Errorf("%s jobs: %w", p.Action, err)
 		}
