@@ -454,9 +454,16 @@ var BulkStatuses = map[string][]string{
 // MaxBulk bounds the jobs one bulk action changes, and its count.
 const MaxBulk = 1000
 
+// BulkScan bounds the rows a bulk selection reads per status when it
+// filters on more than the status: no index serves such a filter, so it
+// looks at the newest BulkScan jobs of each status the action applies to.
+const BulkScan = 10000
+
 // BulkParams selects the jobs of a bulk action: those matching Filter
 // (its AfterID and Limit are ignored) in a status the action applies to,
-// with an id at or below UpTo (0: no bound), newest first, at most MaxBulk.
+// with an id at or below UpTo (0: no bound), newest first, at most MaxBulk;
+// with a filter beyond the status, among the newest BulkScan jobs of each
+// status only.
 type BulkParams struct {
 	Action string
 	Filter ListParams

@@ -138,6 +138,30 @@ func exerciseBulkActions(t *testing.T, open Opener) {
 		}
 	})
 
+	t.Run("FilteredBulkIsBounded", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		old := b.insertOne(newJob("rare"))
+		batch := make([]driver.InsertJob, driver.BulkScan)
+		for i := range batch {
+			batch[i] = newJob("common")
+		}
+		b.insert(batch...)
+		_, err := b.d.DB().ExecContext(b.ctx, "UPDATE "+b.jobsTable()+" SET status = 'cancelled', finished_at = updated_at")
+		require.NoError(t, err)
+		rare := driver.BulkParams{Action: driver.BulkRetry, Filter: driver.ListParams{Type: "rare"}}
+		c, err := b.d.CountBulk(b.ctx, rare)
+		require.NoError(t, err)
+		require.Zero(t, c.Count, "the rare job is older than the newest BulkScan of its status")
+		c, err = b.d.CountBulk(b.ctx, driver.BulkParams{Action: driver.BulkRetry, UpTo: old})
+		require.NoError(t, err)
+		require.EqualValues(t, 1, c.Count, "without a filter the status index reaches it")
+		rare.UpTo = old
+		c, err = b.d.CountBulk(b.ctx, rare)
+		require.NoError(t, err)
+		require.EqualValues(t, 1, c.Count, "below UpTo the window reaches it")
+	})
+
 	t.Run("PayloadBulk", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)

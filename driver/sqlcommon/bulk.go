@@ -78,19 +78,23 @@ func (b *Base) listFilter(p driver.ListParams, statuses []string, args []any) *f
 	return f
 }
 
-// payloadScan wraps a query of columns cols, ordered newest first, so that
-// only its first PayloadScan rows are tested against the payload filter.
-// list_payload.sql takes the field for every parameter but the last.
-func (b *Base) payloadScan(f *filter, inner, cols string, p driver.ListParams) string {
+// addPayload adds the payload filter of p to f. list_payload.sql takes the
+// field for every parameter but the last.
+func (b *Base) addPayload(f *filter, p driver.ListParams) {
 	frag := b.Q["list_payload"]
 	n := strings.Count(frag, "?")
 	vs := make([]any, 0, n)
 	for range n - 1 {
 		vs = append(vs, p.PayloadField)
 	}
-	vs = append(vs, p.PayloadValue)
+	f.add(frag, append(vs, p.PayloadValue)...)
+}
+
+// payloadScan wraps a query of columns cols, ordered newest first, so that
+// only its first PayloadScan rows are tested against the payload filter.
+func (b *Base) payloadScan(f *filter, inner, cols string, p driver.ListParams) string {
 	pf := &filter{b: b, args: f.args}
-	pf.add(frag, vs...)
+	b.addPayload(pf, p)
 	f.args = pf.args
 	return "SELECT " + cols + " FROM (" + inner + " ORDER BY id DESC LIMIT " + strconv.Itoa(driver.PayloadScan) + ") s" + pf.sql()
 }
@@ -136,22 +140,33 @@ func (b *Base) bulkQueries(p driver.BulkParams, before int64, limit int) ([]stri
 		}
 		ss = []string{p.Filter.Status}
 	}
+	lim := " ORDER BY id DESC LIMIT " + strconv.Itoa(limit)
 	var qs []string
 	var args [][]any
 	for _, st := range ss {
-		f := b.listFilter(p.Filter, []string{st}, nil)
+		f := b.listFilter(driver.ListParams{}, []string{st}, nil)
 		if p.UpTo > 0 {
 			f.add("id <= ?", p.UpTo)
 		}
 		if before > 0 {
 			f.add("id < ?", before)
 		}
-		q := b.Q["list_ids"] + f.sql()
-		if p.Filter.PayloadField != "" {
-			q = b.payloadScan(f, b.Q["list"]+f.sql(), "id", p.Filter)
+		pf := p.Filter
+		if pf.Type == "" && pf.Queue == "" && pf.KeyPrefix == "" && pf.PayloadField == "" {
+			qs = append(qs, b.Q["list_ids"]+f.sql()+lim)
+			args = append(args, f.args)
+			continue
 		}
-		qs = append(qs, q+" ORDER BY id DESC LIMIT "+strconv.Itoa(limit))
-		args = append(args, f.args)
+		// No index serves a status with these filters: read the newest
+		// BulkScan jobs of the status (its index, newest first) and filter
+		// those, so that a filter matching few of many rows stays bounded.
+		inner := b.Q["list"] + f.sql() + " ORDER BY id DESC LIMIT " + strconv.Itoa(driver.BulkScan)
+		outer := b.listFilter(driver.ListParams{Type: pf.Type, Queue: pf.Queue, KeyPrefix: pf.KeyPrefix}, nil, f.args)
+		if pf.PayloadField != "" {
+			b.addPayload(outer, pf)
+		}
+		qs = append(qs, "SELECT id FROM ("+inner+") w"+outer.sql()+lim)
+		args = append(args, outer.args)
 	}
 	return qs, args, nil
 }
@@ -203,28 +218,23 @@ func (b *Base) CountBulk(ctx context.Context, p driver.BulkParams) (driver.BulkC
 // bulkChunk is the ids one statement of a bulk action changes.
 const bulkChunk = 500
 
-// Bulk applies p.Action to the selected jobs, newest first, in chunks of
-// ids, each its own statement: an action on thousands of jobs never holds
-// one long transaction, and each statement re-checks the status, so a job
+// Bulk applies p.Action to the selected jobs: the same selection as
+// CountBulk's (so, with p.UpTo from the count, the jobs counted), in chunks
+// of ids, each its own statement: an action on many jobs never holds one
+// long transaction, and each statement re-checks the status, so a job
 // claimed since it was selected is skipped.
 func (b *Base) Bulk(ctx context.Context, p driver.BulkParams) (int64, error) {
+	ids, err := b.bulkIDs(ctx, p, 0, driver.MaxBulk)
+	if err != nil {
+		return 0, fmt.Errorf("%s jobs: %w", p.Action, err)
+	}
 	var total int64
-	var before int64
-	for done := 0; done < driver.MaxBulk; {
-		ids, err := b.bulkIDs(ctx, p, before, min(bulkChunk, driver.MaxBulk-done))
-		if err != nil {
-			return total, fmt.Errorf("%s jobs: %w", p.Action, err)
-		}
-		if len(ids) == 0 {
-			return total, nil
-		}
-		n, err := b.bulkChunk(ctx, p.Action, ids)
+	for chunk := range slices.Chunk(ids, bulkChunk) {
+		n, err := b.bulkChunk(ctx, p.Action, chunk)
 		total += n
 		if err != nil {
 			return total, fmt.Errorf("%s jobs: %w", p.Action, err)
 		}
-		done += len(ids)
-		before = ids[len(ids)-1]
 	}
 	return total, nil
 }
