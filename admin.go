@@ -113,8 +113,8 @@ type ListParams = driver.ListParams
 // Jobs lists jobs newest first. Pass the last id of a page as AfterID to
 // read the next one.
 func (c *Client) Jobs(ctx context.Context, p ListParams) ([]JobInfo, error) {
-	if p.Status != "" && !p.Status.Valid() {
-		return nil, inputErr("status", "%q: want pending, processing, success, failed or cancelled", p.Status)
+	if err := checkList(p); err != nil {
+		return nil, err
 	}
 	rows, err := c.drv.ListJobs(ctx, p)
 	if err != nil {
@@ -125,6 +125,53 @@ func (c *Client) Jobs(ctx context.Context, p ListParams) ([]JobInfo, error) {
 		out[i] = infoOf(r)
 	}
 	return out, nil
+}
+
+func checkList(p ListParams) error {
+	if p.Status != "" && !p.Status.Valid() {
+		return inputErr("status", "%q: want pending, processing, success, failed or cancelled", p.Status)
+	}
+	if p.PayloadField != "" && !driver.ValidPayloadField(p.PayloadField) {
+		return inputErr("payload_field", "%q: want a dotted path of names made of letters, digits and underscores, such as customer.id", p.PayloadField)
+	}
+	if p.PayloadField == "" && p.PayloadValue != "" {
+		return inputErr("payload_field", "missing: a payload value needs the field it is compared with")
+	}
+	return nil
+}
+
+// CountBulk counts the jobs matching the filter that the bulk action
+// (driver.BulkRetry, BulkCancel, BulkDelete) would change, up to
+// driver.MaxBulk; pass the result's UpTo to Bulk so that it changes only
+// those counted.
+func (c *Client) CountBulk(ctx context.Context, action string, filter ListParams) (driver.BulkCount, error) {
+	if err := checkBulk(action, filter); err != nil {
+		return driver.BulkCount{}, err
+	}
+	return c.drv.CountBulk(ctx, driver.BulkParams{Action: action, Filter: filter})
+}
+
+// Bulk applies the action to the jobs matching the filter with an id at
+// or below upTo (0: any), at most driver.MaxBulk of them, and returns how
+// many changed. Bulk cancels are not counted in the metrics and roll-ups
+// of cancelled jobs, unlike Cancel.
+func (c *Client) Bulk(ctx context.Context, action string, filter ListParams, upTo int64) (int64, error) {
+	if err := checkBulk(action, filter); err != nil {
+		return 0, err
+	}
+	n, err := c.drv.Bulk(ctx, driver.BulkParams{Action: action, Filter: filter, UpTo: upTo})
+	if n > 0 {
+		c.log.Info("bulk action", "action", action, "jobs", n, "status", filter.Status, "type", filter.Type,
+			"queue", filter.Queue, "key_prefix", filter.KeyPrefix, "payload_field", filter.PayloadField)
+	}
+	return n, err
+}
+
+func checkBulk(action string, filter ListParams) error {
+	if _, ok := driver.BulkStatuses[action]; !ok {
+		return inputErr("action", "%q: want retry, cancel or delete", action)
+	}
+	return checkList(filter)
 }
 
 // Retry moves a failed or cancelled job back to pending with more attempts.

@@ -23,44 +23,72 @@ func (c *Client) Schedules() []Schedule { return c.cfg.Schedules }
 // NodeID is the name this process uses in leases and sluice_nodes.
 func (c *Client) NodeID() string { return c.cfg.NodeID }
 
-// StartGauges refreshes the queue gauges of /metrics from the Stats query
-// every 15 seconds until ctx ends. Start calls it; an API-only server
-// (serve --no-workers) calls it itself.
+// StartGauges refreshes the gauges of /metrics every 15 seconds until ctx
+// ends: the live queue counts (the Stats query), the paused flags, the
+// newest worker heartbeat and the stalled batch shards, each a read of a
+// small table or of the live-rows indexes. Start calls it; an API-only
+// server (serve --no-workers) calls it itself.
 func (c *Client) StartGauges(ctx context.Context) {
-	c.metrics.StartGauges(ctx, 15*time.Second, func(ctx context.Context) ([]metrics.QueueGauge, error) {
-		// The live-rows query only: the roll-ups that Stats adds are not
-		// gauges.
-		st, err := c.drv.Stats(ctx)
-		if err != nil {
-			return nil, err
+	c.metrics.StartGauges(ctx, 15*time.Second, c.readGauges, func(err error) { c.log.Warn("refreshing gauges failed", "err", err) })
+}
+
+func (c *Client) readGauges(ctx context.Context) (metrics.Gauges, error) {
+	// The live-rows query only: the roll-ups that Stats adds are not
+	// gauges.
+	st, err := c.drv.Stats(ctx)
+	if err != nil {
+		return metrics.Gauges{}, err
+	}
+	now, err := c.drv.Now(ctx)
+	if err != nil {
+		return metrics.Gauges{}, err
+	}
+	g := metrics.Gauges{Queues: make([]metrics.QueueGauge, len(st)), ShardStalled: map[string]time.Duration{}}
+	for i, s := range st {
+		g.Queues[i] = metrics.QueueGauge{Queue: s.Queue, Pending: s.Pending, Processing: s.Processing, Failed: s.Failed}
+		if s.OldestPending != nil && s.OldestPending.Before(now) {
+			g.Queues[i].OldestPendingAge = now.Sub(*s.OldestPending)
 		}
-		now, err := c.drv.Now(ctx)
-		if err != nil {
-			return nil, err
+	}
+	if g.Paused, err = c.drv.PausedQueues(ctx); err != nil {
+		return metrics.Gauges{}, err
+	}
+	// sluice_nodes holds one row per live process (stale rows are purged),
+	// and sluice_checkpoints one per batch shard: both stay small.
+	nodes, err := c.drv.ListNodes(ctx)
+	if err != nil {
+		return metrics.Gauges{}, err
+	}
+	for _, n := range nodes {
+		age := max(now.Sub(n.LastSeen), 0)
+		if g.HeartbeatAge == nil || age < *g.HeartbeatAge {
+			g.HeartbeatAge = &age
 		}
-		circuits, err := c.drv.ListCircuits(ctx)
-		if err != nil {
-			return nil, err
+	}
+	cps, err := c.drv.ListCheckpoints(ctx)
+	if err != nil {
+		return metrics.Gauges{}, err
+	}
+	for _, cp := range cps {
+		if cp.Status != driver.CheckpointRunning {
+			continue
 		}
-		open := map[string]bool{}
-		for name, t := range c.cfg.Types {
-			if t.Circuit.Threshold > 0 {
-				open[name] = false
-			}
+		g.ShardStalled[cp.Batch] = max(g.ShardStalled[cp.Batch], now.Sub(cp.UpdatedAt), 0)
+	}
+	circuits, err := c.drv.ListCircuits(ctx)
+	if err != nil {
+		return metrics.Gauges{}, err
+	}
+	g.Circuits = map[string]bool{}
+	for name, t := range c.cfg.Types {
+		if t.Circuit.Threshold > 0 {
+			g.Circuits[name] = false
 		}
-		for _, cs := range circuits {
-			open[cs.Type] = cs.State != driver.CircuitClosed
-		}
-		c.metrics.SetCircuits(open)
-		out := make([]metrics.QueueGauge, len(st))
-		for i, s := range st {
-			out[i] = metrics.QueueGauge{Queue: s.Queue, Pending: s.Pending, Processing: s.Processing, Failed: s.Failed}
-			if s.OldestPending != nil && s.OldestPending.Before(now) {
-				out[i].OldestPendingAge = now.Sub(*s.OldestPending)
-			}
-		}
-		return out, nil
-	}, func(err error) { c.log.Warn("refreshing queue gauges failed", "err", err) })
+	}
+	for _, cs := range circuits {
+		g.Circuits[cs.Type] = cs.State != driver.CircuitClosed
+	}
+	return g, nil
 }
 
 // uncharged is the outcome of an attempt given back without using it (a

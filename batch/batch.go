@@ -47,7 +47,7 @@ import (
 
 // Checkpoint statuses.
 const (
-	StatusRunning = "running"
+	StatusRunning = driver.CheckpointRunning
 	StatusPaused  = "paused"
 	StatusDone    = "done"
 	StatusFailed  = "failed"

@@ -139,6 +139,13 @@ type Driver interface {
 	Retry(ctx context.Context, p RetryParams) (int64, error)
 	// Cancel moves a pending or failed job to cancelled.
 	Cancel(ctx context.Context, id int64) error
+	// CountBulk counts the jobs Bulk would change, reading at most
+	// MaxBulk+1 ids.
+	CountBulk(ctx context.Context, p BulkParams) (BulkCount, error)
+	// Bulk applies p.Action to the selected jobs in chunks and returns how
+	// many changed; a job whose status changed meanwhile, or whose retry
+	// finds its business key taken, is skipped.
+	Bulk(ctx context.Context, p BulkParams) (int64, error)
 	Stats(ctx context.Context) ([]QueueStats, error)
 	// PartitionStats returns the p.Limit partitions of p.Queue with the
 	// most pending jobs, with their pending and running counts; jobs
@@ -476,8 +483,81 @@ type ListParams struct {
 	Type      string
 	Queue     string
 	KeyPrefix string
-	AfterID   int64 // 0: from the newest; otherwise ids below this one
-	Limit     int
+	// PayloadField and PayloadValue keep the jobs whose payload holds
+	// PayloadValue, compared as text, at PayloadField, a dotted path of
+	// names (customer.id; see ValidPayloadField). No database indexes
+	// payloads, so this filter reads only the newest PayloadScan jobs that
+	// match the other filters: a bounded scan, never the whole table.
+	PayloadField string
+	PayloadValue string
+	AfterID      int64 // 0: from the newest; otherwise ids below this one
+	Limit        int
+}
+
+// PayloadScan bounds the rows a payload filter reads (see ListParams).
+const PayloadScan = 1000
+
+// ValidPayloadField reports whether f is a dotted path of names made of
+// letters, digits and underscores, the only payload paths ListParams
+// accepts: each database builds its JSON path from it.
+func ValidPayloadField(f string) bool {
+	if f == "" {
+		return false
+	}
+	for _, part := range strings.Split(f, ".") {
+		if part == "" {
+			return false
+		}
+		for _, r := range part {
+			if !(r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Bulk actions on a filtered set of jobs (Driver.Bulk).
+const (
+	BulkRetry  = "retry"  // failed or cancelled jobs back to pending
+	BulkCancel = "cancel" // pending or failed jobs to cancelled
+	BulkDelete = "delete" // any job not processing, deleted
+)
+
+// BulkStatuses lists, per bulk action, the statuses it applies to; a job
+// in another status is left alone.
+var BulkStatuses = map[string][]Status{
+	BulkRetry:  {StatusFailed, StatusCancelled},
+	BulkCancel: {StatusPending, StatusFailed},
+	BulkDelete: {StatusPending, StatusSuccess, StatusFailed, StatusCancelled},
+}
+
+// MaxBulk bounds the jobs one bulk action changes, and its count.
+const MaxBulk = 1000
+
+// BulkScan bounds the rows a bulk selection reads per status when it
+// filters on more than the status: no index serves such a filter, so it
+// looks at the newest BulkScan jobs of each status the action applies to.
+const BulkScan = 10000
+
+// BulkParams selects the jobs of a bulk action: those matching Filter
+// (its AfterID and Limit are ignored) in a status the action applies to,
+// with an id at or below UpTo (0: no bound), newest first, at most MaxBulk;
+// with a filter beyond the status, among the newest BulkScan jobs of each
+// status only.
+type BulkParams struct {
+	Action string
+	Filter ListParams
+	UpTo   int64
+}
+
+// BulkCount is how many jobs a bulk action would change now: Count, at
+// most MaxBulk (Capped when more match), and the newest one's id, which the
+// action's UpTo takes so that jobs arriving after the count are left alone.
+type BulkCount struct {
+	Count  int64
+	Capped bool
+	UpTo   int64
 }
 
 // RetryParams selects one job by ID, or all failed jobs (optionally of Type).

@@ -54,6 +54,11 @@ type Node struct {
 	Running     int
 }
 
+// CheckpointRunning is the status of a batch shard that has not finished:
+// package batch names it StatusRunning, and the metrics refresh reads it to
+// find stalled shards.
+const CheckpointRunning = "running"
+
 // Checkpoint is one batch shard's cursor row in sluice_checkpoints (see
 // package batch). Version grows with every change of the row, so that each
 // runner's write can be fenced on the version it last saw.

@@ -51,7 +51,12 @@ func BenchmarkDashboardPages(b *testing.B) {
 			if u.login(token) != http.StatusSeeOther {
 				b.Fatal("login failed")
 			}
-			for _, p := range append(dashPages, "/jobs?status=success", "/jobs?status=failed&after=500000", "/jobs/777") {
+			// Besides every page: a payload search (a bounded scan of the
+			// newest 1,000 rows), bulk confirmations (counts bounded at
+			// 1,001 rows), and the live snapshot.
+			for _, p := range append(dashPages, "/jobs?status=success", "/jobs?status=failed&after=500000", "/jobs/777",
+				"/jobs?field=n&value=999990", "/jobs?type=type3&field=n&value=3", "/jobs/bulk?action=retry", "/jobs/bulk?action=delete&type=type3",
+				"/jobs/bulk?action=retry&field=n&value=999990", "/live.json") {
 				b.Run(strings.ReplaceAll(p, "/", "_"), func(b *testing.B) {
 					start := time.Now()
 					for b.Loop() {

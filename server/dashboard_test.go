@@ -2,12 +2,14 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -299,4 +301,78 @@ func TestDashboardPages(t *testing.T) {
 			require.Contains(t, body, "&#34;")
 		})
 	}
+}
+
+// TestDashboardSearchAndBulk searches by payload field through the Jobs
+// page and deletes the matching set through the confirmation form, on
+// every database; bad input is refused with the field named.
+func TestDashboardSearchAndBulk(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, d driver.Driver) {
+		ctx := context.Background()
+		c, base := dashServer(t, d, "nightly")
+		u := newBrowser(t, base)
+		require.Equal(t, http.StatusSeeOther, u.login(token))
+		var gold []int64
+		for i := range 5 {
+			tier := "silver"
+			if i%2 == 0 {
+				tier = "gold"
+			}
+			r, err := c.Enqueue(ctx, sluice.EnqueueParams{Type: "order", Payload: map[string]any{"customer": map[string]any{"tier": tier, "n": i}}})
+			require.NoError(t, err)
+			if tier == "gold" {
+				gold = append(gold, r.ID)
+			}
+		}
+		code, body, _ := u.get("/jobs?field=customer.tier&value=gold")
+		require.Equal(t, http.StatusOK, code)
+		for _, id := range gold {
+			require.Contains(t, body, fmt.Sprintf(`href="/jobs/%d"`, id))
+		}
+		require.Equal(t, 3, strings.Count(body, `href="/jobs/`)-strings.Count(body, `href="/jobs/bulk`))
+		require.Contains(t, body, "newest 1000 jobs")
+		// The JSON API takes the same filter.
+		resp := get(t, base+"/v1/jobs?payload_field=customer.tier&payload_value=silver", token)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		var list struct{ Jobs []sluice.JobInfo }
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&list))
+		require.Len(t, list.Jobs, 2)
+		require.Equal(t, http.StatusBadRequest, get(t, base+"/v1/jobs?payload_field=a..b", token).StatusCode)
+
+		code, body, _ = u.get("/jobs/bulk?action=delete&field=customer.tier&value=gold")
+		require.Equal(t, http.StatusOK, code)
+		require.Contains(t, body, "This will delete <strong>3</strong> jobs")
+		upto := regexp.MustCompile(`name="upto" value="(\d+)"`).FindStringSubmatch(body)
+		require.NotNil(t, upto)
+		require.Equal(t, strconv.FormatInt(gold[len(gold)-1], 10), upto[1])
+		// A gold job enqueued after the count is not deleted.
+		late, err := c.Enqueue(ctx, sluice.EnqueueParams{Type: "order", Payload: map[string]any{"customer": map[string]any{"tier": "gold"}}})
+		require.NoError(t, err)
+
+		tok := u.csrf("/jobs")
+		form := url.Values{"action": {"delete"}, "field": {"customer.tier"}, "value": {"gold"}, "upto": {upto[1]}}
+		code, _, _ = u.post("/jobs/bulk", form)
+		require.Equal(t, http.StatusForbidden, code, "no CSRF token")
+		form.Set("csrf", tok)
+		code, _, h := u.post("/jobs/bulk", form)
+		require.Equal(t, http.StatusSeeOther, code)
+		require.Contains(t, h.Get("Location"), "flash=3+jobs+deleted.")
+		for _, id := range gold {
+			_, err := c.Job(ctx, id)
+			require.ErrorIs(t, err, driver.ErrNotFound)
+		}
+		requireStatus(t, c, late.ID, driver.StatusPending)
+
+		// Bad input names its field and changes nothing.
+		code, body, _ = u.get("/jobs?field=customer'tier&value=x")
+		require.Equal(t, http.StatusBadRequest, code)
+		require.Contains(t, body, "payload_field")
+		code, body, _ = u.get("/jobs/bulk?action=explode")
+		require.Equal(t, http.StatusBadRequest, code)
+		require.Contains(t, body, "action")
+		code, body, _ = u.post("/jobs/bulk", url.Values{"csrf": {tok}, "action": {"delete"}})
+		require.Equal(t, http.StatusBadRequest, code)
+		require.Contains(t, body, "upto")
+		requireStatus(t, c, late.ID, driver.StatusPending)
+	})
 }

@@ -193,7 +193,8 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	jobs, err := s.client.Jobs(r.Context(), sluice.ListParams{Status: driver.Status(q.Get("status")), Type: q.Get("type"),
-		Queue: q.Get("queue"), KeyPrefix: q.Get("key_prefix"), AfterID: after, Limit: int(limit)})
+		Queue: q.Get("queue"), KeyPrefix: q.Get("key_prefix"), PayloadField: q.Get("payload_field"), PayloadValue: q.Get("payload_value"),
+		AfterID: after, Limit: int(limit)})
 	if err != nil {
 		s.fail(w, r, err)
 		return

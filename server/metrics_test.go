@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/testdb"
 	"github.com/sluicehq/sluice/server"
 )
 
@@ -154,4 +156,63 @@ func get(t *testing.T, url, tok string) *http.Response {
 	require.NoError(t, err)
 	t.Cleanup(func() { resp.Body.Close() })
 	return resp
+}
+
+// TestMetricsAlertGauges checks the gauges the alert rules need, from the
+// interval refresh: a paused queue, the newest worker heartbeat's age
+// (absent with no worker), and a running batch shard whose checkpoint has
+// not moved.
+func TestMetricsAlertGauges(t *testing.T) {
+	d, tg := testdb.OpenURL(t, "sqlite")
+	ctx := context.Background()
+	// scrape starts a client (whose first refresh runs at once) and reads
+	// its /metrics once the refresh has run.
+	scrape := func() map[string]string {
+		c, err := sluice.NewClient(sluice.Config{Driver: d})
+		require.NoError(t, err)
+		h, err := server.New(server.Config{Client: c, Tokens: []string{token}})
+		require.NoError(t, err)
+		srv := newTestServer(t, h)
+		gctx, stop := context.WithCancel(ctx)
+		t.Cleanup(stop)
+		c.StartGauges(gctx)
+		lines := map[string]string{}
+		require.Eventually(t, func() bool {
+			resp := get(t, srv+"/metrics", token)
+			b, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			for _, l := range strings.Split(string(b), "\n") {
+				if k, v, ok := strings.Cut(l, " "); ok && !strings.HasPrefix(l, "#") {
+					lines[k] = v
+				}
+			}
+			return lines[`sluice_batch_shard_stalled_seconds{type="backfill"}`] != ""
+		}, 10*time.Second, 20*time.Millisecond)
+		return lines
+	}
+	require.NoError(t, d.SetQueuePaused(ctx, driver.SetQueuePausedParams{Queue: "mail", Paused: true}))
+	require.NoError(t, d.CreateCheckpoint(ctx, driver.CreateCheckpointParams{Batch: "backfill", Shard: "0", Status: driver.CheckpointRunning, ChunkSize: 10}))
+	require.NoError(t, d.CreateCheckpoint(ctx, driver.CreateCheckpointParams{Batch: "done", Shard: "0", Status: "done", ChunkSize: 10}))
+	_, err := d.DB().ExecContext(ctx, "UPDATE "+tg.Prefix+"checkpoints SET updated_at = strftime('%Y-%m-%d %H:%M:%f', 'now', '-600 seconds')")
+	require.NoError(t, err)
+	m := scrape()
+	require.Equal(t, "1", m[`sluice_queue_paused{queue="mail"}`])
+	_, ok := m["sluice_worker_heartbeat_age_seconds"]
+	require.False(t, ok, "no worker row: the heartbeat age is absent")
+	stalled, err := strconv.ParseFloat(m[`sluice_batch_shard_stalled_seconds{type="backfill"}`], 64)
+	require.NoError(t, err)
+	require.InDelta(t, 600, stalled, 30)
+	require.NotContains(t, m, `sluice_batch_shard_stalled_seconds{type="done"}`, "finished shards are not stalled")
+
+	// A worker's heartbeat 42 s old, and the queue resumed (only paused
+	// queues have a series).
+	require.NoError(t, d.UpsertNode(ctx, driver.Node{ID: "host:1", Version: "test", StartedAt: time.Now(), Concurrency: 1}))
+	_, err = d.DB().ExecContext(ctx, "UPDATE "+tg.Prefix+"nodes SET last_seen = strftime('%Y-%m-%d %H:%M:%f', 'now', '-42 seconds')")
+	require.NoError(t, err)
+	require.NoError(t, d.SetQueuePaused(ctx, driver.SetQueuePausedParams{Queue: "mail", Paused: false}))
+	m = scrape()
+	require.NotContains(t, m, `sluice_queue_paused{queue="mail"}`)
+	age, err := strconv.ParseFloat(m["sluice_worker_heartbeat_age_seconds"], 64)
+	require.NoError(t, err)
+	require.InDelta(t, 42, age, 5)
 }

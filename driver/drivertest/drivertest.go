@@ -54,6 +54,7 @@ func Exercise(t *testing.T, open func(t *testing.T) driver.Driver) {
 		{"Schedule", exerciseSchedule},
 		{"Concurrency", exerciseConcurrency},
 		{"Bulk", exerciseBulk},
+		{"BulkActions", exerciseBulkActions},
 		{"Observe", exerciseObserve},
 		{"Checkpoint", exerciseCheckpoint},
 		{"Drop", exerciseDrop},

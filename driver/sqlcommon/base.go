@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -34,6 +33,7 @@ var Required = []string{
 	"claim_state_lock", "claim_state_init", "claim_state_set",
 	"running_queue", "running_types", "running_parts",
 	"fair_parts", "fair_parts_first", "claim_pick", "claim_pick_part", "claim_ids", "partition_stats",
+	"delete", "list_payload", "list_ids",
 }
 
 // Dialect is what Base needs to know about a database beyond its SQL files.
@@ -187,50 +187,6 @@ func (b *Base) GetJob(ctx context.Context, id int64) (*driver.JobRow, error) {
 		return nil, fmt.Errorf("get job %d: %w", id, err)
 	}
 	return &job, nil
-}
-
-// ListQuery builds the listing's SQL and arguments.
-func (b *Base) ListQuery(p driver.ListParams) (string, []any) {
-	var where []string
-	var args []any
-	add := func(cond string, v any) {
-		args = append(args, v)
-		where = append(where, strings.Replace(cond, "?", b.Placeholder(len(args)), 1))
-	}
-	switch {
-	case p.Status == "":
-	case p.Status.Valid():
-		// A literal from the fixed set of states, not a parameter: SQLite
-		// and a generic PostgreSQL plan only use a partial index (such as
-		// the finished-rows-by-status ones) whose predicate they can see.
-		where = append(where, "status = '"+string(p.Status)+"'")
-	default:
-		add("status = ?", string(p.Status))
-	}
-	if p.Queue != "" {
-		add("queue = ?", p.Queue)
-	}
-	if p.Type != "" {
-		add("type = ?", p.Type)
-	}
-	if p.KeyPrefix != "" {
-		// The range form uses the key index; LIKE would need escaping and
-		// a collation that suits it.
-		add("business_key >= ?", p.KeyPrefix)
-		add("business_key < ?", p.KeyPrefix+"\U0010FFFF")
-	}
-	if p.AfterID > 0 {
-		add("id < ?", p.AfterID)
-	}
-	limit := p.Limit
-	if limit <= 0 || limit > 1000 {
-		limit = 100
-	}
-	q := b.Q["list"]
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	return q + " ORDER BY id DESC LIMIT " + strconv.Itoa(limit), args
 }
 
 // ListJobs returns jobs newest first, after AfterID, filtered.
@@ -512,7 +468,7 @@ func (b *Base) Retry(ctx context.Context, p driver.RetryParams) (int64, error) {
 }
 
 func (b *Base) retryOne(ctx context.Context, id int64) error {
-	res, err := b.Write.ExecContext(ctx, b.Q["retry"], id)
+	res, err := b.Write.ExecContext(ctx, b.InList(b.Q["retry"], 1, 1), id)
 	if err != nil {
 		if b.UniqueViolation(err) {
 			return fmt.Errorf("retry job %d: %w", id, driver.ErrKeyTaken)
@@ -524,7 +480,7 @@ func (b *Base) retryOne(ctx context.Context, id int64) error {
 
 // Cancel moves a pending or failed job to cancelled.
 func (b *Base) Cancel(ctx context.Context, id int64) error {
-	res, err := b.Write.ExecContext(ctx, b.Q["cancel"], id)
+	res, err := b.Write.ExecContext(ctx, b.InList(b.Q["cancel"], 1, 1), id)
 	if err != nil {
 		return fmt.Errorf("cancel job %d: %w", id, err)
 	}

@@ -12,6 +12,8 @@ import (
 	"context"
 	"database/sql"
 	"net/http"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,6 +23,9 @@ import (
 
 	"github.com/sluicehq/sluice/driver"
 )
+
+// poolPrefix starts the names of the database pool's metrics.
+const poolPrefix = "sluice_go_sql_"
 
 // Seconds buckets: handler runs and queue waits span milliseconds to
 // hours; claims and chunks are database round trips.
@@ -33,6 +38,7 @@ var (
 type Metrics struct {
 	reg    *prometheus.Registry
 	labels map[string][]string // metric name -> label names, for Value
+	series []string            // every series name registered, for Exported
 
 	enqueued, deduplicated, completed, leaseLost *prometheus.CounterVec
 	fires, skips, lockAcquired, lockBusy         *prometheus.CounterVec
@@ -42,6 +48,7 @@ type Metrics struct {
 	claimDuration, chunkDuration                 *prometheus.HistogramVec
 	pending, processing, failed, oldestPending   *prometheus.GaugeVec
 	circuitOpen                                  *prometheus.GaugeVec
+	paused, shardStalled, heartbeatAge           *prometheus.GaugeVec
 	handler                                      http.Handler
 
 	gaugesOnce sync.Once
@@ -56,23 +63,27 @@ func New(db *sql.DB) *Metrics {
 		v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
 		m.reg.MustRegister(v)
 		m.labels[name] = labels
+		m.series = append(m.series, name)
 		return v
 	}
 	c0 := func(name, help string) prometheus.Counter {
 		v := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
 		m.reg.MustRegister(v)
+		m.series = append(m.series, name)
 		return v
 	}
 	g := func(name, help string, labels ...string) *prometheus.GaugeVec {
 		v := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
 		m.reg.MustRegister(v)
 		m.labels[name] = labels
+		m.series = append(m.series, name)
 		return v
 	}
 	h := func(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
 		v := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
 		m.reg.MustRegister(v)
 		m.labels[name] = labels
+		m.series = append(m.series, name+"_bucket", name+"_sum", name+"_count")
 		return v
 	}
 	m.enqueued = c("sluice_jobs_enqueued_total", "Jobs inserted (new rows; duplicates are counted apart).", "queue", "type")
@@ -95,6 +106,11 @@ func New(db *sql.DB) *Metrics {
 	m.failed = g("sluice_queue_failed", "Failed jobs per queue, refreshed on an interval.", "queue")
 	m.oldestPending = g("sluice_queue_oldest_pending_age_seconds", "Seconds the oldest runnable pending job has waited.", "queue")
 	m.circuitOpen = g("sluice_circuit_open", "1 while a job type's circuit breaker is open or half-open (no job starts but one probe), 0 while closed; refreshed on an interval.", "type")
+	m.paused = g("sluice_queue_paused", "1 for each queue an operator has paused (sluice queues pause); a queue that is not paused has no series.", "queue")
+	// No labels, but a vector so that Reset can remove it: absent() then
+	// tells "no worker has a row".
+	m.heartbeatAge = g("sluice_worker_heartbeat_age_seconds", "Seconds since the newest heartbeat of any worker process in sluice_nodes (database time); absent when no worker has a row.")
+	m.shardStalled = g("sluice_batch_shard_stalled_seconds", "Per batch (type is the batch name), the longest time a running shard's checkpoint has not changed.", "type")
 	if db != nil {
 		// The standard pool collector, under the sluice_ prefix:
 		// sluice_go_sql_open_connections, ..._wait_count_total, ...
@@ -168,27 +184,51 @@ type QueueGauge struct {
 	OldestPendingAge            time.Duration
 }
 
-// SetQueues replaces the queue gauges; queues not in qs disappear.
-func (m *Metrics) SetQueues(qs []QueueGauge) {
-	for _, v := range []*prometheus.GaugeVec{m.pending, m.processing, m.failed, m.oldestPending} {
+// Gauges is everything the interval refresh reads: the live queue counts,
+// the paused flags, the newest worker heartbeat and the stalled batch
+// shards. Alert rules (deploy/prometheus) need each of them.
+type Gauges struct {
+	Queues []QueueGauge
+	Paused map[string]bool
+	// HeartbeatAge is the age of the newest worker heartbeat; nil when no
+	// worker has a row, which leaves the gauge absent.
+	HeartbeatAge *time.Duration
+	// ShardStalled is, per batch, the longest time one of its running
+	// shards' checkpoints has not changed.
+	ShardStalled map[string]time.Duration
+	// Circuits is, per job type with a breaker (configured or opened by
+	// hand), whether its circuit is open or half-open.
+	Circuits map[string]bool
+}
+
+// SetGauges replaces the refreshed gauges; queues, flags and batches not
+// in gs disappear.
+func (m *Metrics) SetGauges(gs Gauges) {
+	for _, v := range []*prometheus.GaugeVec{m.pending, m.processing, m.failed, m.oldestPending, m.paused, m.shardStalled, m.heartbeatAge, m.circuitOpen} {
 		v.Reset()
 	}
-	for _, q := range qs {
+	for _, q := range gs.Queues {
 		m.pending.WithLabelValues(q.Queue).Set(float64(q.Pending))
 		m.processing.WithLabelValues(q.Queue).Set(float64(q.Processing))
 		m.failed.WithLabelValues(q.Queue).Set(float64(q.Failed))
 		m.oldestPending.WithLabelValues(q.Queue).Set(q.OldestPendingAge.Seconds())
 	}
-}
-
-// SetCircuits replaces the circuit gauges: open[type] is whether a type's
-// circuit stops its jobs. Types are named by configuration and by
-// operators, so the label stays bounded.
-func (m *Metrics) SetCircuits(open map[string]bool) {
-	m.circuitOpen.Reset()
-	for typ, o := range open {
+	for q, p := range gs.Paused {
+		if p {
+			m.paused.WithLabelValues(q).Set(1)
+		}
+	}
+	for b, d := range gs.ShardStalled {
+		m.shardStalled.WithLabelValues(b).Set(d.Seconds())
+	}
+	if gs.HeartbeatAge != nil {
+		m.heartbeatAge.WithLabelValues().Set(gs.HeartbeatAge.Seconds())
+	}
+	// Types are named by configuration and by operators, so the label
+	// stays bounded.
+	for typ, open := range gs.Circuits {
 		v := 0.0
-		if o {
+		if open {
 			v = 1
 		}
 		m.circuitOpen.WithLabelValues(typ).Set(v)
@@ -198,15 +238,15 @@ func (m *Metrics) SetCircuits(open map[string]bool) {
 // StartGauges refreshes the queue gauges with read every interval until
 // ctx ends; scrapes only read the last values, so a busy scraper never
 // adds database load. Only the first call starts a loop.
-func (m *Metrics) StartGauges(ctx context.Context, every time.Duration, read func(context.Context) ([]QueueGauge, error), onErr func(error)) {
+func (m *Metrics) StartGauges(ctx context.Context, every time.Duration, read func(context.Context) (Gauges, error), onErr func(error)) {
 	m.gaugesOnce.Do(func() {
 		go func() {
 			for {
 				rctx, cancel := context.WithTimeout(ctx, every)
-				qs, err := read(rctx)
+				gs, err := read(rctx)
 				cancel()
 				if err == nil {
-					m.SetQueues(qs)
+					m.SetGauges(gs)
 				} else if ctx.Err() == nil && onErr != nil {
 					onErr(err)
 				}
@@ -254,6 +294,33 @@ func (m *Metrics) Value(name string, labels ...string) float64 {
 		}
 	}
 	return 0
+}
+
+// Exported lists every series name these metrics can export, whether or
+// not it has a value yet (a histogram as its _bucket, _sum and _count
+// series), sorted. The tests of deploy/ check the Grafana dashboard and
+// the alert rules against it.
+func (m *Metrics) Exported() ([]string, error) {
+	fams, err := m.reg.Gather()
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for _, n := range m.series {
+		seen[n] = true
+	}
+	// The pool collector's counters and gauges, always present.
+	for _, f := range fams {
+		if strings.HasPrefix(f.GetName(), poolPrefix) {
+			seen[f.GetName()] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for n := range seen {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out, nil
 }
 
 // ServeHTTP writes every metric in the Prometheus exposition format.

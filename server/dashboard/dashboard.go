@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -48,10 +49,11 @@ type Dashboard struct {
 	sess    *sessions
 	pages   map[string]*template.Template
 	mux     *http.ServeMux
+	live    *live
 }
 
 // Paths lists the path prefixes the dashboard owns, for the server's router.
-var Paths = []string{"/", "/login", "/logout", "/jobs", "/failed", "/queues", "/schedules", "/batches", "/leases", "/workers", "/circuits/", "/assets/"}
+var Paths = []string{"/", "/login", "/logout", "/jobs", "/failed", "/queues", "/schedules", "/batches", "/leases", "/workers", "/circuits/", "/live.json", "/assets/"}
 
 // New parses the templates and builds the dashboard.
 func New(cfg Config) (*Dashboard, error) {
@@ -59,7 +61,7 @@ func New(cfg Config) (*Dashboard, error) {
 		return nil, errors.New("dashboard: Config.Client is required")
 	}
 	d := &Dashboard{c: cfg.Client, d: cfg.Client.Driver(), tokenOK: cfg.TokenOK, log: cfg.Logger, sess: newSessions(),
-		pages: map[string]*template.Template{}}
+		pages: map[string]*template.Template{}, live: &live{d: cfg.Client.Driver()}}
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}
@@ -87,7 +89,10 @@ func New(cfg Config) (*Dashboard, error) {
 	m.HandleFunc("POST /login", d.login)
 	m.HandleFunc("POST /logout", d.authed(d.logout))
 	m.HandleFunc("GET /{$}", d.authed(d.overview))
+	m.HandleFunc("GET /live.json", d.authed(d.liveJSON))
 	m.HandleFunc("GET /jobs", d.authed(d.jobs))
+	m.HandleFunc("GET /jobs/bulk", d.authed(d.bulkForm))
+	m.HandleFunc("POST /jobs/bulk", d.authed(d.bulk))
 	m.HandleFunc("GET /jobs/{id}", d.authed(d.job))
 	m.HandleFunc("POST /jobs/{id}/retry", d.authed(d.retry))
 	m.HandleFunc("POST /jobs/{id}/cancel", d.authed(d.cancel))
@@ -108,8 +113,9 @@ func New(cfg Config) (*Dashboard, error) {
 func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	// The script and stylesheet are our own files: nothing inline, nothing
-	// from elsewhere, so an escaping bug still could not run a script.
-	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	// from elsewhere, so an escaping bug still could not run a script. The
+	// script may fetch from this origin only (the live pages poll /live.json).
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
 	d.mux.ServeHTTP(w, r)
@@ -232,6 +238,17 @@ var nav = []navItem{
 	{"leases", "/leases", "Locks and leases"}, {"workers", "/workers", "Workers"},
 }
 
+// timeTag shows t in UTC inside a <time> element whose datetime the
+// script rewrites in the viewer's time zone. The text is a formatted time,
+// never user data.
+func timeTag(t time.Time) template.HTML {
+	if t.IsZero() {
+		return "—"
+	}
+	u := t.UTC()
+	return template.HTML(`<time datetime="` + u.Format(time.RFC3339Nano) + `">` + u.Format("2006-01-02 15:04:05 UTC") + `</time>`)
+}
+
 var funcs = template.FuncMap{
 	"navItems": func() []navItem { return nav },
 	"ago": func(t time.Time) string {
@@ -250,17 +267,22 @@ var funcs = template.FuncMap{
 		}
 		return "in " + d.String()
 	},
-	"ts": func(t time.Time) string {
-		if t.IsZero() {
-			return "—"
-		}
-		return t.UTC().Format("2006-01-02 15:04:05 UTC")
-	},
-	"tsp": func(t *time.Time) string {
+	"ts": timeTag,
+	"tsp": func(t *time.Time) template.HTML {
 		if t == nil {
 			return "—"
 		}
-		return t.UTC().Format("2006-01-02 15:04:05 UTC")
+		return timeTag(*t)
+	},
+	// rate is failed over all attempts, as a percentage.
+	"rate": func(failed, done int64) string {
+		if failed+done == 0 {
+			return "—"
+		}
+		return strconv.FormatFloat(100*float64(failed)/float64(failed+done), 'f', 1, 64) + "%"
+	},
+	"perMin": func(done, failed int64, minutes float64) string {
+		return strconv.FormatFloat(float64(done+failed)/minutes, 'f', 2, 64) + "/min"
 	},
 	"secs": func(s float64) string { return (time.Duration(s * float64(time.Second))).Round(time.Second).String() },
 	"clip": func(s string, n int) string { return driver.Truncate(s, n, false) },

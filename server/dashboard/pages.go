@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,92 +15,49 @@ import (
 	"github.com/sluicehq/sluice/driver"
 )
 
-// chart is an inline SVG bar chart of finished attempts, drawn from the
-// roll-ups: done (success) bars with the failures (failed and retry)
-// stacked on top.
-type chart struct {
-	Title         string
-	Width, Height int
-	Bars          []bar
-	Max           int64
-}
-
-type bar struct {
-	X, W, Y, H, FY, FH int
-	Label              string
-}
-
-const chartH = 80
-
-func buildChart(title string, rows []driver.StatRow, from time.Time, step time.Duration, n int) chart {
-	ok := make([]int64, n)
-	bad := make([]int64, n)
-	for _, r := range rows {
-		i := int(r.Bucket.Sub(from) / step)
-		if r.Bucket.Before(from) || i >= n {
-			continue
-		}
-		switch r.Outcome {
-		case driver.OutcomeSuccess:
-			ok[i] += r.Count
-		case driver.OutcomeFailed, driver.OutcomeRetry:
-			bad[i] += r.Count
-		}
-	}
-	c := chart{Title: title, Width: n * 8, Height: chartH}
-	for i := range n {
-		c.Max = max(c.Max, ok[i]+bad[i])
-	}
-	scale := func(v int64) int {
-		if c.Max == 0 {
-			return 0
-		}
-		return int(v * chartH / c.Max)
-	}
-	for i := range n {
-		h, fh := scale(ok[i]), scale(bad[i])
-		at := from.Add(time.Duration(i) * step).UTC().Format("15:04")
-		c.Bars = append(c.Bars, bar{X: i * 8, W: 7, Y: chartH - h - fh, H: h, FY: chartH - fh, FH: fh,
-			Label: fmt.Sprintf("%s: %d done, %d failed", at, ok[i], bad[i])})
-	}
-	return c
-}
-
 func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request, v *view) {
-	ctx := r.Context()
-	st, err := d.c.Stats(ctx)
+	snap, err := d.live.get(r.Context())
 	if err != nil {
 		d.fail(w, err)
 		return
 	}
-	now, err := d.d.Now(ctx)
+	b, err := json.Marshal(snap)
 	if err != nil {
 		d.fail(w, err)
 		return
 	}
-	day := now.Add(-24 * time.Hour).Truncate(time.Hour).Add(time.Hour)
-	rows, err := d.d.ReadStats(ctx, driver.ReadStatsParams{Since: day})
-	if err != nil {
-		d.fail(w, err)
-		return
-	}
-	hour := now.Truncate(time.Minute).Add(-59 * time.Minute)
 	v.Title, v.Nav = "Overview", "overview"
-	v.Data = map[string]any{
-		"Queues": st,
-		"Hour":   buildChart("Last hour, per minute", rows, hour, time.Minute, 60),
-		"Day":    buildChart("Last day, per hour", rows, day, time.Hour, 24),
-	}
+	// The page is drawn from the same snapshot the script then polls; the
+	// script reads it from data-live, an attribute that html/template
+	// escapes, so no inline script is needed.
+	v.Data = map[string]any{"Snap": snap, "JSON": string(b)}
 	d.render(w, "overview", v)
 }
 
 const pageSize = 50
 
+// filterOf reads the job filter of the Jobs page and its bulk actions.
+func filterOf(q url.Values) sluice.ListParams {
+	return sluice.ListParams{Status: driver.Status(q.Get("status")), Type: q.Get("type"), Queue: q.Get("queue"), KeyPrefix: q.Get("key"),
+		PayloadField: strings.TrimSpace(q.Get("field")), PayloadValue: q.Get("value")}
+}
+
+// filterQuery is the query string of a filter, for links and forms.
+func filterQuery(p sluice.ListParams) url.Values {
+	q := url.Values{}
+	for k, v := range map[string]string{"status": string(p.Status), "type": p.Type, "queue": p.Queue, "key": p.KeyPrefix, "field": p.PayloadField, "value": p.PayloadValue} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	return q
+}
+
 func (d *Dashboard) jobs(w http.ResponseWriter, r *http.Request, v *view) {
 	q := r.URL.Query()
 	after, _ := strconv.ParseInt(q.Get("after"), 10, 64)
-	p := sluice.ListParams{Status: driver.Status(q.Get("status")), Type: q.Get("type"), Queue: q.Get("queue"), KeyPrefix: q.Get("key"),
-		AfterID: after, Limit: pageSize}
+	p := filterOf(q)
+	p.AfterID, p.Limit = after, pageSize
 	list, err := d.c.Jobs(r.Context(), p)
 	if err != nil {
 		d.fail(w, err)
@@ -112,9 +70,56 @@ func (d *Dashboard) jobs(w http.ResponseWriter, r *http.Request, v *view) {
 		next = "/jobs?" + nq.Encode()
 	}
 	v.Title, v.Nav = "Jobs", "jobs"
-	v.Data = map[string]any{"Jobs": list, "Filter": p, "Next": next,
+	// Whole URLs built here: html/template would escape a query string
+	// spliced into one.
+	type bulkLink struct{ Action, Href string }
+	var links []bulkLink
+	for _, a := range []string{driver.BulkRetry, driver.BulkCancel, driver.BulkDelete} {
+		bq := filterQuery(p)
+		bq.Set("action", a)
+		links = append(links, bulkLink{a, "/jobs/bulk?" + bq.Encode()})
+	}
+	v.Data = map[string]any{"Jobs": list, "Filter": p, "Next": next, "Scan": driver.PayloadScan, "Bulk": links,
 		"Statuses": []driver.Status{"", driver.StatusPending, driver.StatusProcessing, driver.StatusSuccess, driver.StatusFailed, driver.StatusCancelled}}
 	d.render(w, "jobs", v)
+}
+
+// bulkForm is the confirmation page of a bulk action: how many jobs the
+// filter selects now, and a form that applies the action to those only
+// (ids up to the newest counted).
+func (d *Dashboard) bulkForm(w http.ResponseWriter, r *http.Request, v *view) {
+	q := r.URL.Query()
+	action, p := q.Get("action"), filterOf(q)
+	n, err := d.c.CountBulk(r.Context(), action, p)
+	if err != nil {
+		d.fail(w, err)
+		return
+	}
+	v.Title, v.Nav = "Confirm: "+action+" jobs", "jobs"
+	v.Data = map[string]any{"Action": action, "Count": n, "Filter": p, "Back": "/jobs?" + filterQuery(p).Encode(),
+		"Statuses": driver.BulkStatuses[action], "Max": driver.MaxBulk, "Fields": filterQuery(p)}
+	d.render(w, "bulk", v)
+}
+
+func (d *Dashboard) bulk(w http.ResponseWriter, r *http.Request, _ *view) {
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "bad form: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	action, p := r.PostForm.Get("action"), filterOf(r.PostForm)
+	upTo, err := strconv.ParseInt(r.PostFormValue("upto"), 10, 64)
+	if err != nil || upTo <= 0 {
+		http.Error(w, "upto: want the positive job id the confirmation counted up to", http.StatusBadRequest)
+		return
+	}
+	n, err := d.c.Bulk(r.Context(), action, p, upTo)
+	if err != nil {
+		d.fail(w, err)
+		return
+	}
+	d.live.invalidate()
+	past := map[string]string{driver.BulkRetry: "moved back to pending", driver.BulkCancel: "cancelled", driver.BulkDelete: "deleted"}[action]
+	back(w, r, "/jobs?"+filterQuery(p).Encode(), fmt.Sprintf("%d jobs %s.", n, past))
 }
 
 func (d *Dashboard) jobID(w http.ResponseWriter, r *http.Request) (int64, bool) {
@@ -136,16 +141,20 @@ func (d *Dashboard) job(w http.ResponseWriter, r *http.Request, v *view) {
 		d.fail(w, err)
 		return
 	}
-	var pretty bytes.Buffer
-	if json.Indent(&pretty, j.Payload, "", "  ") != nil {
-		pretty.Reset()
-		pretty.Write(j.Payload)
-	}
 	v.Title, v.Nav = fmt.Sprintf("Job %d", j.ID), "jobs"
-	v.Data = map[string]any{"Job": j, "Payload": pretty.String(),
+	v.Data = map[string]any{"Job": j, "Payload": prettyJSON(j.Payload), "Result": prettyJSON([]byte(j.Result)),
 		"CanRetry":  j.Status == driver.StatusFailed || j.Status == driver.StatusCancelled,
 		"CanCancel": j.Status == driver.StatusPending || j.Status == driver.StatusFailed}
 	d.render(w, "job", v)
+}
+
+// prettyJSON indents JSON for reading; anything else is shown as it is.
+func prettyJSON(b []byte) string {
+	var out bytes.Buffer
+	if json.Indent(&out, b, "", "  ") != nil {
+		return string(b)
+	}
+	return out.String()
 }
 
 func (d *Dashboard) retry(w http.ResponseWriter, r *http.Request, _ *view) {
@@ -246,7 +255,7 @@ func (d *Dashboard) retryGroup(w http.ResponseWriter, r *http.Request, _ *view) 
 }
 
 func (d *Dashboard) queues(w http.ResponseWriter, r *http.Request, v *view) {
-	st, err := d.c.Stats(r.Context())
+	snap, err := d.live.get(r.Context())
 	if err != nil {
 		d.fail(w, err)
 		return
@@ -262,7 +271,7 @@ func (d *Dashboard) queues(w http.ResponseWriter, r *http.Request, v *view) {
 		return
 	}
 	v.Title, v.Nav = "Queues", "queues"
-	v.Data = map[string]any{"Queues": st, "Circuits": circuits, "Buckets": buckets}
+	v.Data = map[string]any{"Queues": snap.Queues, "Circuits": circuits, "Buckets": buckets}
 	d.render(w, "queues", v)
 }
 
@@ -303,6 +312,7 @@ func (d *Dashboard) queueAction(w http.ResponseWriter, r *http.Request, _ *view)
 		d.fail(w, err)
 		return
 	}
+	d.live.invalidate()
 	back(w, r, "/queues", "Queue "+r.PathValue("action")+"d.")
 }
 

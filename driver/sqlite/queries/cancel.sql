@@ -1,2 +1,2 @@
 UPDATE sluice_jobs SET status = 'cancelled', finished_at = strftime('%Y-%m-%d %H:%M:%f', 'now'), updated_at = strftime('%Y-%m-%d %H:%M:%f', 'now')
-WHERE id = ? AND status IN ('pending', 'failed')
+WHERE id IN (/*IDS*/) AND status IN ('pending', 'failed')

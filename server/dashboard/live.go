@@ -1,0 +1,224 @@
+package dashboard
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/driver"
+)
+
+// The overview and queue pages poll /live.json. Every viewer gets the same
+// snapshot, rebuilt at most once per tick whoever asks, and only while
+// someone asks:
+//   - every liveTick, the live-rows Stats query (one read of the partial
+//     indexes over pending, processing and failed jobs);
+//   - every rollTick, the database clock, the paused flags and the day of
+//     roll-ups (sluice_stats, one row per queue, type, outcome and minute).
+//
+// Polling rather than server-sent events: it needs no long-lived
+// connections through proxies, and the cost is the same shared snapshot.
+const (
+	liveTick = 2 * time.Second
+	rollTick = 10 * time.Second
+)
+
+// snapshot is what /live.json answers and what the overview page embeds.
+type snapshot struct {
+	// At is the database time the snapshot describes, in Unix milliseconds.
+	At     int64       `json:"at"`
+	Queues []liveQueue `json:"queues"`
+	Types  []liveType  `json:"types"`
+	// Series holds the charts' counts per type; "" is all types together.
+	Series map[string]*typeSeries `json:"series"`
+	// HourStart and DayStart are the first bucket of each series (Unix
+	// milliseconds); buckets are a minute and an hour.
+	HourStart int64 `json:"hour_start"`
+	DayStart  int64 `json:"day_start"`
+}
+
+type liveQueue struct {
+	Queue            string  `json:"queue"`
+	Pending          int64   `json:"pending"`
+	Processing       int64   `json:"processing"`
+	Failed           int64   `json:"failed"`
+	OldestPendingAge float64 `json:"oldest_pending_age_s"`
+	Paused           bool    `json:"paused"`
+	DoneHour         int64   `json:"done_1h"`
+	FailedHour       int64   `json:"failed_1h"`
+	DoneDay          int64   `json:"done_24h"`
+	FailedDay        int64   `json:"failed_24h"`
+}
+
+// liveType is one job type's finished attempts over the last hour and day:
+// Done succeeded, Failed failed (for good or to be retried).
+type liveType struct {
+	Type       string `json:"type"`
+	DoneHour   int64  `json:"done_1h"`
+	FailedHour int64  `json:"failed_1h"`
+	DoneDay    int64  `json:"done_24h"`
+	FailedDay  int64  `json:"failed_24h"`
+}
+
+type typeSeries struct {
+	HourDone   []int64 `json:"hour_done"`
+	HourFailed []int64 `json:"hour_failed"`
+	DayDone    []int64 `json:"day_done"`
+	DayFailed  []int64 `json:"day_failed"`
+}
+
+// live caches the snapshot; the mutex also makes concurrent viewers wait
+// for one rebuild instead of each running the queries.
+type live struct {
+	d driver.Driver
+
+	mu      sync.Mutex
+	snap    *snapshot
+	liveAt  time.Time // when the Stats query last ran (this process's clock)
+	rollAt  time.Time // when the roll-ups last were read
+	dbNow   time.Time // the database clock at rollAt
+	paused  map[string]bool
+	rolls   []driver.StatRow
+	queries int64 // queries run, for the cost test
+}
+
+// invalidate makes the next request rebuild everything, after an action
+// that changes what the pages show.
+func (l *live) invalidate() {
+	l.mu.Lock()
+	l.liveAt, l.rollAt = time.Time{}, time.Time{}
+	l.mu.Unlock()
+}
+
+func (l *live) get(ctx context.Context) (*snapshot, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	local := time.Now()
+	if l.snap != nil && local.Sub(l.liveAt) < liveTick {
+		return l.snap, nil
+	}
+	if local.Sub(l.rollAt) >= rollTick {
+		now, err := l.d.Now(ctx)
+		if err != nil {
+			return nil, err
+		}
+		paused, err := l.d.PausedQueues(ctx)
+		if err != nil {
+			return nil, err
+		}
+		day := now.Truncate(time.Hour).Add(-23 * time.Hour)
+		rolls, err := l.d.ReadStats(ctx, driver.ReadStatsParams{Since: day})
+		if err != nil {
+			return nil, err
+		}
+		l.queries += 3
+		l.rollAt, l.dbNow, l.paused, l.rolls = local, now, paused, rolls
+	}
+	st, err := l.d.Stats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	l.queries++
+	l.liveAt = local
+	l.snap = build(st, l.paused, l.rolls, l.dbNow.Add(time.Since(l.rollAt)))
+	return l.snap, nil
+}
+
+func build(st []driver.QueueStats, paused map[string]bool, rolls []driver.StatRow, now time.Time) *snapshot {
+	hourStart := now.Truncate(time.Minute).Add(-59 * time.Minute)
+	dayStart := now.Truncate(time.Hour).Add(-23 * time.Hour)
+	s := &snapshot{At: now.UnixMilli(), HourStart: hourStart.UnixMilli(), DayStart: dayStart.UnixMilli(),
+		Series: map[string]*typeSeries{}}
+	queues := map[string]*liveQueue{}
+	queue := func(name string) *liveQueue {
+		q := queues[name]
+		if q == nil {
+			q = &liveQueue{Queue: name, Paused: paused[name]}
+			queues[name] = q
+		}
+		return q
+	}
+	for _, r := range st {
+		q := queue(r.Queue)
+		q.Pending, q.Processing, q.Failed = r.Pending, r.Processing, r.Failed
+		if r.OldestPending != nil && r.OldestPending.Before(now) {
+			q.OldestPendingAge = now.Sub(*r.OldestPending).Seconds()
+		}
+	}
+	for name := range paused {
+		queue(name)
+	}
+	types := map[string]*liveType{}
+	series := func(t string) *typeSeries {
+		ts := s.Series[t]
+		if ts == nil {
+			ts = &typeSeries{HourDone: make([]int64, 60), HourFailed: make([]int64, 60), DayDone: make([]int64, 24), DayFailed: make([]int64, 24)}
+			s.Series[t] = ts
+		}
+		return ts
+	}
+	series("")
+	for _, r := range rolls {
+		var done, failed int64
+		switch r.Outcome {
+		case driver.OutcomeSuccess:
+			done = r.Count
+		case driver.OutcomeFailed, driver.OutcomeRetry:
+			failed = r.Count
+		default:
+			continue // cancellations ran nothing
+		}
+		q := queue(r.Queue)
+		t := types[r.Type]
+		if t == nil {
+			t = &liveType{Type: r.Type}
+			types[r.Type] = t
+		}
+		q.DoneDay += done
+		q.FailedDay += failed
+		t.DoneDay += done
+		t.FailedDay += failed
+		inHour := !r.Bucket.Before(hourStart)
+		if inHour {
+			q.DoneHour += done
+			q.FailedHour += failed
+			t.DoneHour += done
+			t.FailedHour += failed
+		}
+		for _, ts := range []*typeSeries{series(""), series(r.Type)} {
+			if i := int(r.Bucket.Sub(dayStart) / time.Hour); i >= 0 && i < 24 {
+				ts.DayDone[i] += done
+				ts.DayFailed[i] += failed
+			}
+			if i := int(r.Bucket.Sub(hourStart) / time.Minute); inHour && i < 60 {
+				ts.HourDone[i] += done
+				ts.HourFailed[i] += failed
+			}
+		}
+	}
+	s.Queues = make([]liveQueue, 0, len(queues))
+	for _, q := range queues {
+		s.Queues = append(s.Queues, *q)
+	}
+	sort.Slice(s.Queues, func(i, j int) bool { return s.Queues[i].Queue < s.Queues[j].Queue })
+	s.Types = make([]liveType, 0, len(types))
+	for _, t := range types {
+		s.Types = append(s.Types, *t)
+	}
+	sort.Slice(s.Types, func(i, j int) bool { return s.Types[i].Type < s.Types[j].Type })
+	return s
+}
+
+func (d *Dashboard) liveJSON(w http.ResponseWriter, r *http.Request, _ *view) {
+	s, err := d.live.get(r.Context())
+	if err != nil {
+		d.fail(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = json.NewEncoder(w).Encode(s)
+}

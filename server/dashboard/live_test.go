@@ -1,0 +1,48 @@
+package dashboard
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/testdb"
+)
+
+// TestLiveSnapshotIsShared checks the cost of the live pages: however many
+// viewers poll at once, one tick runs the live-rows query once (and the
+// roll-up reads once per rollTick), and a later tick sees new data.
+func TestLiveSnapshotIsShared(t *testing.T) {
+	d := testdb.Open(t, "sqlite")
+	ctx := context.Background()
+	l := &live{d: d}
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := l.get(ctx)
+			require.NoError(t, err)
+			require.NotNil(t, s)
+		}()
+	}
+	wg.Wait()
+	require.EqualValues(t, 4, l.queries, "50 viewers at once: Stats once, plus the clock, the paused flags and the roll-ups once")
+
+	_, err := d.Insert(ctx, driver.InsertParams{Jobs: []driver.InsertJob{{Queue: "q", Type: "t", Dedupe: driver.DedupePermanent, Payload: []byte(`{}`), MaxAttempts: 1}}})
+	require.NoError(t, err)
+	s, err := l.get(ctx)
+	require.NoError(t, err)
+	require.Empty(t, s.Queues, "within a tick the cached snapshot is served")
+	require.EqualValues(t, 4, l.queries)
+
+	time.Sleep(liveTick)
+	s, err = l.get(ctx)
+	require.NoError(t, err)
+	require.Len(t, s.Queues, 1)
+	require.EqualValues(t, 1, s.Queues[0].Pending)
+	require.EqualValues(t, 5, l.queries, "the next tick reads the live rows only")
+}
