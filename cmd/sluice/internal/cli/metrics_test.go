@@ -132,7 +132,7 @@ queues:
   orphans: { concurrency: 1, paused: true }
   parked:  { concurrency: 1, paused: true }
 types:
-  ok:    { command: ["true"] }
+  ok:    { command: ["true"], circuit: { threshold: 3 } }
   flaky: { command: ["sh", "-c", "[ \"$SLUICE_JOB_ATTEMPT\" -gt 1 ]"], backoff: { base: 10ms, max: 10ms } }
   bad:   { command: ["sh", "-c", "exit 65"] }
   slow:  { command: ["sleep", "3"] }
@@ -163,6 +163,11 @@ batches:
 	lost, err := d.Complete(ctx, driver.CompleteParams{Completions: []driver.Completion{{ID: claimed[0].ID, Token: "test-holder", Status: driver.StatusFailed, Error: &msg}}})
 	require.NoError(t, err)
 	require.Empty(t, lost)
+
+	// A shard of a batch that no process runs, left running: its
+	// checkpoint stands still, which the stalled-shard gauge reports.
+	err = d.CreateCheckpoint(ctx, driver.CreateCheckpointParams{Batch: "stuck", Shard: "all", Status: driver.CheckpointRunning, ChunkSize: 100})
+	require.NoError(t, err)
 
 	env := []string{"SLUICE_PREFIX=" + tg.Prefix}
 	srv := startWorker(t, env, "serve", "--config", cfg)
@@ -310,6 +315,10 @@ batches:
 			}
 			return nil
 		}},
+		present(`sluice_queue_paused{queue="parked"}`, 1, 1),
+		present(`sluice_worker_heartbeat_age_seconds`, 0, 30),
+		present(`sluice_batch_shard_stalled_seconds{type="stuck"}`, 0.001, 3600),
+		present(`sluice_circuit_open{type="ok"}`, 0, 0),
 		{"sluice_go_sql_*", func(_, after scrape) []string {
 			var bad []string
 			for _, m := range []string{"max_open_connections", "open_connections", "in_use_connections", "idle_connections",
@@ -402,6 +411,17 @@ batches:
 }
 
 // gauge expects a gauge's absolute value.
+// present checks that series is served with a value in [lo, hi].
+func present(series string, lo, hi float64) metricCheck {
+	return metricCheck{family(series), func(_, after scrape) []string {
+		got, ok := after[series]
+		if !ok || got < lo || got > hi {
+			return []string{fmt.Sprintf("%s is %v (served: %v), want it served within [%v, %v]", series, got, ok, lo, hi)}
+		}
+		return nil
+	}}
+}
+
 func gauge(series string, want float64) metricCheck {
 	return metricCheck{family(series), func(_, after scrape) []string {
 		if got := after[series]; got != want {
