@@ -218,7 +218,9 @@ queues:
 types:
   capped: { queue: tenants, max_running: 5, command: %s }
   free: { queue: tenants, command: %s }
-`, tg.URL, logCommand(logPath, "0.15"), logCommand(logPath, "0.15"))), 0o644))
+`, tg.URL, logCommand(logPath, "0.5"), logCommand(logPath, "0.5"))), 0o644))
+			// Jobs of half a second, so that on a loaded machine the jobs a
+			// cap allows still overlap and the peaks below can reach it.
 			tenants := []string{"t1", "t2", "t3", "t4", "t5", "premium"}
 			for _, tn := range tenants {
 				enqueueParts(t, d, "capped", tn, 12)
