@@ -39,7 +39,10 @@ var bin string
 
 // TestMain builds the real binary once: every fault is injected around
 // processes that run exactly as a user runs them.
-func TestMain(m *testing.M) { testdb.MainWithBinary(m, &bin) }
+func TestMain(m *testing.M) {
+	testdb.Exclusive("faulttest")
+	testdb.MainWithBinary(m, &bin)
+}
 
 // unavailable skips a fault whose environment (a throwaway server, a
 // tmpfs mount) cannot be set up here, loudly, or fails it in CI.

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -93,7 +94,9 @@ func (d listening) checkListen(ctx context.Context, conn *pgx.Conn) error {
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{check}.Sanitize()); err != nil {
 		return err
 	}
-	token := fmt.Sprintf("%d", time.Now().UnixNano())
+	// A random token, so that a check of another process on the same
+	// channel is never taken for this one's.
+	token := rand.Text()
 	if _, err := d.Write.ExecContext(ctx, "SELECT pg_notify($1, $2)", check, token); err != nil {
 		return fmt.Errorf("send the listen check: %w", err)
 	}

@@ -38,7 +38,10 @@ import (
 var bin string
 
 // TestMain builds the real binary once, for the process tests.
-func TestMain(m *testing.M) { testdb.MainWithBinary(m, &bin) }
+func TestMain(m *testing.M) {
+	testdb.Exclusive("hatest/pgbouncer")
+	testdb.MainWithBinary(m, &bin)
+}
 
 // unavailable skips t loudly, or fails it in CI, when pgbouncer or the
 // server is missing.

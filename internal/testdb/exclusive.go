@@ -1,0 +1,36 @@
+package testdb
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// Exclusive makes the fault and HA suites run one at a time, whichever
+// packages `go test ./...` schedules together: each kills, stalls or fails
+// over real servers and times recoveries against leases, and two of them on
+// one small machine starve each other until leases expire for load alone.
+// It blocks on an flock of a file in the temporary directory, held until
+// the test process exits (TestMain ends in os.Exit, and the exit closes the
+// file). Other packages keep running beside the one that holds it.
+func Exclusive(suite string) {
+	path := filepath.Join(os.TempDir(), "sluice-exclusive-suites.lock")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: exclusive lock %s: %v\n", suite, path, err)
+		os.Exit(1)
+	}
+	start := time.Now()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: exclusive lock %s: %v\n", suite, path, err)
+		os.Exit(1)
+	}
+	if waited := time.Since(start); waited > time.Second {
+		fmt.Fprintf(os.Stderr, "%s: waited %s for the other fault and HA suites\n", suite, waited.Round(time.Second))
+	}
+	exclusive = f // keeps the file, and so the lock, open until exit
+}
+
+var exclusive *os.File
