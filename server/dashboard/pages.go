@@ -270,8 +270,22 @@ func (d *Dashboard) queues(w http.ResponseWriter, r *http.Request, v *view) {
 		d.fail(w, err)
 		return
 	}
+	// The partitions with the largest backlog and the running caps, per
+	// queue with live jobs: an index-only read of live rows each.
+	st, err := d.c.Stats(r.Context())
+	if err != nil {
+		d.fail(w, err)
+		return
+	}
+	var limited []sluice.QueueStats
+	for _, q := range st {
+		if q.Fair || q.MaxRunning > 0 || len(q.Partitions) > 0 {
+			limited = append(limited, q)
+		}
+	}
 	v.Title, v.Nav = "Queues", "queues"
-	v.Data = map[string]any{"Queues": snap.Queues, "Circuits": circuits, "Buckets": buckets}
+	v.Data = map[string]any{"Queues": snap.Queues, "Circuits": circuits, "Buckets": buckets,
+		"Limited": limited, "Top": sluice.TopPartitions}
 	d.render(w, "queues", v)
 }
 
