@@ -8,10 +8,11 @@ import (
 	"time"
 )
 
-// Exclusive makes the fault and HA suites run one at a time, whichever
-// packages `go test ./...` schedules together: each kills, stalls or fails
-// over real servers and times recoveries against leases, and two of them on
-// one small machine starve each other until leases expire for load alone.
+// Exclusive makes the fault and HA suites, and the CLI package's many
+// processes, run one at a time, whichever packages `go test ./...`
+// schedules together: the suites kill, stall or fail over real servers and
+// time recoveries against leases, and two of these packages on one small
+// machine starve each other until leases expire for load alone.
 // It blocks on an flock of a file in the temporary directory, held until
 // the test process exits (TestMain ends in os.Exit, and the exit closes the
 // file). Other packages keep running beside the one that holds it.

@@ -1,8 +1,11 @@
 -- SKIP LOCKED lets concurrent claimers pass each other's rows, and the
 -- locking subquery re-checks status on rows changed since its snapshot.
+-- The lease runs from clock_timestamp(), not now(): now() is when the
+-- statement began, and a claim that waited behind a lock would hand out a
+-- lease already spent.
 UPDATE sluice_jobs
 SET status = 'processing', attempts = attempts + 1, locked_by = $1,
-    locked_until = now() + $2::bigint * interval '1 microsecond', updated_at = now()
+    locked_until = clock_timestamp() + $2::bigint * interval '1 microsecond', updated_at = now()
 WHERE id IN (
   SELECT id FROM sluice_jobs
   WHERE status = 'pending' AND queue = $3 AND next_run_at <= now()

@@ -1,6 +1,6 @@
 UPDATE sluice_jobs
 SET status = 'processing', attempts = attempts + 1, locked_by = $1,
-    locked_until = now() + $2::bigint * interval '1 microsecond', updated_at = now()
+    locked_until = clock_timestamp() + $2::bigint * interval '1 microsecond', updated_at = now()
 WHERE id IN (
   SELECT id FROM sluice_jobs
   WHERE status = 'pending' AND queue = $3 AND type = $4 AND next_run_at <= now()

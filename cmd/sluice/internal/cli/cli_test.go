@@ -20,7 +20,12 @@ import (
 var bin string
 
 // TestMain builds the real binary once; every test runs it as a user would.
-func TestMain(m *testing.M) { testdb.MainWithBinary(m, &bin) }
+// TestMain runs this package's many real processes apart from the fault
+// and HA suites (testdb.Exclusive), whose lease timings they would starve.
+func TestMain(m *testing.M) {
+	testdb.Exclusive("cmd/sluice/internal/cli")
+	testdb.MainWithBinary(m, &bin)
+}
 
 type result struct {
 	code           int
