@@ -27,7 +27,7 @@ import (
 // runs early, twice or late, and each schedule slot fires once.
 // skewJobs is small enough to drain within the lateness bound on a loaded
 // 2-core machine: a skew error would make jobs minutes late, not seconds.
-const skewJobs = 500
+const skewJobs = 200
 
 func TestClockSkew(t *testing.T) {
 	for _, name := range []string{"mysql", "postgres"} {
