@@ -101,13 +101,13 @@ types:
 	for i := 0; i < procs; i++ {
 		ws = append(ws, startWork(t, env, "--config", cfgPath, "--shutdown-timeout", "1s"))
 	}
-	waitFor(t, 60*time.Second, "every job final", func() bool { return allDone(d) })
+	testdb.WaitFor(t, 60*time.Second, "every job final", func() bool { return allDone(d) })
 	for _, w := range ws {
 		_, err := w.term(t, 10*time.Second)
 		require.NoError(t, err)
 	}
 
-	byStatus := jobsByStatus(t, d)
+	byStatus := testdb.JobsByStatus(t, d, driver.ListParams{})
 	require.Empty(t, byStatus[driver.StatusFailed], "no job fails because of the outage")
 	require.Len(t, byStatus[driver.StatusSuccess], jobs, "every job succeeds after the recovery")
 	mu.Lock()

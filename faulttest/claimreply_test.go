@@ -61,7 +61,7 @@ func TestClaimReplyLost(t *testing.T) {
 			cfg, logPath := writeConfig(t, u.String(), 4, "0.01", "", "")
 			start := time.Now()
 			w := startWork(t, env, "--config", cfg, "--shutdown-timeout", "5s")
-			waitFor(t, 30*time.Second, "every job finished", func() bool { return allDone(d) })
+			testdb.WaitFor(t, 30*time.Second, "every job finished", func() bool { return allDone(d) })
 			took := time.Since(start)
 			_, err = w.term(t, 15*time.Second)
 			require.NoError(t, err)
@@ -70,7 +70,7 @@ func TestClaimReplyLost(t *testing.T) {
 			require.Contains(t, w.stderr(), "a failed claim had committed", "a cut claim had taken jobs and the worker handed them back")
 			dups, _ := checkAllSucceeded(t, d, readLog(t, logPath), jobs)
 			require.Empty(t, dups, "a job whose claim reply was lost never reached a handler, so nothing runs twice")
-			for _, j := range jobsByStatus(t, d)[driver.StatusSuccess] {
+			for _, j := range testdb.JobsByStatus(t, d, driver.ListParams{})[driver.StatusSuccess] {
 				require.Equal(t, 1, j.Attempts, "job %d: attempts charged for claims it never ran under", j.ID)
 			}
 			t.Logf("%d jobs done %s after start, through %d lost claim replies; worker log:\n%s", jobs, took.Round(time.Millisecond),

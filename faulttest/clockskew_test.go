@@ -62,7 +62,7 @@ schedules:
 			require.NoError(t, err)
 			ahead := startWork(t, append(env, "SLUICE_CLOCK_OFFSET=5m"), "--config", cfg)
 			behind := startWork(t, append(env, "SLUICE_CLOCK_OFFSET=-5m"), "--config", cfg)
-			waitFor(t, 90*time.Second, "every stamp job done", func() bool {
+			testdb.WaitFor(t, 90*time.Second, "every stamp job done", func() bool {
 				jobs, err := d.ListJobs(context.Background(), driver.ListParams{Type: "stamp", Status: driver.StatusPending, Limit: 1})
 				return err == nil && len(jobs) == 0 && allDone(d)
 			})
@@ -98,7 +98,7 @@ schedules:
 				started[n] = at
 			}
 			f.Close()
-			by := jobsByStatus(t, d)
+			by := testdb.JobsByStatus(t, d, driver.ListParams{})
 			stamps := 0
 			for _, j := range by[driver.StatusSuccess] {
 				if j.Type != "stamp" {

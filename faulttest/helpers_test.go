@@ -429,18 +429,6 @@ func enqueue(t *testing.T, d driver.Driver, typ string, n int) {
 	require.NoError(t, err)
 }
 
-// waitFor polls cond every 50 ms until it holds or limit passes.
-func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached within %s", what, limit)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // allDone reports whether no job is pending or processing. Errors count
 // as not done: the database may be down at that moment.
 func allDone(d driver.Driver) bool {
@@ -512,29 +500,11 @@ func countEnds(path string) int {
 	return bytes.Count(b, []byte("\nend ")) + map[bool]int{true: 1}[bytes.HasPrefix(b, []byte("end "))]
 }
 
-// successRows returns every job in success, paging through ListJobs.
-func jobsByStatus(t *testing.T, d driver.Driver) map[driver.Status][]driver.JobRow {
-	t.Helper()
-	out := map[driver.Status][]driver.JobRow{}
-	var after int64
-	for {
-		rows, err := d.ListJobs(context.Background(), driver.ListParams{AfterID: after, Limit: 1000})
-		require.NoError(t, err)
-		for _, r := range rows {
-			out[r.Status] = append(out[r.Status], r)
-		}
-		if len(rows) < 1000 {
-			return out
-		}
-		after = rows[len(rows)-1].ID
-	}
-}
-
 // checkAllSucceeded asserts that all n jobs are in success and that each
 // ran (per the log) at least once; it returns the ids that ran more than once.
 func checkAllSucceeded(t *testing.T, d driver.Driver, l *execLog, n int) (dups []int64, lost int) {
 	t.Helper()
-	by := jobsByStatus(t, d)
+	by := testdb.JobsByStatus(t, d, driver.ListParams{})
 	require.Len(t, by[driver.StatusSuccess], n, "every job ends in success (others: %d pending, %d processing, %d failed)",
 		len(by[driver.StatusPending]), len(by[driver.StatusProcessing]), len(by[driver.StatusFailed]))
 	for _, j := range by[driver.StatusSuccess] {

@@ -84,7 +84,7 @@ types:
 	for i := 0; i < procs; i++ {
 		ws = append(ws, startWork(t, env, "--config", cfgPath, "--shutdown-timeout", "1s"))
 	}
-	waitFor(t, 30*time.Second, "the first start", func() bool {
+	testdb.WaitFor(t, 30*time.Second, "the first start", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(starts) > 0

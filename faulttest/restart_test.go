@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/testdb"
 )
 
 // The faults that hit the database server run 2,000 jobs on 2 processes.
@@ -58,7 +59,7 @@ func serverFaultRun(t *testing.T, s *server, lease string, at []float64, inject 
 	var recoveries []time.Duration
 	disruptions := 0
 	for i, frac := range at {
-		waitFor(t, 90*time.Second, fmt.Sprintf("%.0f%% of the jobs done", frac*100), func() bool {
+		testdb.WaitFor(t, 90*time.Second, fmt.Sprintf("%.0f%% of the jobs done", frac*100), func() bool {
 			return countEnds(logPath) >= int(frac*faultJobs)
 		})
 		begin := time.Now()
@@ -97,7 +98,7 @@ func serverFaultRun(t *testing.T, s *server, lease string, at []float64, inject 
 			require.False(t, p.exited(), "sluice work pid %d exited during the fault: %v", p.cmd.Process.Pid, p.err)
 		}
 	}
-	waitFor(t, 90*time.Second, "every job finished", func() bool { return allDone(d) })
+	testdb.WaitFor(t, 90*time.Second, "every job finished", func() bool { return allDone(d) })
 	t.Logf("all done after %s", time.Since(t0).Round(time.Millisecond))
 	for _, p := range procs {
 		took, err := p.term(t, 15*time.Second)
@@ -135,7 +136,7 @@ func serverFaultRun(t *testing.T, s *server, lease string, at []float64, inject 
 		stderr = append(stderr, p.stderr())
 	}
 	return faultResult{log: l, dups: dups, stderr: stderr, recoveries: recoveries,
-		succeeded: jobsByStatus(t, d)[driver.StatusSuccess]}
+		succeeded: testdb.JobsByStatus(t, d, driver.ListParams{})[driver.StatusSuccess]}
 }
 
 // faultResult is what a run leaves for fault-specific checks.

@@ -31,7 +31,7 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 			for i := 0; i < 2; i++ {
 				procs = append(procs, startWork(t, env, "--config", cfg, "--shutdown-timeout", "1s"))
 			}
-			waitFor(t, 60*time.Second, "a quarter of the jobs done", func() bool { return countEnds(logPath) >= faultJobs/4 })
+			testdb.WaitFor(t, 60*time.Second, "a quarter of the jobs done", func() bool { return countEnds(logPath) >= faultJobs/4 })
 			killed := map[int]bool{}
 			for _, p := range procs {
 				killed[p.cmd.Process.Pid] = true
@@ -42,7 +42,7 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 				require.Less(t, took, 6*time.Second, "shutdown took %s", took)
 			}
 
-			by := jobsByStatus(t, d)
+			by := testdb.JobsByStatus(t, d, driver.ListParams{})
 			require.Empty(t, by[driver.StatusProcessing], "no job left processing after the processes exited")
 			require.Empty(t, by[driver.StatusFailed])
 			for _, j := range by[driver.StatusPending] {
@@ -64,7 +64,7 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 			require.Positive(t, interrupted, "the deadline cut the 3 s jobs that were running")
 
 			last := startWork(t, env, "--config", cfg)
-			waitFor(t, 90*time.Second, "every job done", func() bool { return allDone(d) })
+			testdb.WaitFor(t, 90*time.Second, "every job done", func() bool { return allDone(d) })
 			_, err := last.term(t, 15*time.Second)
 			require.NoError(t, err)
 
@@ -79,7 +79,7 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 				}
 				require.Equal(t, 1, ended, "job %d finished %d runs: %+v", id, ended, runs)
 			}
-			for _, j := range jobsByStatus(t, d)[driver.StatusSuccess] {
+			for _, j := range testdb.JobsByStatus(t, d, driver.ListParams{})[driver.StatusSuccess] {
 				require.Equal(t, 1, j.Attempts, "job %d", j.ID)
 			}
 			t.Logf("%s: %d jobs pending at shutdown, %d runs interrupted and run again", name, len(by[driver.StatusPending]), interrupted)

@@ -101,7 +101,7 @@ func TestBadWebhookTargets(t *testing.T) {
 	env := []string{"SLUICE_PREFIX=" + tg.Prefix}
 	t0 := time.Now()
 	w := startWork(t, env, "--config", cfgPath, "--shutdown-timeout", "1s")
-	waitFor(t, 60*time.Second, "every fast job called", func() bool {
+	testdb.WaitFor(t, 60*time.Second, "every fast job called", func() bool {
 		fastMu.Lock()
 		defer fastMu.Unlock()
 		return len(fastSeen) == nFast
@@ -121,12 +121,12 @@ func TestBadWebhookTargets(t *testing.T) {
 	require.Zero(t, hangFinal, "the fast jobs finished only after the hanging ones gave up (fast took %s)", fastDone)
 	t.Logf("2,000 fast jobs called in %s while %d hanging requests were open", fastDone.Round(time.Millisecond), stillHanging)
 
-	waitFor(t, 60*time.Second, "every job final", func() bool { return allDone(d) })
+	testdb.WaitFor(t, 60*time.Second, "every job final", func() bool { return allDone(d) })
 	took, err := w.term(t, 10*time.Second)
 	require.NoError(t, err, "work exits 0 (after %s)", took)
 
 	by := map[string][]driver.JobRow{}
-	for _, rows := range jobsByStatus(t, d) {
+	for _, rows := range testdb.JobsByStatus(t, d, driver.ListParams{}) {
 		for _, r := range rows {
 			by[r.Type] = append(by[r.Type], r)
 		}

@@ -138,7 +138,7 @@ func TestDedupeAcrossNodes(t *testing.T) {
 		require.NoError(t, err, "an enqueue failed instead of being retried")
 	}
 	conflicts := c.certFailures() - before
-	rows := jobsByStatus(t, tg.drv[2])[driver.StatusPending]
+	rows := testdb.JobsByStatus(t, tg.drv[2], driver.ListParams{Type: "work"})[driver.StatusPending]
 	require.Len(t, rows, keys, "one job per key")
 	byKey := map[string]int64{}
 	for _, r := range rows {
@@ -249,13 +249,13 @@ func TestFencingAcrossNodes(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, claimed, 2)
 	time.Sleep(1500 * time.Millisecond)
-	waitFor(t, 10*time.Second, "rescue on node 2", func() bool {
+	testdb.WaitFor(t, 10*time.Second, "rescue on node 2", func() bool {
 		r, err := n2.Rescue(ctx, driver.RescueParams{Limit: 10})
 		require.NoError(t, err)
 		return r.Pending > 0 && allPending(t, n2)
 	})
 	var again []driver.JobRow
-	waitFor(t, 10*time.Second, "claim again on node 3", func() bool {
+	testdb.WaitFor(t, 10*time.Second, "claim again on node 3", func() bool {
 		rows, err := n3.Claim(ctx, driver.ClaimParams{Queue: "default", Limit: 2, Lease: time.Minute, Token: "fresh"})
 		require.NoError(t, err)
 		again = append(again, rows...)
@@ -290,7 +290,7 @@ func TestFencingAcrossNodes(t *testing.T) {
 	require.Equal(t, []int64{b}, staleLost)
 	require.Empty(t, freshLost)
 	for _, d := range tg.drv {
-		waitFor(t, 5*time.Second, "both jobs success on every node", func() bool {
+		testdb.WaitFor(t, 5*time.Second, "both jobs success on every node", func() bool {
 			ja, err1 := d.GetJob(ctx, a)
 			jb, err2 := d.GetJob(ctx, b)
 			return err1 == nil && err2 == nil && ja.Status == driver.StatusSuccess && jb.Status == driver.StatusSuccess
@@ -313,7 +313,7 @@ func TestCertificationFailureIsTransient(t *testing.T) {
 	tg := newTarget(t, c)
 	ctx := context.Background()
 	enqueue(t, tg.drv[0], "work", 1)
-	waitFor(t, 5*time.Second, "the job on node 2", func() bool { return !allDone(tg.drv[1], "work") })
+	testdb.WaitFor(t, 5*time.Second, "the job on node 2", func() bool { return !allDone(tg.drv[1], "work") })
 	tx1, err := tg.drv[0].DB().BeginTx(ctx, nil)
 	require.NoError(t, err)
 	defer tx1.Rollback()

@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/dburl"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/testdb"
 )
 
 // A node is SIGKILLed mid-run and brought back. The workers reach the
@@ -48,7 +49,7 @@ func TestKillNodeMidRun(t *testing.T) {
 	var err error
 	var producer *sluice.Client
 	var pd driver.Driver
-	waitFor(t, 30*time.Second, "the producer connected through HAProxy", func() bool {
+	testdb.WaitFor(t, 30*time.Second, "the producer connected through HAProxy", func() bool {
 		pd, err = dburl.Open(h.URL(), dburl.Options{Prefix: tg.prefix})
 		return err == nil
 	})
@@ -81,7 +82,7 @@ func TestKillNodeMidRun(t *testing.T) {
 	}()
 
 	admin := adminDB(t, c.nodes[0])
-	waitFor(t, 150*time.Second, "a third of the jobs done", func() bool { return readLog(t, logPath, false).ends >= jobs/3 })
+	testdb.WaitFor(t, 150*time.Second, "a third of the jobs done", func() bool { return readLog(t, logPath, false).ends >= jobs/3 })
 	before := successCount(admin, tg.prefix)
 	killAt := time.Now()
 	c.kill(victim)
@@ -99,7 +100,7 @@ func TestKillNodeMidRun(t *testing.T) {
 	// Recovery: from the kill to the first success committed after it,
 	// polled every 10 ms on a survivor.
 	var recovery time.Duration
-	waitFor(t, 60*time.Second, "a job succeeded after the kill", func() bool {
+	testdb.WaitFor(t, 60*time.Second, "a job succeeded after the kill", func() bool {
 		if n := successCount(admin, tg.prefix); n > before && n >= 0 {
 			recovery = time.Since(killAt)
 			return true
@@ -115,7 +116,7 @@ func TestKillNodeMidRun(t *testing.T) {
 
 	<-prodDone
 	total := jobs + live
-	waitFor(t, 150*time.Second, "every job finished", func() bool {
+	testdb.WaitFor(t, 150*time.Second, "every job finished", func() bool {
 		for _, p := range procs {
 			require.False(t, p.exited(), "sluice work pid %d exited: %v\n%s", p.cmd.Process.Pid, p.err, tail(p.errb.String(), 2000))
 		}
@@ -133,7 +134,7 @@ func TestKillNodeMidRun(t *testing.T) {
 		require.True(t, held[id], "job %d ran twice but was not processing when the node died", id)
 	}
 	ackLost := 0
-	rows := jobsByStatus(t, witness)[driver.StatusSuccess]
+	rows := testdb.JobsByStatus(t, witness, driver.ListParams{Type: "work"})[driver.StatusSuccess]
 	byKey := map[string]int64{}
 	for _, r := range rows {
 		byKey[r.Key] = r.ID
@@ -147,7 +148,7 @@ func TestKillNodeMidRun(t *testing.T) {
 	require.Zero(t, ackLost, "acknowledged enqueues lost")
 	// The rejoined node caught up: it holds every job, finished.
 	rejoined := adminDB(t, victim)
-	waitFor(t, 30*time.Second, "the rejoined node holds every finished job", func() bool {
+	testdb.WaitFor(t, 30*time.Second, "the rejoined node holds every finished job", func() bool {
 		return successCount(rejoined, tg.prefix) == total
 	})
 	// Bound: each process holds at most 2×concurrency jobs (running plus

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/testdb"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -43,7 +45,7 @@ schedules:
 		procs = append(procs, startWork(t, tg.env, "--config", workConfig(t, nd.URL(), logPath, conc, schedule), "--shutdown-timeout", "5s"))
 	}
 	t0 := time.Now()
-	waitFor(t, 150*time.Second, "every job finished", func() bool {
+	testdb.WaitFor(t, 150*time.Second, "every job finished", func() bool {
 		for _, p := range procs {
 			require.False(t, p.exited(), "sluice work pid %d exited: %v\n%s", p.cmd.Process.Pid, p.err, tail(p.errb.String(), 2000))
 		}
@@ -51,7 +53,7 @@ schedules:
 	})
 	took := time.Since(t0)
 	// At least 5 slots, however quickly the jobs went.
-	waitFor(t, 30*time.Second, "5 schedule slots ran", func() bool { return len(readTicks(t, tickLog)) >= 5 })
+	testdb.WaitFor(t, 30*time.Second, "5 schedule slots ran", func() bool { return len(readTicks(t, tickLog)) >= 5 })
 	for _, p := range procs {
 		require.NoError(t, p.term(t, 15*time.Second), "work exits 0 on SIGTERM")
 	}

@@ -67,7 +67,7 @@ func TestPatroniFailover(t *testing.T) {
 		c.patchConfig(p, map[string]any{"synchronous_mode": false})
 		// Patroni clears synchronous_standby_names on its next loop.
 		db := c.open(p, "postgres")
-		waitFor(t, 30*time.Second, "synchronous_standby_names cleared", func() bool {
+		testdb.WaitFor(t, 30*time.Second, "synchronous_standby_names cleared", func() bool {
 			var s string
 			return db.QueryRow("SHOW synchronous_standby_names").Scan(&s) == nil && s == ""
 		})
@@ -193,7 +193,7 @@ func failoverRun(t *testing.T, c *cluster, syncMode bool) string {
 		enqs[path] = &enqueuer{name: path, base: "http://" + addr, log: f}
 	}
 	for _, e := range enqs {
-		waitFor(t, 30*time.Second, e.base+" serving", func() bool {
+		testdb.WaitFor(t, 30*time.Second, e.base+" serving", func() bool {
 			resp, err := http.Get(e.base + "/healthz")
 			if err != nil {
 				return false
@@ -226,7 +226,7 @@ func failoverRun(t *testing.T, c *cluster, syncMode bool) string {
 		go func() { defer enqWG.Done(); e.run(enqCtx, stopEnq) }()
 	}
 
-	waitFor(t, 90*time.Second, "a third of the seeded jobs done", func() bool { return countEnds(logPath) >= seedJobs/3 })
+	testdb.WaitFor(t, 90*time.Second, "a third of the seeded jobs done", func() bool { return countEnds(logPath) >= seedJobs/3 })
 	before := wake.pickup(t, wake.inserter)
 	t.Logf("pickup by NOTIFY before the kill: %s", before.Round(time.Millisecond))
 
@@ -256,7 +256,7 @@ func failoverRun(t *testing.T, c *cluster, syncMode bool) string {
 		stallFor, len(successBefore), syncNames)
 
 	var promoted *node
-	waitFor(t, 90*time.Second, "a new primary", func() bool {
+	testdb.WaitFor(t, 90*time.Second, "a new primary", func() bool {
 		promoted = c.primary()
 		return promoted != nil
 	})
@@ -286,11 +286,11 @@ func failoverRun(t *testing.T, c *cluster, syncMode bool) string {
 	// Every sluice process must carry on by itself: the first job finished
 	// on the new primary by each worker, and the first enqueue
 	// acknowledged by each serve.
-	waitFor(t, 60*time.Second, "both workers finished a job on the new primary", func() bool {
+	testdb.WaitFor(t, 60*time.Second, "both workers finished a job on the new primary", func() bool {
 		first := firstFinished(t, newDB, prefix, killAt, logPath, pathOfPID)
 		return len(first) == 2
 	})
-	waitFor(t, 60*time.Second, "both serves acknowledged an enqueue after the kill", func() bool {
+	testdb.WaitFor(t, 60*time.Second, "both serves acknowledged an enqueue after the kill", func() bool {
 		for _, e := range enqs {
 			if e.firstAckAfter(killAt).IsZero() {
 				return false
@@ -337,7 +337,7 @@ func failoverRun(t *testing.T, c *cluster, syncMode bool) string {
 	for _, a := range acked {
 		ackedKeys[a.key] = true
 	}
-	waitFor(t, 120*time.Second, "every job finished", func() bool {
+	testdb.WaitFor(t, 120*time.Second, "every job finished", func() bool {
 		st, err := d.Stats(ctx)
 		if err != nil {
 			return false
@@ -503,7 +503,7 @@ func newWakeProbe(t *testing.T, url, prefix string) *wakeProbe {
 func (w *wakeProbe) pickup(t *testing.T, d driver.Driver) time.Duration {
 	t.Helper()
 	time.Sleep(wakeIdle)
-	waitFor(t, 30*time.Second, "the inserting connection", func() bool {
+	testdb.WaitFor(t, 30*time.Second, "the inserting connection", func() bool {
 		_, err := d.Now(context.Background())
 		return err == nil
 	})
@@ -550,7 +550,7 @@ func fenceSetup(t *testing.T, c *cluster, d driver.Driver, primary *sql.DB) fenc
 		if !inRecovery {
 			continue
 		}
-		waitFor(t, 30*time.Second, n.name+" replayed the claim", func() bool {
+		testdb.WaitFor(t, 30*time.Second, n.name+" replayed the claim", func() bool {
 			var ok bool
 			return db.QueryRow("SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn", lsn).Scan(&ok) == nil && ok
 		})
@@ -566,7 +566,7 @@ func fenceSetup(t *testing.T, c *cluster, d driver.Driver, primary *sql.DB) fenc
 func fenceCheck(t *testing.T, d driver.Driver, newDB *sql.DB, prefix string, f fenceState) {
 	t.Helper()
 	ctx := context.Background()
-	waitFor(t, 60*time.Second, "the fence job rescued on the new primary", func() bool {
+	testdb.WaitFor(t, 60*time.Second, "the fence job rescued on the new primary", func() bool {
 		var status driver.Status
 		err := newDB.QueryRow("SELECT status FROM "+prefix+"jobs WHERE id = $1", f.id).Scan(&status)
 		return err == nil && status == driver.StatusPending

@@ -160,15 +160,3 @@ func countEnds(path string) int {
 	}
 	return n
 }
-
-// waitFor polls cond every 50 ms until it holds or limit passes.
-func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached within %s", what, limit)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}

@@ -74,7 +74,7 @@ schedules:
 
 	work := startSluice(t, env(listening), "work")
 	serve := startSluice(t, env(listening), "serve")
-	waitFor(t, 30*time.Second, "serve answers /healthz", func() bool {
+	testdb.WaitFor(t, 30*time.Second, "serve answers /healthz", func() bool {
 		r, err := http.Get("http://" + addr + "/healthz")
 		if err == nil {
 			r.Body.Close()
@@ -83,7 +83,7 @@ schedules:
 	})
 	// Both listeners are on the server directly (through the pooler their
 	// LISTEN session would go to other clients) and passed their check.
-	waitFor(t, 15*time.Second, "two LISTEN sessions on the server", func() bool { return listeners(t, d, prefix) == 2 })
+	testdb.WaitFor(t, 15*time.Second, "two LISTEN sessions on the server", func() bool { return listeners(t, d, prefix) == 2 })
 
 	// Wake-ups. The check each listener made before the count above was
 	// itself a notification sent through the pooled URL and received on
@@ -96,7 +96,7 @@ schedules:
 		runSluice(t, env(listening), "", "enqueue", "work", "--key", fmt.Sprintf("wake-%d", i))
 		sent := time.Now()
 		n := len(readExec(t, logPath))
-		waitFor(t, 5*time.Second, "the woken job runs", func() bool { return len(readExec(t, logPath)) > n })
+		testdb.WaitFor(t, 5*time.Second, "the woken job runs", func() bool { return len(readExec(t, logPath)) > n })
 		lat = append(lat, time.Since(sent))
 	}
 	slices.Sort(lat)
@@ -154,7 +154,7 @@ schedules:
 	wg.Wait()
 	require.Equal(t, n, inserted, "concurrent enqueues of the same keys made one job per key")
 
-	waitFor(t, 60*time.Second, "every job is done", func() bool { return allDone(d) })
+	testdb.WaitFor(t, 60*time.Second, "every job is done", func() bool { return allDone(d) })
 	// Let the schedule run a few more slots, then stop everything.
 	time.Sleep(2 * time.Second)
 	for _, p := range []*proc{work, serve, probe} {
@@ -300,16 +300,4 @@ func allDone(d driver.Driver) bool {
 		}
 	}
 	return true
-}
-
-// waitFor polls cond every 20 ms until it holds or limit passes.
-func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached within %s", what, limit)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"time"
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -21,7 +22,7 @@ func (a *app) tracerProvider(t config.Tracing) (trace.TracerProvider, error) {
 	if t.Endpoint == "" {
 		return nil, nil
 	}
-	exp, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(t.Endpoint), otlptracehttp.WithHeaders(t.Headers))
+	exp, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(tracesURL(t.Endpoint)), otlptracehttp.WithHeaders(t.Headers))
 	if err != nil {
 		return nil, fmt.Errorf("tracing: %w", err)
 	}
@@ -36,6 +37,20 @@ func (a *app) tracerProvider(t config.Tracing) (trace.TracerProvider, error) {
 	a.tracing = tp
 	a.log.Info("exporting traces", "endpoint", t.Endpoint, "service", t.ServiceName, "sampling", t.Sampling)
 	return tp, nil
+}
+
+// tracesURL is where spans go: a collector's base URL, such as
+// http://otel-collector:4318, gets OTLP's /v1/traces path, as the OTLP
+// exporters' base endpoint setting does; a URL with a path is used as it
+// is. (The exporter posts to a URL's own path, so without this the README's
+// endpoint would post to "/", which collectors refuse.)
+func tracesURL(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil || (u.Path != "" && u.Path != "/") {
+		return endpoint // config validation has parsed it; keep what was given
+	}
+	u.Path = "/v1/traces"
+	return u.String()
 }
 
 // stopTracing flushes the spans still buffered.

@@ -1,0 +1,43 @@
+package testdb
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/driver"
+)
+
+// WaitFor polls cond every 50 ms until it holds, and fails the test naming
+// what once limit passes.
+func WaitFor(t testing.TB, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not reached within %s", what, limit)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// JobsByStatus reads every job matching filter (its Status, AfterID and
+// Limit are set here), by status, paging through ListJobs.
+func JobsByStatus(t testing.TB, d driver.Driver, filter driver.ListParams) map[driver.Status][]driver.JobRow {
+	t.Helper()
+	out := map[driver.Status][]driver.JobRow{}
+	filter.Status, filter.AfterID, filter.Limit = "", 0, 1000
+	for {
+		rows, err := d.ListJobs(context.Background(), filter)
+		require.NoError(t, err)
+		for _, r := range rows {
+			out[r.Status] = append(out[r.Status], r)
+		}
+		if len(rows) < filter.Limit {
+			return out
+		}
+		filter.AfterID = rows[len(rows)-1].ID
+	}
+}
