@@ -319,7 +319,10 @@ func (r *runner) bulkRun(ctx context.Context, res *Result) error {
 // enqueueAll is the enqueue-only mode: bulkRun's enqueue phase on a
 // client that runs no workers.
 func (r *runner) enqueueAll(ctx context.Context) (float64, error) {
-	c, err := r.client(nil)
+	// No workers here, so no queue config: sluice refuses one whose type
+	// has no handler.
+	c, err := sluice.NewClient(sluice.Config{Driver: r.d, Logger: r.cfg.Logger,
+		Types: map[string]sluice.Type{jobType: {Queue: queue}}})
 	if err != nil {
 		return 0, fmt.Errorf("bench client: %w", err)
 	}
