@@ -132,7 +132,7 @@ MYSQL_ARGS=(-u"${BASH_REMATCH[1]}" -h"${BASH_REMATCH[4]}" -P"${BASH_REMATCH[6]:-
 MYSQL_DB=${BASH_REMATCH[7]}
 mysql "${MYSQL_ARGS[@]}" -e "CREATE DATABASE IF NOT EXISTS $MYSQL_DB CHARACTER SET utf8mb4"
 
-# The peers. PEER[name] is the command that runs it; SKIP[name] says why
+# The peers. PEER[name] is its binary or Node script; SKIP[name] says why
 # it cannot run. Nothing is written under PEERS: the Go peers are built
 # into PEER_CACHE, the Node peers copied there and installed with npm ci.
 declare -A PEER SKIP
@@ -163,7 +163,7 @@ install_node_peer() {
     fi
     echo "$sum" >"$dir/.installed"
   fi
-  PEER[$name]="node $dir/bench.mjs"
+  PEER[$name]=$dir/bench.mjs
 }
 if [ -z "$PEERS" ]; then
   for name in riverpeer graphilepeer pgbosspeer asynqpeer; do skip "$name" "PEERS is not set"; done
@@ -203,8 +203,11 @@ peer() {
   local name=$1 kind=$2 conc=$3
   shift 3
   [ -n "${SKIP[$name]:-}" ] && return
-  # shellcheck disable=SC2086 # PEER holds "node FILE" for the Node peers
-  run "$kind" "$conc" ${PEER[$name]} "$@"
+  if [[ ${PEER[$name]} == *.mjs ]]; then
+    run "$kind" "$conc" node "${PEER[$name]}" "$@"
+  else
+    run "$kind" "$conc" "${PEER[$name]}" "$@"
+  fi
 }
 SLUICE=("$WORK/sluice" bench --json --log-level warn)
 sqlite_url() { rm -f "$WORK"/bench.db*; echo "sqlite:$WORK/bench.db"; }
