@@ -122,11 +122,13 @@ func (r *runner) feed(ctx context.Context, c *sluice.Client, t0 time.Time, enque
 			for range min(batchSize, due-sent) {
 				ps = append(ps, sluice.EnqueueParams{Type: jobType, Payload: p})
 			}
+			// Counted when sent: a worker can run a job before the call
+			// that inserted it returns, and the backlog is never negative.
+			enqueued.Add(int64(len(ps)))
 			if _, err := c.EnqueueMany(ctx, ps); err != nil {
 				return 0, fmt.Errorf("enqueue batch at job %d: %w", sent, err)
 			}
 			sent += len(ps)
-			enqueued.Add(int64(len(ps)))
 		}
 		if sent == r.cfg.Jobs {
 			break
