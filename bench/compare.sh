@@ -294,16 +294,20 @@ PY
   done
 fi
 
-# sample DB SECONDS: the sustained run's jobs table on disk, and on
-# PostgreSQL its dead tuples; MariaDB's figures are InnoDB's estimates.
+# sample DB SECONDS: the sustained run's jobs table on disk, its rows
+# (MariaDB: InnoDB's estimate) and on PostgreSQL its dead tuples.
 sample() {
   local row
   if [ "$1" = pg ]; then
     row=$(psql "$PG_URL" -tA -F $'\t' -c "SELECT round(pg_total_relation_size(relid) / 1048576.0, 1), n_dead_tup, n_live_tup
       FROM pg_stat_user_tables WHERE relname = 'sluice_sustained_jobs'" 2>/dev/null || true)
   else
-    row=$(mysql "${MYSQL_ARGS[@]}" -NB "$MYSQL_DB" -e "SELECT ROUND((data_length + index_length) / 1048576, 1), '', table_rows
-      FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = 'sluice_sustained_jobs'" 2>/dev/null || true)
+    # The tablespace file's size: data_length and index_length are
+    # InnoDB's statistics, refreshed only now and then.
+    row=$(mysql "${MYSQL_ARGS[@]}" -NB "$MYSQL_DB" -e "SELECT ROUND(s.file_size / 1048576, 1), '', t.table_rows
+      FROM information_schema.innodb_sys_tablespaces s JOIN information_schema.tables t
+        ON t.table_schema = DATABASE() AND t.table_name = 'sluice_sustained_jobs'
+      WHERE s.name = CONCAT(DATABASE(), '/sluice_sustained_jobs')" 2>/dev/null || true)
   fi
   [ -n "$row" ] && printf '%s\t%s\t%s\n' "$1" "$2" "$row" >>"$SAMPLES"
   return 0

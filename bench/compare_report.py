@@ -187,8 +187,12 @@ for db, name in DBS[:2]:
     mid = min(ss, key=lambda s: abs(s[0] - ss[-1][0] / 2)) if ss else None
     sustained[db] = dict(r=r, first=first, last=last, n=len(ivs), start=ss[0] if ss else None, mid=mid, end=ss[-1] if ss else None)
     s = sustained[db]
-    target(f"Sustained on {name}: work/s last interval ÷ first", "≥ 0.9", ratio(last["work_per_s"], first["work_per_s"]),
-           lambda v: v >= 0.9)
+    if len(full) < 2:
+        # The first interval compared with itself says nothing.
+        targets.append((f"Sustained on {name}: work/s last interval ÷ first", "≥ 0.9", f"{len(full)} full interval", None))
+    else:
+        target(f"Sustained on {name}: work/s last interval ÷ first", "≥ 0.9", ratio(last["work_per_s"], first["work_per_s"]),
+               lambda v: v >= 0.9)
     if s["mid"] and s["end"]:
         target(f"Sustained on {name}: table MB at the end ÷ middle (bounded)", "≤ 1.25", ratio(s["end"][1], s["mid"][1]),
                lambda v: v <= 1.25, f"{s['start'][1]:,.1f} / {s['mid'][1]:,.1f} / {s['end'][1]:,.1f} MB (start / middle / end)")
@@ -196,15 +200,24 @@ for db, name in DBS[:2]:
             dm, de = s["mid"][2], s["end"][2]
             target("Sustained on PostgreSQL: dead tuples at the end ÷ middle (bounded)", "≤ 1.25", ratio(de, max(dm or 0, 1)),
                    lambda v: v <= 1.25, f"{s['start'][2]:,} / {dm:,} / {de:,} (start / middle / end)")
-    target(f"Sustained on {name}: RSS last interval ÷ first (flat)", "≤ 1.25", ratio(last["rss_mb"], first["rss_mb"]),
+    two = len(full) >= 2
+    target(f"Sustained on {name}: RSS last interval ÷ first (flat)", "≤ 1.25", ratio(last["rss_mb"], first["rss_mb"]) if two else None,
            lambda v: v <= 1.25, f"{first['rss_mb']:.1f} → {last['rss_mb']:.1f} MB, peak {r['peak_rss_mb']:.1f}")
-    target(f"Sustained on {name}: latency p99 last interval ÷ first", "≤ 1.25", ratio(last["latency_p99_ms"], first["latency_p99_ms"]),
+    target(f"Sustained on {name}: latency p99 last interval ÷ first", "≤ 1.25",
+           ratio(last["latency_p99_ms"], first["latency_p99_ms"]) if two else None,
            lambda v: v <= 1.25, f"{first['latency_p99_ms']:,.1f} → {last['latency_p99_ms']:,.1f} ms")
 for db, name in [("pg", "PostgreSQL"), ("mysql", "MariaDB"), ("sqlite", "SQLite")]:
     limit = 2.0 if db == "pg" else 5.0
     p50, p99 = med(f"{db}-latency", 100, "latency_p50_ms"), med(f"{db}-latency", 100, "latency_p99_ms")
-    target(f"Latency on {name} at {env['LATENCY_RATE']}/s: p50 ms", f"≤ {limit:g}", p50, lambda v: v <= limit, num(p50, 2))
-    target(f"Latency on {name} at {env['LATENCY_RATE']}/s: p99 ms", "≤ 20", p99, lambda v: v <= 20, num(p99, 2))
+    held = med(f"{db}-latency", 100, "insert_per_s")
+    shown50, shown99 = num(p50, 2), num(p99, 2)
+    if held is not None and held < 0.9 * float(env["LATENCY_RATE"]):
+        # One goroutine enqueues, each call waiting for the last; when the
+        # calls are slower than the rate, the rate was not the target's.
+        shown50, shown99 = (f"{v}, but only {held:,.0f} enqueues/s" for v in (shown50, shown99))
+        p50 = p99 = None
+    target(f"Latency on {name} at {env['LATENCY_RATE']}/s: p50 ms", f"≤ {limit:g}", p50, lambda v: v <= limit, shown50)
+    target(f"Latency on {name} at {env['LATENCY_RATE']}/s: p99 ms", "≤ 20", p99, lambda v: v <= 20, shown99)
 
 p("## Against the targets")
 p()
@@ -247,8 +260,9 @@ if sustained:
     p(f"come due), while {int(env['SUSTAINED_CONCURRENCY']):,} workers in the same process work them; purge and retention at their")
     p(f"defaults (finished jobs are kept 7 days, so nothing is purged during the run). Figures per {env['SUSTAINED_INTERVAL']}")
     p("interval: \"first\" is the first, \"last\" the last full one. Latency: from the `EnqueueMany` call to the handler's")
-    p("start. Table: `pg_total_relation_size` and `n_dead_tup` of `pg_stat_user_tables`; MariaDB:")
-    p("`data_length + index_length` of `information_schema.tables` (InnoDB's estimate), sampled every few seconds.")
+    p("start. Table: `pg_total_relation_size` and `n_dead_tup` of `pg_stat_user_tables`, with indexes and TOAST; MariaDB:")
+    p("the tablespace file's size (`information_schema.innodb_sys_tablespaces`); sampled every few seconds while it runs")
+    p("and once after (the table is kept until then).")
     p()
     p("| database | rate/s | intervals | work/s first | work/s last | backlog last | p50 ms first / last | p99 ms first / last | RSS MB first / last | peak RSS MB |")
     p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -261,7 +275,7 @@ if sustained:
           f"{num(f['latency_p50_ms'], 1)} / {num(l['latency_p50_ms'], 1)} | {num(f['latency_p99_ms'], 1)} / {num(l['latency_p99_ms'], 1)} | "
           f"{num(f['rss_mb'], 1)} / {num(l['rss_mb'], 1)} | {num(s['r']['peak_rss_mb'], 1)} |")
     p()
-    p("| database | when | seconds | table MB | dead tuples | rows |")
+    p("| database | when | seconds | table MB | dead tuples | rows (MariaDB: estimate) |")
     p("|---|---|---:|---:|---:|---:|")
     for db, name in DBS[:2]:
         if db not in sustained or not sustained[db]["end"]:
