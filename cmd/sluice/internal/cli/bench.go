@@ -49,6 +49,15 @@ func (a *app) benchCommand() *cobra.Command {
 			if (cmd.Flags().Changed("latency-source") || cmd.Flags().Changed("gap")) && !cfg.Latency {
 				return usagef("--latency-source and --gap need --latency")
 			}
+			modes := 0
+			for _, on := range []bool{cfg.Latency, cfg.Sustained, cfg.EnqueueOnly, cfg.WorkOnly} {
+				if on {
+					modes++
+				}
+			}
+			if modes > 1 {
+				return usagef("--latency, --sustained, --enqueue-only and --work-only are separate modes; pick one")
+			}
 			if cmd.Flags().Changed("interval") && !cfg.Sustained {
 				return usagef("--interval needs --sustained")
 			}
@@ -177,8 +186,8 @@ func printBench(out io.Writer, r *bench.Result) error {
 	fmt.Fprintf(w, "latency\tp50 %.1f ms, p99 %.1f ms\n", r.LatencyP50, r.LatencyP99)
 	fmt.Fprintf(w, "peak RSS\t%.1f MB\n", r.PeakRSSMB)
 	for _, iv := range r.Intervals {
-		fmt.Fprintf(w, "at %.0f s\t%.0f jobs/s, backlog %d, latency p50 %.1f ms, p99 %.1f ms, RSS %.1f MB\n",
-			iv.EndS, iv.WorkPerS, iv.Backlog, iv.LatencyP50, iv.LatencyP99, iv.RSSMB)
+		fmt.Fprintf(w, "at %s\t%.0f jobs/s, backlog %d, latency p50 %.1f ms, p99 %.1f ms, RSS %.1f MB\n",
+			time.Duration(iv.EndS*float64(time.Second)).Round(100*time.Millisecond), iv.WorkPerS, iv.Backlog, iv.LatencyP50, iv.LatencyP99, iv.RSSMB)
 	}
 	return w.Flush()
 }
