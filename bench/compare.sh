@@ -406,7 +406,7 @@ export JOBS RUNS FINISHED_ROWS PRELOAD_JOBS LATENCY_JOBS LATENCY_RATE PICKUP_JOB
 export M_DATE M_NPROC M_MEM M_CPU M_OS M_GO M_NODE M_PG M_MYSQL M_FLUSH M_REDIS_AOF M_COMMIT
 export CHART_LINK=${CHART##*/}
 REPORT=$WORK/report.md
-python3 "$ROOT/bench/compare_report.py" >"$REPORT"
+python3 -B "$ROOT/bench/compare_report.py" >"$REPORT"
 go run ./bench/chart <"$CHART_DATA" >"$CHART" || die "the chart failed"
 log "chart: $CHART"
 # bench/batch.sh owns the section between its markers: keep it as it is.
