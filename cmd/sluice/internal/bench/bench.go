@@ -67,6 +67,18 @@ type Config struct {
 	// Gap is the mean gap between jobs from the other sources; default
 	// DefaultGap.
 	Gap time.Duration
+	// Sustained switches to the sustained mode: Jobs enqueued in batches
+	// at a steady Rate per second while the workers run, with figures
+	// reported per Interval (default one minute).
+	Sustained bool
+	Interval  time.Duration
+	// EnqueueOnly and WorkOnly split a bulk run across processes, so that
+	// several of them can work one backlog: EnqueueOnly creates the
+	// tables, enqueues Jobs and keeps the tables; WorkOnly works the jobs
+	// it finds under Prefix until none is pending or running anywhere,
+	// and leaves the tables to whoever made them.
+	EnqueueOnly bool
+	WorkOnly    bool
 	// Timeout bounds the work phase; default 10 minutes, as riverpeer.
 	Timeout time.Duration
 	Keep    bool
@@ -88,7 +100,7 @@ type Progress struct {
 type Result struct {
 	System       string  `json:"system,omitempty"`
 	DB           string  `json:"db"`
-	Mode         string  `json:"mode"` // "bulk" or "latency"
+	Mode         string  `json:"mode"` // "bulk", "latency", "sustained", "enqueue-only" or "work-only"
 	Jobs         int     `json:"jobs"`
 	Concurrency  int     `json:"concurrency"`
 	PayloadBytes int     `json:"payload_bytes"`
@@ -109,6 +121,13 @@ type Result struct {
 	PeakRSSMB  float64 `json:"peak_rss_mb"`
 	// Succeeded counts the measured jobs found in status success at the end.
 	Succeeded int64 `json:"succeeded"`
+	// WorkStarted and WorkEnded (Unix seconds) bound a work-only run, so
+	// that the runs of several processes add up to one aggregate rate:
+	// the sum of their jobs over the latest end less the earliest start.
+	WorkStarted float64 `json:"work_started_unix,omitempty"`
+	WorkEnded   float64 `json:"work_ended_unix,omitempty"`
+	// Intervals are the sustained mode's per-interval figures.
+	Intervals []Interval `json:"intervals,omitempty"`
 }
 
 func (c Config) withDefaults() Config {
@@ -124,6 +143,9 @@ func (c Config) withDefaults() Config {
 	if c.Gap <= 0 {
 		c.Gap = DefaultGap
 	}
+	if c.Interval <= 0 {
+		c.Interval = time.Minute
+	}
 	if c.Timeout <= 0 {
 		c.Timeout = 10 * time.Minute
 	}
@@ -138,8 +160,12 @@ func (c Config) validate() error {
 	case c.Prefix == driver.DefaultPrefix:
 		// The bench drops every table under its prefix.
 		return fmt.Errorf("bench prefix %q is the application's; pick another", c.Prefix)
-	case c.Jobs < 1:
+	case c.Jobs < 1 && !c.WorkOnly:
 		return errors.New("bench: jobs must be at least 1")
+	case btoi(c.Latency)+btoi(c.Sustained)+btoi(c.EnqueueOnly)+btoi(c.WorkOnly) > 1:
+		return errors.New("bench: latency, sustained, enqueue-only and work-only are separate modes; pick one")
+	case c.WorkOnly && (c.FinishedRows > 0 || c.Partitions > 0):
+		return errors.New("bench: work-only works the jobs an enqueue-only run left; finished rows and partitions are that run's")
 	case c.Concurrency < 1:
 		return errors.New("bench: concurrency must be at least 1")
 	case c.PayloadBytes < 0 || c.PayloadBytes > 1<<20:
@@ -172,10 +198,13 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 		return nil, err
 	}
 	r := &runner{cfg: cfg, d: d, sql: bq}
+	if cfg.WorkOnly {
+		return r.workOnly(ctx, scheme)
+	}
 	if err := d.DropTables(ctx, driver.DropTablesParams{Prefix: cfg.Prefix}); err != nil {
 		return nil, fmt.Errorf("drop old bench tables: %w", err)
 	}
-	if !cfg.Keep {
+	if !cfg.Keep && !cfg.EnqueueOnly {
 		defer func() {
 			// Drop even after a failure or an interrupt, with a context of
 			// its own, so an aborted run leaves nothing behind.
@@ -202,6 +231,14 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 			res.Rate = cfg.Rate
 		}
 		err = r.latencyRun(ctx, res)
+	} else if cfg.Sustained {
+		res.Mode, res.Rate = "sustained", cfg.Rate
+		err = r.sustainedRun(ctx, res)
+	} else if cfg.EnqueueOnly {
+		res.Mode = "enqueue-only"
+		res.InsertPerS, err = r.enqueueAll(ctx)
+		res.PeakRSSMB = peakRSSMB()
+		return res, err
 	} else {
 		err = r.bulkRun(ctx, res)
 	}
@@ -263,9 +300,41 @@ func (r *runner) bulkRun(ctx context.Context, res *Result) error {
 	if err != nil {
 		return fmt.Errorf("bench client: %w", err)
 	}
+	if res.InsertPerS, err = r.enqueue(ctx, c); err != nil {
+		return err
+	}
+	workSecs, err := r.work(ctx, c)
+	if err != nil {
+		return err
+	}
+	res.WorkPerS = float64(r.cfg.Jobs) / workSecs
+	h := newHistogram()
+	if err := r.sql.latencies(ctx, r.d, h.add); err != nil {
+		return fmt.Errorf("read latencies: %w", err)
+	}
+	res.LatencyP50, res.LatencyP99 = h.quantileMS(0.50), h.quantileMS(0.99)
+	return nil
+}
+
+// enqueueAll is the enqueue-only mode: bulkRun's enqueue phase on a
+// client that runs no workers.
+func (r *runner) enqueueAll(ctx context.Context) (float64, error) {
+	// No workers here, so no queue config: sluice refuses one whose type
+	// has no handler.
+	c, err := sluice.NewClient(sluice.Config{Driver: r.d, Logger: r.cfg.Logger,
+		Types: map[string]sluice.Type{jobType: {Queue: queue}}})
+	if err != nil {
+		return 0, fmt.Errorf("bench client: %w", err)
+	}
+	return r.enqueue(ctx, c)
+}
+
+// enqueue enqueues every job in batches and returns the jobs per second.
+func (r *runner) enqueue(ctx context.Context, c *sluice.Client) (float64, error) {
 	payload := r.payload()
 	var enqueued atomic.Int64
 	stop := r.track("enqueue", int64(r.cfg.Jobs), &enqueued)
+	defer stop()
 	t0 := time.Now()
 	ps := make([]sluice.EnqueueParams, 0, batchSize)
 	for i := 0; i < r.cfg.Jobs; i += batchSize {
@@ -278,33 +347,20 @@ func (r *runner) bulkRun(ctx context.Context, res *Result) error {
 			ps = append(ps, p)
 		}
 		if _, err := c.EnqueueMany(ctx, ps); err != nil {
-			stop()
-			return fmt.Errorf("enqueue batch at job %d: %w", i, err)
+			return 0, fmt.Errorf("enqueue batch at job %d: %w", i, err)
 		}
 		enqueued.Add(int64(len(ps)))
 	}
-	res.InsertPerS = float64(r.cfg.Jobs) / time.Since(t0).Seconds()
-	stop()
+	rate := float64(r.cfg.Jobs) / time.Since(t0).Seconds()
 	if r.cfg.Partitions > 0 {
 		// A fair claim reads each partition's head through sluice_jobs_fair;
 		// PostgreSQL picks that index once it has statistics of the
 		// partitions, which autovacuum gathers on a live table.
 		if _, err := r.d.DB().ExecContext(ctx, r.sql.query("bench_analyze")); err != nil {
-			return fmt.Errorf("analyze after enqueue: %w", err)
+			return 0, fmt.Errorf("analyze after enqueue: %w", err)
 		}
 	}
-
-	workSecs, err := r.work(ctx, c)
-	if err != nil {
-		return err
-	}
-	res.WorkPerS = float64(r.cfg.Jobs) / workSecs
-	h := newHistogram()
-	if err := r.sql.latencies(ctx, r.d, h.add); err != nil {
-		return fmt.Errorf("read latencies: %w", err)
-	}
-	res.LatencyP50, res.LatencyP99 = h.quantileMS(0.50), h.quantileMS(0.99)
-	return nil
+	return rate, nil
 }
 
 // Latency sources: where the latency mode's jobs come from.
@@ -335,18 +391,11 @@ const DefaultGap = 200 * time.Millisecond
 func (r *runner) latencyRun(ctx context.Context, res *Result) error {
 	r.lat = newHistogram()
 	c, err := r.client(func(_ context.Context, job *sluice.Job) error {
-		now := time.Now()
-		var p struct {
-			T string `json:"t"`
-		}
-		if err := job.Decode(&p); err != nil {
+		us, err := sinceEnqueue(job)
+		if err != nil {
 			return sluice.Permanent(err)
 		}
-		ns, err := strconv.ParseInt(p.T, 10, 64)
-		if err != nil {
-			return sluice.Permanent(fmt.Errorf("enqueue time %q: %w", p.T, err))
-		}
-		r.lat.add(now.Sub(time.Unix(0, ns)).Microseconds())
+		r.lat.add(us)
 		r.finished()
 		return nil
 	})
@@ -489,14 +538,9 @@ func (r *runner) workWith(ctx context.Context, c *sluice.Client, feed func(conte
 	// to the database. The job counts as finished once written, as River's
 	// finalized_at, so poll until no job is pending or processing.
 	for {
-		st, err := c.Stats(ctx)
+		live, failed, err := liveJobs(ctx, c)
 		if err != nil {
 			return 0, fmt.Errorf("work phase: stats: %w", err)
-		}
-		live, failed := int64(0), int64(0)
-		for _, q := range st {
-			live += q.Pending + q.Processing
-			failed += q.Failed
 		}
 		if failed > 0 {
 			return 0, fmt.Errorf("work phase: %d jobs failed", failed)
@@ -586,9 +630,20 @@ func (h *histogram) quantileMS(q float64) float64 {
 	return 0
 }
 
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // peakRSSMB reads the process's peak resident set (VmHWM) on Linux; 0
 // elsewhere.
-func peakRSSMB() float64 {
+func peakRSSMB() float64 { return rssMB("VmHWM:") }
+
+// rssMB reads one memory line of /proc/self/status (VmHWM: the peak
+// resident set, VmRSS: the current one) in MB on Linux; 0 elsewhere.
+func rssMB(field string) float64 {
 	f, err := os.Open("/proc/self/status")
 	if err != nil {
 		return 0
@@ -596,7 +651,7 @@ func peakRSSMB() float64 {
 	defer f.Close()
 	s := bufio.NewScanner(f)
 	for s.Scan() {
-		if rest, ok := strings.CutPrefix(s.Text(), "VmHWM:"); ok {
+		if rest, ok := strings.CutPrefix(s.Text(), field); ok {
 			kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 64)
 			if err != nil {
 				return 0

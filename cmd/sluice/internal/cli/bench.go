@@ -33,7 +33,10 @@ func (a *app) benchCommand() *cobra.Command {
 			"  client     a second client on its own connections, as a web process or another node enqueues\n" +
 			"  sql        a plain INSERT INTO the jobs table on its own connection, as a non-Go application does\n" +
 			"The last two send a job every --gap on average (at random, from half to one and a half\n" +
-			"times it), so that each lands on idle workers.",
+			"times it), so that each lands on idle workers.\n" +
+			"With --sustained it enqueues --jobs at a steady --rate in batches while the workers run, and\n" +
+			"reports throughput, latency and memory per --interval. --enqueue-only and --work-only split a\n" +
+			"bulk run so that several processes can work one backlog under one --prefix.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !slices.Contains(bench.Sources, cfg.Source) {
@@ -45,6 +48,27 @@ func (a *app) benchCommand() *cobra.Command {
 			}
 			if (cmd.Flags().Changed("latency-source") || cmd.Flags().Changed("gap")) && !cfg.Latency {
 				return usagef("--latency-source and --gap need --latency")
+			}
+			modes := 0
+			for _, on := range []bool{cfg.Latency, cfg.Sustained, cfg.EnqueueOnly, cfg.WorkOnly} {
+				if on {
+					modes++
+				}
+			}
+			if modes > 1 {
+				return usagef("--latency, --sustained, --enqueue-only and --work-only are separate modes; pick one")
+			}
+			if cmd.Flags().Changed("interval") && !cfg.Sustained {
+				return usagef("--interval needs --sustained")
+			}
+			if cfg.Sustained && !cmd.Flags().Changed("rate") {
+				return usagef("--sustained needs --rate, the enqueues per second to hold")
+			}
+			if cfg.Interval <= 0 {
+				return usagef("--interval must be positive")
+			}
+			if cfg.WorkOnly && (cmd.Flags().Changed("jobs") || cmd.Flags().Changed("finished-rows") || cmd.Flags().Changed("partitions")) {
+				return usagef("--work-only works the jobs that an --enqueue-only run left; --jobs, --finished-rows and --partitions are that run's")
 			}
 			if cfg.Latency && !cmd.Flags().Changed("jobs") {
 				cfg.Jobs = 1000 // a few seconds at the default rate
@@ -88,9 +112,14 @@ func (a *app) benchCommand() *cobra.Command {
 	f.IntVar(&cfg.Partitions, "partitions", 0, "spread the jobs over this many partitions (bulk mode)")
 	f.BoolVar(&cfg.Fair, "fair", false, "make the bench queue fair: true")
 	f.BoolVar(&cfg.Latency, "latency", false, "latency mode: single enqueues while the workers run (see --latency-source)")
-	f.Float64Var(&cfg.Rate, "rate", 200, "enqueues per second in --latency mode from the inprocess source")
+	f.Float64Var(&cfg.Rate, "rate", 200, "enqueues per second in --latency mode from the inprocess source, and in --sustained mode")
 	f.StringVar(&cfg.Source, "latency-source", bench.SourceInProcess, "where --latency jobs come from: "+strings.Join(bench.Sources, ", "))
 	f.DurationVar(&cfg.Gap, "gap", bench.DefaultGap, "mean gap between --latency jobs from the client and sql sources")
+	f.BoolVar(&cfg.Sustained, "sustained", false, "sustained mode: enqueue --jobs at a steady --rate while the workers run; figures per --interval")
+	f.DurationVar(&cfg.Interval, "interval", time.Minute, "the period of the --sustained figures")
+	f.BoolVar(&cfg.EnqueueOnly, "enqueue-only", false, "only create the bench tables and enqueue --jobs, keeping the tables for --work-only runs")
+	f.BoolVar(&cfg.WorkOnly, "work-only", false, "only work the jobs an --enqueue-only run left (with the same --prefix), "+
+		"beside other such processes, until none is pending or running; the tables are kept")
 	f.DurationVar(&cfg.Timeout, "timeout", 10*time.Minute, "give up when the work phase takes longer")
 	f.BoolVar(&cfg.Keep, "keep", false, "keep the bench tables after the run, for inspection")
 	f.BoolVar(&asJSON, "json", false, "print one JSON line")
@@ -156,5 +185,9 @@ func printBench(out io.Writer, r *bench.Result) error {
 	fmt.Fprintf(w, "work\t%.0f jobs/s\n", r.WorkPerS)
 	fmt.Fprintf(w, "latency\tp50 %.1f ms, p99 %.1f ms\n", r.LatencyP50, r.LatencyP99)
 	fmt.Fprintf(w, "peak RSS\t%.1f MB\n", r.PeakRSSMB)
+	for _, iv := range r.Intervals {
+		fmt.Fprintf(w, "at %s\t%.0f jobs/s, backlog %d, latency p50 %.1f ms, p99 %.1f ms, RSS %.1f MB\n",
+			time.Duration(iv.EndS*float64(time.Second)).Round(100*time.Millisecond), iv.WorkPerS, iv.Backlog, iv.LatencyP50, iv.LatencyP99, iv.RSSMB)
+	}
 	return w.Flush()
 }

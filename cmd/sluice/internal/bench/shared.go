@@ -1,0 +1,88 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicehq/sluice"
+)
+
+// idleCheck is how long a work-only process's handlers must have been
+// idle before it asks the database whether the backlog is empty, and how
+// often it asks after that. While jobs flow it asks nothing, so the check
+// costs the measured work nothing; at the end it adds at most this much.
+const idleCheck = 20 * time.Millisecond
+
+// workOnly works the jobs that an enqueue-only run left under the prefix,
+// beside any number of other work-only processes, until no job is pending
+// or running in any of them. It neither migrates nor drops the tables:
+// they belong to the enqueue-only run. Jobs is what this process worked.
+func (r *runner) workOnly(ctx context.Context, scheme string) (*Result, error) {
+	var done atomic.Int64
+	var last atomic.Int64 // UnixNano of the latest handler return
+	c, err := r.client(func(context.Context, *sluice.Job) error {
+		done.Add(1)
+		last.Store(time.Now().UnixNano())
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bench client: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
+	defer cancel()
+	t0 := time.Now()
+	last.Store(t0.UnixNano())
+	if err := c.Start(ctx); err != nil {
+		return nil, fmt.Errorf("start workers: %w", err)
+	}
+	defer func() {
+		sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer scancel()
+		c.Stop(sctx)
+	}()
+	tick := time.NewTicker(idleCheck)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("work-only: %d jobs done: %w", done.Load(), ctx.Err())
+		case <-tick.C:
+		}
+		if time.Since(time.Unix(0, last.Load())) < idleCheck {
+			continue
+		}
+		live, failed, err := liveJobs(ctx, c)
+		if err != nil {
+			return nil, fmt.Errorf("work-only: stats: %w", err)
+		}
+		if failed > 0 {
+			return nil, fmt.Errorf("work-only: %d jobs failed", failed)
+		}
+		if live == 0 {
+			break
+		}
+	}
+	end := time.Now()
+	n := done.Load()
+	return &Result{DB: scheme, Mode: "work-only", Jobs: int(n), Concurrency: r.cfg.Concurrency,
+		WorkPerS: float64(n) / end.Sub(t0).Seconds(), Succeeded: n, PeakRSSMB: peakRSSMB(),
+		WorkStarted: unixSeconds(t0), WorkEnded: unixSeconds(end)}, nil
+}
+
+// liveJobs counts the pending and running jobs, and the failed ones, of
+// every queue.
+func liveJobs(ctx context.Context, c *sluice.Client) (live, failed int64, err error) {
+	st, err := c.Stats(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, q := range st {
+		live += q.Pending + q.Processing
+		failed += q.Failed
+	}
+	return live, failed, nil
+}
+
+func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
