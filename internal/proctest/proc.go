@@ -1,0 +1,136 @@
+// Package proctest runs the real `sluice` binary as separate processes, as
+// users run it, for the fault, HA and crash suites, and reads the execution
+// logs that their command handlers write.
+package proctest
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/internal/testdb"
+)
+
+// Env is a sluice process's environment: the test's own, with every
+// variable that would win over the test's config file blanked, then env.
+func Env(env []string) []string {
+	return append(append(os.Environ(), "SLUICE_DB=", "SLUICE_LISTEN_DB=", "SLUICE_PREFIX=", "SLUICE_CONFIG="), env...)
+}
+
+// Config writes a config file that names its database with db: url,
+// followed by body, and returns its path: the processes find their
+// database that way, as users run them (Env blanks SLUICE_DB, which would
+// win over db:).
+func Config(t testing.TB, url, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "sluice.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf("db: %q\n%s", url, body)), 0o644))
+	return path
+}
+
+// Result is how a sluice command ended.
+type Result struct {
+	Code           int
+	Stdout, Stderr string
+}
+
+// Run runs the sluice binary bin with args to its end.
+func Run(t testing.TB, bin string, env []string, args ...string) Result {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = Env(env)
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		require.True(t, ok, "run %v: %v", args, err)
+		code = ee.ExitCode()
+	}
+	return Result{code, so.String(), se.String()}
+}
+
+// Proc is a running sluice process with its stderr captured. It is
+// killed when the test ends, and its stderr's tail logged if the test
+// failed.
+type Proc struct {
+	Name string // says which process a message is about
+	Cmd  *exec.Cmd
+
+	stderr testdb.SyncBuffer
+	done   chan struct{}
+	err    error
+}
+
+// Start starts the sluice binary bin with args.
+func Start(t testing.TB, bin, name string, env []string, args ...string) *Proc {
+	t.Helper()
+	p := &Proc{Name: name, done: make(chan struct{})}
+	p.Cmd = exec.Command(bin, args...)
+	p.Cmd.Env = Env(env)
+	p.Cmd.Stderr = &p.stderr
+	require.NoError(t, p.Cmd.Start())
+	go func() { p.err = p.Cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		if !p.Exited() {
+			p.Cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("%s (pid %d) stderr (tail):\n%s", p.Name, p.Pid(), Tail(p.Stderr(), 3000))
+		}
+	})
+	return p
+}
+
+// Pid is the process's id.
+func (p *Proc) Pid() int { return p.Cmd.Process.Pid }
+
+// Stderr is what the process wrote to stderr so far.
+func (p *Proc) Stderr() string { return p.stderr.String() }
+
+// Done is closed once the process exited.
+func (p *Proc) Done() <-chan struct{} { return p.done }
+
+// Err is the process's exit error, once Done is closed.
+func (p *Proc) Err() error { return p.err }
+
+// Exited reports whether the process has exited.
+func (p *Proc) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Term sends SIGTERM and returns the exit error, failing the test if the
+// process is still running after limit.
+func (p *Proc) Term(t testing.TB, limit time.Duration) error {
+	t.Helper()
+	require.NoError(t, p.Cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case <-p.done:
+		return p.err
+	case <-time.After(limit):
+		t.Fatalf("%s (pid %d) did not exit within %s of SIGTERM", p.Name, p.Pid(), limit)
+		return nil
+	}
+}
+
+// Tail is the last n bytes of s, for logging a long output.
+func Tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
