@@ -27,6 +27,23 @@ type JobRun struct {
 	Line         int // the line number of its start
 }
 
+func (r JobRun) String() string {
+	return fmt.Sprintf("{pid %d attempt %d ended %t line %d}", r.PID, r.Attempt, r.Ended, r.Line)
+}
+
+// Unfinished lists the jobs that pid started and did not end.
+func (l *ExecLog[K]) Unfinished(pid int) []K {
+	var jobs []K
+	for job, runs := range l.Runs {
+		for _, r := range runs {
+			if r.PID == pid && !r.Ended {
+				jobs = append(jobs, job)
+			}
+		}
+	}
+	return jobs
+}
+
 // ExecLog is an execution log as read: every run of every job, by the
 // job's id (K int64) or key (K string).
 type ExecLog[K int64 | string] struct {

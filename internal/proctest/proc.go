@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -44,8 +45,15 @@ type Result struct {
 // Run runs the sluice binary bin with args to its end.
 func Run(t testing.TB, bin string, env []string, args ...string) Result {
 	t.Helper()
+	return RunInput(t, bin, env, "", args...)
+}
+
+// RunInput is Run with stdin as the command's standard input.
+func RunInput(t testing.TB, bin string, env []string, stdin string, args ...string) Result {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = Env(env)
+	cmd.Stdin = strings.NewReader(stdin)
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
 	err := cmd.Run()
