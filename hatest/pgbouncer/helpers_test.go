@@ -248,7 +248,9 @@ func runSluice(t *testing.T, env []string, stdin string, args ...string) string 
 // runSluiceErr is runSluice that also returns stderr.
 func runSluiceErr(t *testing.T, env []string, stdin string, args ...string) (string, string) {
 	t.Helper()
-	r := proctest.RunInput(t, bin, env, stdin, args...)
+	cmd := proctest.Command(t, bin, env, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	r := proctest.RunCmd(t, cmd)
 	require.Zero(t, r.Code, "sluice %s: %s", args, r.Stderr)
 	return r.Stdout, r.Stderr
 }

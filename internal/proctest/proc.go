@@ -19,10 +19,28 @@ import (
 	"github.com/sluicehq/sluice/internal/testdb"
 )
 
-// Env is a sluice process's environment: the test's own, with every
-// variable that would win over the test's config file blanked, then env.
+// Env is a sluice process's environment: the test's own without the
+// variables that choose a database, a config file or a table prefix, so
+// that only env and the arguments do.
 func Env(env []string) []string {
-	return append(append(os.Environ(), "SLUICE_DB=", "SLUICE_LISTEN_DB=", "SLUICE_PREFIX=", "SLUICE_CONFIG="), env...)
+	var out []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if k != "SLUICE_DB" && k != "SLUICE_LISTEN_DB" && k != "SLUICE_CONFIG" && k != "SLUICE_PREFIX" {
+			out = append(out, kv)
+		}
+	}
+	return append(out, env...)
+}
+
+// Command is the sluice binary bin with args, in the environment Env(env)
+// and a fresh empty working directory, so that a command that falls back
+// to ./sluice.yaml or ./sluice.db never touches the source tree.
+func Command(t testing.TB, bin string, env []string, args ...string) *exec.Cmd {
+	cmd := exec.Command(bin, args...)
+	cmd.Env = Env(env)
+	cmd.Dir = t.TempDir()
+	return cmd
 }
 
 // Config writes a config file that names its database with db: url,
@@ -45,25 +63,27 @@ type Result struct {
 // Run runs the sluice binary bin with args to its end.
 func Run(t testing.TB, bin string, env []string, args ...string) Result {
 	t.Helper()
-	return RunInput(t, bin, env, "", args...)
+	return RunCmd(t, Command(t, bin, env, args...))
 }
 
-// RunInput is Run with stdin as the command's standard input.
-func RunInput(t testing.TB, bin string, env []string, stdin string, args ...string) Result {
+// RunCmd runs cmd to its end, failing the test if it could not run.
+func RunCmd(t testing.TB, cmd *exec.Cmd) Result {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = Env(env)
-	cmd.Stdin = strings.NewReader(stdin)
+	r, err := Output(cmd)
+	require.NoError(t, err, "run %v", cmd.Args)
+	return r
+}
+
+// Output runs cmd to its end. Its error is only one that kept cmd from
+// running: an exit status is the Result's Code.
+func Output(cmd *exec.Cmd) (Result, error) {
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
 	err := cmd.Run()
-	code := 0
-	if err != nil {
-		ee, ok := err.(*exec.ExitError)
-		require.True(t, ok, "run %v: %v", args, err)
-		code = ee.ExitCode()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return Result{ee.ExitCode(), so.String(), se.String()}, nil
 	}
-	return Result{code, so.String(), se.String()}
+	return Result{0, so.String(), se.String()}, err
 }
 
 // Proc is a running sluice process with its stderr captured. It is
@@ -81,9 +101,13 @@ type Proc struct {
 // Start starts the sluice binary bin with args.
 func Start(t testing.TB, bin, name string, env []string, args ...string) *Proc {
 	t.Helper()
-	p := &Proc{Name: name, done: make(chan struct{})}
-	p.Cmd = exec.Command(bin, args...)
-	p.Cmd.Env = Env(env)
+	return StartCmd(t, name, Command(t, bin, env, args...))
+}
+
+// StartCmd starts cmd, with its stderr captured.
+func StartCmd(t testing.TB, name string, cmd *exec.Cmd) *Proc {
+	t.Helper()
+	p := &Proc{Name: name, Cmd: cmd, done: make(chan struct{})}
 	p.Cmd.Stderr = &p.stderr
 	require.NoError(t, p.Cmd.Start())
 	go func() { p.err = p.Cmd.Wait(); close(p.done) }()
@@ -110,6 +134,12 @@ func (p *Proc) Done() <-chan struct{} { return p.done }
 
 // Err is the process's exit error, once Done is closed.
 func (p *Proc) Err() error { return p.err }
+
+// Wait waits for the process to exit and returns its exit error.
+func (p *Proc) Wait() error {
+	<-p.done
+	return p.err
+}
 
 // Exited reports whether the process has exited.
 func (p *Proc) Exited() bool {

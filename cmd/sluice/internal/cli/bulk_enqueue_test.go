@@ -1,12 +1,10 @@
 package cli_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
 )
 
@@ -45,36 +44,22 @@ func TestBulkEnqueueOverlappingKeys(t *testing.T) {
 				require.NoError(t, os.WriteFile(files[p], []byte(b.String()), 0o600))
 			}
 
-			type outcome struct {
-				code           int
-				stdout, stderr string
-			}
-			outs := make([]outcome, procs)
+			outs := make([]proctest.Result, procs)
+			errs := make([]error, procs)
 			var wg sync.WaitGroup
 			for p := range procs {
 				wg.Go(func() {
-					cmd := exec.Command(bin, "--config", cfg, "enqueue", "--ndjson", files[p])
-					cmd.Env = append(os.Environ(), "SLUICE_DB=", "SLUICE_CONFIG=", "SLUICE_PREFIX="+tg.Prefix)
-					var so, se bytes.Buffer
-					cmd.Stdout, cmd.Stderr = &so, &se
-					err := cmd.Run()
-					code := 0
-					if ee, ok := err.(*exec.ExitError); ok {
-						code = ee.ExitCode()
-					} else if err != nil {
-						code = -1
-						se.WriteString(err.Error())
-					}
-					outs[p] = outcome{code, so.String(), se.String()}
+					outs[p], errs[p] = proctest.Output(proctest.Command(t, bin, []string{"SLUICE_PREFIX=" + tg.Prefix}, "--config", cfg, "enqueue", "--ndjson", files[p]))
 				})
 			}
 			wg.Wait()
 
 			inserted, dups := 0, 0
 			for p, o := range outs {
-				require.Equal(t, 0, o.code, "process %d: %s", p, o.stderr)
+				require.NoError(t, errs[p], "process %d", p)
+				require.Equal(t, 0, o.Code, "process %d: %s", p, o.Stderr)
 				var r struct{ Inserted, Duplicates int }
-				require.NoError(t, json.Unmarshal([]byte(o.stdout), &r), "process %d stdout %q", p, o.stdout)
+				require.NoError(t, json.Unmarshal([]byte(o.Stdout), &r), "process %d stdout %q", p, o.Stdout)
 				require.Equal(t, keys, r.Inserted+r.Duplicates, "process %d", p)
 				inserted += r.Inserted
 				dups += r.Duplicates

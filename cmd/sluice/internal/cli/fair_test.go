@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
 )
 
@@ -114,7 +114,7 @@ types:
 			enqueueParts(t, d, "work", "C", 100)
 
 			env := []string{"SLUICE_PREFIX=" + tg.Prefix}
-			var procs []*exec.Cmd
+			var procs []*proctest.Proc
 			for range 3 {
 				procs = append(procs, startWorker(t, env, "work", "--config", cfg))
 			}
@@ -136,7 +136,7 @@ types:
 				time.Sleep(200 * time.Millisecond)
 			}
 			for _, p := range procs {
-				require.NoError(t, p.Process.Signal(syscall.SIGTERM))
+				require.NoError(t, p.Cmd.Process.Signal(syscall.SIGTERM))
 				require.NoError(t, p.Wait(), "work exits 0 on SIGTERM")
 			}
 
@@ -185,11 +185,11 @@ types:
 			require.Greater(t, pending, int64(backlog/2), "A's backlog was mostly still waiting")
 			// sluice stats shows the backlog by partition.
 			r := run(t, env, "", "--config", cfg, "stats", "--json")
-			require.Equal(t, 0, r.code, r.stderr)
+			require.Equal(t, 0, r.Code, r.Stderr)
 			var out struct {
 				Queues []sluice.QueueStats `json:"queues"`
 			}
-			require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
+			require.NoError(t, json.Unmarshal([]byte(r.Stdout), &out))
 			require.Len(t, out.Queues, 1)
 			require.True(t, out.Queues[0].Fair)
 			require.Equal(t, "A", out.Queues[0].Partitions[0].Partition)
@@ -227,13 +227,13 @@ types:
 				enqueueParts(t, d, "free", tn, 12)
 			}
 			env := []string{"SLUICE_PREFIX=" + tg.Prefix}
-			var procs []*exec.Cmd
+			var procs []*proctest.Proc
 			for range 4 {
 				procs = append(procs, startWorker(t, env, "work", "--config", cfg))
 			}
 			waitDone(t, d, 4*time.Minute)
 			for _, p := range procs {
-				require.NoError(t, p.Process.Signal(syscall.SIGTERM))
+				require.NoError(t, p.Cmd.Process.Signal(syscall.SIGTERM))
 				require.NoError(t, p.Wait(), "work exits 0 on SIGTERM")
 			}
 			events := readExecLog(t, logPath)

@@ -390,7 +390,7 @@ batches:
 		time.Sleep(200 * time.Millisecond)
 	}
 	require.Equal(t, int64(0), countWhere(t, d, items, "hits <> 1"), "the batch processed every row once")
-	require.NoError(t, srv.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, srv.Cmd.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, srv.Wait())
 
 	// The roll-ups, flushed at shutdown, hold every completion that
