@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/clienttest"
 	"github.com/sluicehq/sluice/internal/testdb"
 )
 
@@ -28,16 +29,8 @@ func forEachDriver(t *testing.T, fn func(t *testing.T, d driver.Driver)) {
 // startClient runs a client with one queue and the given types until the test ends.
 func startClient(t *testing.T, d driver.Driver, conc int, types map[string]sluice.Type) *sluice.Client {
 	t.Helper()
-	c, err := sluice.NewClient(sluice.Config{Driver: d, Types: types,
+	return clienttest.Start(t, sluice.Config{Driver: d, Types: types,
 		Queues: map[string]sluice.QueueConfig{"default": {Concurrency: conc}}, RescueEvery: 200 * time.Millisecond, PollMax: 50 * time.Millisecond})
-	require.NoError(t, err)
-	require.NoError(t, c.Start(context.Background()))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		c.Stop(ctx)
-	})
-	return c
 }
 
 // waitStatus polls until the job reaches status or the deadline passes.

@@ -21,6 +21,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/dburl"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/clienttest"
 	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
 )
@@ -480,19 +481,12 @@ func newWakeProbe(t *testing.T, url, prefix string) *wakeProbe {
 	require.NoError(t, err)
 	t.Cleanup(func() { ins.Close() })
 	w := &wakeProbe{started: make(chan time.Time, 16), inserter: ins}
-	c, err := sluice.NewClient(sluice.Config{Driver: d, PollMax: time.Minute, DisableMaintenance: true,
+	clienttest.Start(t, sluice.Config{Driver: d, PollMax: time.Minute, DisableMaintenance: true,
 		Queues: map[string]sluice.QueueConfig{"wake": {Concurrency: 1}},
 		Types: map[string]sluice.Type{"wake": {Queue: "wake", Handler: sluice.HandlerFunc(func(context.Context, *sluice.Job) error {
 			w.started <- time.Now()
 			return nil
 		})}}})
-	require.NoError(t, err)
-	require.NoError(t, c.Start(context.Background()))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		c.Stop(ctx)
-	})
 	return w
 }
 
