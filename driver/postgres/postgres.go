@@ -154,13 +154,9 @@ func Open(url string, opts Options) (driver.Driver, error) {
 	if err := driver.ValidatePrefix(prefix); err != nil {
 		return nil, err
 	}
-	q, err := sqlcommon.LoadQueries(files, prefix, append(sqlcommon.Required,
+	q, migs, err := sqlcommon.LoadFiles(files, prefix, append(sqlcommon.Required,
 		"insert", "key_holder", "claim", "claim_type", "complete_batch", "complete_batch_history", "lease_acquire", "schema_set", "schema_exists",
 		"runnable", "runnable_type")...)
-	if err != nil {
-		return nil, err
-	}
-	migs, err := driver.LoadMigrations(files, "migrations", prefix)
 	if err != nil {
 		return nil, err
 	}

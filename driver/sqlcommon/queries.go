@@ -14,6 +14,20 @@ import (
 //go:embed queries/*.sql
 var shared embed.FS
 
+// LoadFiles loads a driver's SQL files from fsys: its queries (see
+// LoadQueries) and its migrations, under prefix.
+func LoadFiles(fsys fs.FS, prefix string, required ...string) (map[string]string, []driver.Migration, error) {
+	q, err := LoadQueries(fsys, prefix, required...)
+	if err != nil {
+		return nil, nil, err
+	}
+	migs, err := driver.LoadMigrations(fsys, "migrations", prefix)
+	if err != nil {
+		return nil, nil, err
+	}
+	return q, migs, nil
+}
+
 // LoadQueries loads a driver's queries from the queries directory of
 // fsys, together with the shared ones, under prefix, and checks that every
 // required one is there. A driver file may not bear a shared query's name:
