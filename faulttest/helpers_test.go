@@ -90,11 +90,7 @@ func startPostgres(t *testing.T) *server {
 	}
 	s.start()
 	t.Cleanup(func() { s.pgctl("stop", "-m", "immediate") })
-	db, err := sql.Open("pgx", fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", s.port))
-	require.NoError(t, err)
-	_, err = db.Exec("CREATE DATABASE " + dbName)
-	db.Close()
-	require.NoError(t, err)
+	createDB(t, "pgx", fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", s.port))
 	s.url = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", s.port, dbName)
 	s.admin = s.url
 	return s
@@ -132,14 +128,20 @@ func startMariaDB(t *testing.T) *server {
 			s.proc.Wait()
 		}
 	})
-	db, err := sql.Open("mysql", fmt.Sprintf("root@tcp(127.0.0.1:%d)/", s.port))
-	require.NoError(t, err)
-	_, err = db.Exec("CREATE DATABASE " + dbName)
-	db.Close()
-	require.NoError(t, err)
+	createDB(t, "mysql", fmt.Sprintf("root@tcp(127.0.0.1:%d)/", s.port))
 	s.url = fmt.Sprintf("mysql://root@127.0.0.1:%d/%s", s.port, dbName)
 	s.admin = fmt.Sprintf("root@tcp(127.0.0.1:%d)/%s", s.port, dbName)
 	return s
+}
+
+// createDB creates the test database through an admin connection to dsn.
+func createDB(t *testing.T, drv, dsn string) {
+	t.Helper()
+	db, err := sql.Open(drv, dsn)
+	require.NoError(t, err)
+	defer db.Close()
+	_, err = db.Exec("CREATE DATABASE " + dbName)
+	require.NoError(t, err)
 }
 
 // start (re)starts the instance on the same data directory and port.
