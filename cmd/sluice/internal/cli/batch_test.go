@@ -274,8 +274,7 @@ func TestBatchShardsAsJobs(t *testing.T) {
 			w2 := startWorker(t, env, "work")
 			waitDone(t, d, 60*time.Second)
 			for _, w := range []*proctest.Proc{w1, w2} {
-				require.NoError(t, w.Cmd.Process.Signal(syscall.SIGTERM))
-				require.NoError(t, w.Wait())
+				require.NoError(t, w.Term(t, 2*time.Minute))
 			}
 			require.Zero(t, countWhere(t, d, tbl, "hits <> 1"), "rows not processed exactly once")
 			jobs, err := d.ListJobs(context.Background(), driver.ListParams{Type: "batch:spread", Status: driver.StatusSuccess})

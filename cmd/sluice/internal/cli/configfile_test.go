@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -145,8 +144,7 @@ func TestConfigFileChoosesTheDatabase(t *testing.T) {
 				require.Eventually(t, func() bool {
 					return jobStatus(t, d, ids[0]) == driver.StatusSuccess && jobStatus(t, d, ids[1]) == driver.StatusSuccess
 				}, 30*time.Second, 100*time.Millisecond, "the worker ran the config database's jobs")
-				require.NoError(t, w.Cmd.Process.Signal(syscall.SIGTERM))
-				require.NoError(t, w.Wait())
+				require.NoError(t, w.Term(t, 2*time.Minute))
 				b, err := os.ReadFile(logPath)
 				require.NoError(t, err)
 				require.Contains(t, strings.Fields(string(b)), fmt.Sprint(ids[1]))
@@ -170,8 +168,7 @@ func TestConfigFileChoosesTheDatabase(t *testing.T) {
 				j, err := d.GetJob(context.Background(), res.ID)
 				require.NoError(t, err)
 				require.Equal(t, "served-1", j.Key)
-				require.NoError(t, s.Cmd.Process.Signal(syscall.SIGTERM))
-				require.NoError(t, s.Wait())
+				require.NoError(t, s.Term(t, 2*time.Minute))
 				requireNoDefaultDB(t, wd)
 			})
 		})

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -254,8 +253,7 @@ func TestCronPassOverHTTP(t *testing.T) {
 			require.Equal(t, fmt.Sprint(cronAttempts), metrics[`sluice_job_run_duration_seconds_count{queue="default",type="sync"}`])
 			require.Equal(t, cronOutcomes, rollups(t, d, "sync"), "an interrupted attempt is not a finished one")
 
-			require.NoError(t, srv.Cmd.Process.Signal(syscall.SIGTERM))
-			require.NoError(t, srv.Wait())
+			require.NoError(t, srv.Term(t, 2*time.Minute))
 			// The interrupted attempt has its line too, with no outcome.
 			checkAttemptLog(t, srv.Stderr(), cronAttempts+1, cronFailures)
 		})
@@ -333,8 +331,7 @@ types:
 	enqueue()
 	w := startWorker(t, env, "--config", cfg, "work")
 	waitDone(t, d, 20*time.Second)
-	require.NoError(t, w.Cmd.Process.Signal(syscall.SIGTERM))
-	require.NoError(t, w.Wait())
+	require.NoError(t, w.Term(t, 2*time.Minute))
 	log := w.Stderr()
 	require.Contains(t, log, `error="command sh: exit code 1"`)
 	require.Contains(t, log, `error="HTTP 500"`)

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -136,8 +135,7 @@ types:
 				time.Sleep(200 * time.Millisecond)
 			}
 			for _, p := range procs {
-				require.NoError(t, p.Cmd.Process.Signal(syscall.SIGTERM))
-				require.NoError(t, p.Wait(), "work exits 0 on SIGTERM")
+				require.NoError(t, p.Term(t, 2*time.Minute), "work exits 0 on SIGTERM")
 			}
 
 			var aBefore int // A's jobs started before the last of B's and C's
@@ -233,8 +231,7 @@ types:
 			}
 			waitDone(t, d, 4*time.Minute)
 			for _, p := range procs {
-				require.NoError(t, p.Cmd.Process.Signal(syscall.SIGTERM))
-				require.NoError(t, p.Wait(), "work exits 0 on SIGTERM")
+				require.NoError(t, p.Term(t, 2*time.Minute), "work exits 0 on SIGTERM")
 			}
 			events := readExecLog(t, logPath)
 			starts := 0

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -390,8 +389,7 @@ batches:
 		time.Sleep(200 * time.Millisecond)
 	}
 	require.Equal(t, int64(0), countWhere(t, d, items, "hits <> 1"), "the batch processed every row once")
-	require.NoError(t, srv.Cmd.Process.Signal(syscall.SIGTERM))
-	require.NoError(t, srv.Wait())
+	require.NoError(t, srv.Term(t, 2*time.Minute))
 
 	// The roll-ups, flushed at shutdown, hold every completion that
 	// /metrics counted: this process made them all.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"sort"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -30,8 +29,7 @@ func TestScheduleAcrossThreeNodes(t *testing.T) {
 	}
 	time.Sleep(10 * time.Second)
 	for _, n := range nodes {
-		require.NoError(t, n.Cmd.Process.Signal(syscall.SIGTERM))
-		require.NoError(t, n.Wait())
+		require.NoError(t, n.Term(t, 2*time.Minute))
 	}
 
 	jobs, err := d.ListJobs(context.Background(), driver.ListParams{Type: "append", Limit: 1000})

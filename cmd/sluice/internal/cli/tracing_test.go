@@ -8,7 +8,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -47,8 +46,7 @@ func TestTracingExportsFromConfig(t *testing.T) {
 		b, _ := os.ReadFile(logPath)
 		return strings.TrimSpace(string(b)) != ""
 	})
-	require.NoError(t, w.Cmd.Process.Signal(syscall.SIGTERM))
-	require.NoError(t, w.Wait())
+	require.NoError(t, w.Term(t, 2*time.Minute))
 
 	mu.Lock()
 	defer mu.Unlock()

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -106,8 +105,7 @@ func TestWorkProcessesShareTheQueue(t *testing.T) {
 			}
 			waitDone(t, d, 3*time.Minute)
 			for _, p := range procs {
-				require.NoError(t, p.Cmd.Process.Signal(syscall.SIGTERM))
-				require.NoError(t, p.Wait(), "work exits 0 on SIGTERM")
+				require.NoError(t, p.Term(t, 2*time.Minute), "work exits 0 on SIGTERM")
 			}
 			b, err := os.ReadFile(logPath)
 			require.NoError(t, err)
@@ -190,8 +188,7 @@ func TestWorkShutdownAndPause(t *testing.T) {
 		return len(st) > 0 && st[0].Processing == 2
 	}, 10*time.Second, 50*time.Millisecond)
 	start := time.Now()
-	require.NoError(t, w.Cmd.Process.Signal(syscall.SIGTERM))
-	require.NoError(t, w.Wait())
+	require.NoError(t, w.Term(t, 2*time.Minute))
 	require.Less(t, time.Since(start), 8*time.Second)
 	jobs, err := d.ListJobs(context.Background(), driver.ListParams{Type: "sleep"})
 	require.NoError(t, err)
@@ -224,6 +221,5 @@ func TestServe(t *testing.T) {
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&res))
 	resp.Body.Close()
 	require.False(t, res.Duplicate)
-	require.NoError(t, s.Cmd.Process.Signal(syscall.SIGTERM))
-	require.NoError(t, s.Wait())
+	require.NoError(t, s.Term(t, 2*time.Minute))
 }
