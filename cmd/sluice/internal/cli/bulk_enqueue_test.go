@@ -31,8 +31,7 @@ func TestBulkEnqueueOverlappingKeys(t *testing.T) {
 			d, tg := testdb.OpenURL(t, name)
 			dir := t.TempDir()
 			// The database comes from the config file, as users give it.
-			cfg := filepath.Join(dir, "sluice.yaml")
-			require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf("db: %q\n", tg.URL)), 0o600))
+			cfg := proctest.Config(t, tg.URL, "")
 
 			files := make([]string, procs)
 			for p := range files {

@@ -359,13 +359,11 @@ func TestBrokenConfigFile(t *testing.T) {
 // queue would sit in "default", where no worker of that type looks.
 func TestEnqueueUsesTheConfigTypes(t *testing.T) {
 	d, tg := testdb.OpenURL(t, "sqlite")
-	cfg := filepath.Join(t.TempDir(), "sluice.yaml")
-	require.NoError(t, os.WriteFile(cfg, []byte(`db: `+tg.URL+`
-queues:
+	cfg := proctest.Config(t, tg.URL, `queues:
   reports: { concurrency: 1 }
 types:
   report: { command: ["true"], queue: reports, max_attempts: 8, dedupe: active }
-`), 0o600))
+`)
 	env := []string{"SLUICE_PREFIX=" + tg.Prefix}
 	r := runIn(t, t.TempDir(), env, "", "--config", cfg, "enqueue", "report", "--key", "r:1")
 	require.Equal(t, 0, r.Code, r.Stderr)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
 )
 
@@ -305,9 +306,7 @@ func TestHandlerOutputStaysOutOfLogs(t *testing.T) {
 	}))
 	defer echo.Close()
 	d, tg := testdb.OpenURL(t, "sqlite")
-	cfg := filepath.Join(t.TempDir(), "sluice.yaml")
-	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`db: %q
-queues:
+	cfg := proctest.Config(t, tg.URL, fmt.Sprintf(`queues:
   default: { concurrency: 2 }
 types:
   echo:
@@ -316,7 +315,7 @@ types:
   hook:
     http: { url: %q }
     max_attempts: 1
-`, tg.URL, echo.URL)), 0o644))
+`, echo.URL))
 	c, err := sluice.NewClient(sluice.Config{Driver: d})
 	require.NoError(t, err)
 	enqueue := func() {

@@ -98,15 +98,12 @@ func TestFairQueueAcrossProcesses(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			fair := os.Getenv("SLUICE_FAIR_UNFAIR") == ""
 			d, tg := testdb.OpenURL(t, name)
-			dir := t.TempDir()
-			logPath := filepath.Join(dir, "exec.log")
-			cfg := filepath.Join(dir, "sluice.yaml")
-			require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`db: %s
-queues:
+			logPath := filepath.Join(t.TempDir(), "exec.log")
+			cfg := proctest.Config(t, tg.URL, fmt.Sprintf(`queues:
   tenants: { concurrency: 4, fair: %t }
 types:
   work: { queue: tenants, command: %s }
-`, tg.URL, fair, logCommand(logPath, "0"))), 0o644))
+`, fair, logCommand(logPath, "0")))
 			backlog := fairBacklog(t)
 			enqueueParts(t, d, "work", "A", backlog)
 			enqueueParts(t, d, "work", "B", 100)
@@ -203,11 +200,8 @@ func TestRunningCapsAcrossProcesses(t *testing.T) {
 	for _, name := range []string{"sqlite", "mysql", "postgres"} {
 		t.Run(name, func(t *testing.T) {
 			d, tg := testdb.OpenURL(t, name)
-			dir := t.TempDir()
-			logPath := filepath.Join(dir, "exec.log")
-			cfg := filepath.Join(dir, "sluice.yaml")
-			require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`db: %s
-queues:
+			logPath := filepath.Join(t.TempDir(), "exec.log")
+			cfg := proctest.Config(t, tg.URL, fmt.Sprintf(`queues:
   tenants:
     concurrency: 20
     fair: true
@@ -216,7 +210,7 @@ queues:
 types:
   capped: { queue: tenants, max_running: 5, command: %s }
   free: { queue: tenants, command: %s }
-`, tg.URL, logCommand(logPath, "0.5"), logCommand(logPath, "0.5"))), 0o644))
+`, logCommand(logPath, "0.5"), logCommand(logPath, "0.5")))
 			// Jobs of half a second, so that on a loaded machine the jobs a
 			// cap allows still overlap and the peaks below can reach it.
 			tenants := []string{"t1", "t2", "t3", "t4", "t5", "premium"}
