@@ -1,7 +1,6 @@
 package pgbouncer_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -184,7 +183,7 @@ schedules:
 		ran[r.id]++
 		pids[r.pid] = true
 	}
-	rows := allJobs(t, d)
+	rows := testdb.AllJobs(t, d, driver.ListParams{})
 	byType := map[string]int{}
 	workers := map[string]bool{fmt.Sprint(work.Pid()): true, fmt.Sprint(serve.Pid()): true, fmt.Sprint(probe.Pid()): true}
 	dups := 0
@@ -270,19 +269,4 @@ func readExec(t *testing.T, path string) []execRun {
 		out = append(out, r)
 	}
 	return out
-}
-
-func allJobs(t *testing.T, d driver.Driver) []driver.JobRow {
-	t.Helper()
-	var out []driver.JobRow
-	var after int64
-	for {
-		rows, err := d.ListJobs(context.Background(), driver.ListParams{AfterID: after, Limit: 1000})
-		require.NoError(t, err)
-		out = append(out, rows...)
-		if len(rows) < 1000 {
-			return out
-		}
-		after = rows[len(rows)-1].ID
-	}
 }
