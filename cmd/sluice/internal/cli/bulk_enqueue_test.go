@@ -67,17 +67,9 @@ func TestBulkEnqueueOverlappingKeys(t *testing.T) {
 			require.Equal(t, (procs-1)*keys, dups)
 
 			seen := map[string]bool{}
-			for after := int64(0); ; {
-				jobs, err := d.ListJobs(t.Context(), driver.ListParams{AfterID: after, Limit: 1000})
-				require.NoError(t, err)
-				if len(jobs) == 0 {
-					break
-				}
-				for _, j := range jobs {
-					require.False(t, seen[j.Key], "key %q twice", j.Key)
-					seen[j.Key] = true
-				}
-				after = jobs[len(jobs)-1].ID
+			for _, j := range testdb.AllJobs(t, d, driver.ListParams{}) {
+				require.False(t, seen[j.Key], "key %q twice", j.Key)
+				seen[j.Key] = true
 			}
 			require.Len(t, seen, keys)
 		})
