@@ -45,8 +45,8 @@ func Command(t testing.TB, bin string, env []string, args ...string) *exec.Cmd {
 
 // Config writes a config file that names its database with db: url,
 // followed by body, and returns its path: the processes find their
-// database that way, as users run them (Env blanks SLUICE_DB, which would
-// win over db:).
+// database that way, as users run them (Env leaves out SLUICE_DB, which
+// would win over db:).
 func Config(t testing.TB, url, body string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "sluice.yaml")

@@ -47,9 +47,8 @@ func TestBulkEnqueueOverlappingKeys(t *testing.T) {
 			errs := make([]error, procs)
 			var wg sync.WaitGroup
 			for p := range procs {
-				wg.Go(func() {
-					outs[p], errs[p] = proctest.Output(proctest.Command(t, bin, []string{"SLUICE_PREFIX=" + tg.Prefix}, "--config", cfg, "enqueue", "--ndjson", files[p]))
-				})
+				cmd := proctest.Command(t, bin, []string{"SLUICE_PREFIX=" + tg.Prefix}, "--config", cfg, "enqueue", "--ndjson", files[p])
+				wg.Go(func() { outs[p], errs[p] = proctest.Output(cmd) })
 			}
 			wg.Wait()
 
