@@ -168,7 +168,7 @@ func failoverRun(t *testing.T, c *cluster, syncMode bool) string {
 	logPath := filepath.Join(dir, "exec.log")
 
 	// Migrate through the multi-host URL, as a deploy would.
-	r := proctest.Run(t, bin, env, "migrate", "--config", writeConfig(t, dir, "migrate", mhURL, logPath))
+	r := proctest.Run(t, bin, env, "migrate", "--config", writeConfig(t, mhURL, logPath))
 	require.Equal(t, 0, r.Code, r.Stderr)
 
 	// The test's own driver, also on the multi-host URL: it seeds jobs,
@@ -183,7 +183,7 @@ func failoverRun(t *testing.T, c *cluster, syncMode bool) string {
 	var procs []*proctest.Proc
 	enqs := map[string]*enqueuer{}
 	for _, path := range []string{"multihost", "haproxy"} {
-		cfg := writeConfig(t, dir, path, paths[path], logPath)
+		cfg := writeConfig(t, paths[path], logPath)
 		w := proctest.Start(t, bin, "work-"+path, env, "work", "--config", cfg, "--shutdown-timeout", "10s")
 		pathOfPID[w.Pid()] = path
 		addr := testdb.FreeAddr(t)
