@@ -195,14 +195,7 @@ func failoverRun(t *testing.T, c *cluster, syncMode bool) string {
 		enqs[path] = &enqueuer{name: path, base: "http://" + addr, log: f}
 	}
 	for _, e := range enqs {
-		testdb.WaitFor(t, 30*time.Second, e.base+" serving", func() bool {
-			resp, err := http.Get(e.base + "/healthz")
-			if err != nil {
-				return false
-			}
-			resp.Body.Close()
-			return resp.StatusCode == http.StatusOK
-		})
+		testdb.WaitFor(t, 30*time.Second, e.base+" serving", func() bool { return proctest.Healthy(e.base) })
 	}
 
 	// The wake-up probe: a client of the library on the multi-host URL

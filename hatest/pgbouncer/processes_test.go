@@ -3,7 +3,6 @@ package pgbouncer_test
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -74,13 +73,7 @@ schedules:
 
 	work := startSluice(t, env(listening), "work")
 	serve := startSluice(t, env(listening), "serve")
-	testdb.WaitFor(t, 30*time.Second, "serve answers /healthz", func() bool {
-		r, err := http.Get("http://" + addr + "/healthz")
-		if err == nil {
-			r.Body.Close()
-		}
-		return err == nil && r.StatusCode == 200
-	})
+	testdb.WaitFor(t, 30*time.Second, "serve answers /healthz", func() bool { return proctest.Healthy("http://" + addr) })
 	// Both listeners are on the server directly (through the pooler their
 	// LISTEN session would go to other clients) and passed their check.
 	testdb.WaitFor(t, 15*time.Second, "two LISTEN sessions on the server", func() bool { return listeners(t, d, prefix) == 2 })

@@ -6,6 +6,7 @@ package proctest
 import (
 	"bytes"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -171,4 +172,15 @@ func Tail(s string, n int) string {
 		return s[len(s)-n:]
 	}
 	return s
+}
+
+// Healthy reports whether the `sluice serve` at base (http://host:port)
+// answers /healthz with 200, for a test waiting for it to come up.
+func Healthy(base string) bool {
+	resp, err := http.Get(base + "/healthz")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
