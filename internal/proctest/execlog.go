@@ -1,10 +1,10 @@
 package proctest
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -53,25 +53,27 @@ type ExecLog[K int64 | string] struct {
 }
 
 // ReadExecLog reads the log LogScript writes at path. While workers run,
-// the file may not exist yet and its last line may be caught mid-write,
-// and is skipped; once they are stopped (complete), every line must parse
-// and end a run that started.
+// the file may not exist yet and its last line may be caught mid-write
+// (it has no newline yet), and is skipped; once they are stopped
+// (complete), every line must be whole, parse and end a run that started.
 func ReadExecLog[K int64 | string](t testing.TB, path string, complete bool) *ExecLog[K] {
 	t.Helper()
 	l := &ExecLog[K]{Runs: map[K][]*JobRun{}}
-	f, err := os.Open(path)
+	data, err := os.ReadFile(path)
 	if os.IsNotExist(err) && !complete {
 		return l
 	}
 	require.NoError(t, err)
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
+	for _, line := range strings.SplitAfter(string(data), "\n") {
+		if !strings.HasSuffix(line, "\n") {
+			require.True(t, line == "" || !complete, "log line %q cut off", line)
+			continue
+		}
 		var kind string
 		var job K
 		var attempt, pid int
-		if _, err := fmt.Sscanf(sc.Text(), "%s %v %d %d", &kind, &job, &attempt, &pid); err != nil {
-			require.False(t, complete, "log line %q: %v", sc.Text(), err)
+		if _, err := fmt.Sscanf(line, "%s %v %d %d\n", &kind, &job, &attempt, &pid); err != nil {
+			require.False(t, complete, "log line %q: %v", line, err)
 			continue
 		}
 		l.Lines++
@@ -87,12 +89,11 @@ func ReadExecLog[K int64 | string](t testing.TB, path string, complete bool) *Ex
 					break
 				}
 			}
-			require.True(t, found || !complete, "end without start: %q", sc.Text())
+			require.True(t, found || !complete, "end without start: %q", line)
 		default:
-			require.False(t, complete, "bad log line %q", sc.Text())
+			require.False(t, complete, "bad log line %q", line)
 		}
 	}
-	require.NoError(t, sc.Err())
 	return l
 }
 
