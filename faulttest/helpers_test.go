@@ -299,20 +299,12 @@ func (p *proc) term(t *testing.T, limit time.Duration) (time.Duration, error) {
 }
 
 // writeConfig writes a config on the database at url with a "work"
-// command type built by proctest.LogScript.
+// command type built by proctest.LogScript, and returns it and the
+// execution log's path.
 func writeConfig(t *testing.T, url string, concurrency int, sleep string, typeExtra string, extra string) (cfgPath, logPath string) {
 	t.Helper()
 	logPath = filepath.Join(t.TempDir(), "exec.log")
-	cfg := fmt.Sprintf(`queues:
-  default: { concurrency: %d }
-types:
-  work:
-    command: ["sh", "-c", %q]
-    timeout: 60s
-    backoff: { base: 100ms, max: 1s }
-%s
-%s`, concurrency, proctest.LogScript(logPath, "SLUICE_JOB_ID", sleep), typeExtra, extra)
-	return dbConfig(t, url, cfg), logPath
+	return proctest.WorkConfig(t, url, concurrency, proctest.LogScript(logPath, "SLUICE_JOB_ID", sleep), typeExtra, extra), logPath
 }
 
 // allDone is proctest.AllDone.

@@ -1,7 +1,6 @@
 package galera
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -47,18 +46,10 @@ func startWork(t *testing.T, env []string, args ...string) *proctest.Proc {
 }
 
 // workConfig writes a config on the database at url with a "work" command
-// type built by proctest.LogScript, and returns it and the execution log's path.
+// type built by proctest.LogScript, logging to logPath.
 func workConfig(t *testing.T, url, logPath string, concurrency int, extra string) string {
 	t.Helper()
-	return proctest.Config(t, url, fmt.Sprintf(`queues:
-  default: { concurrency: %d }
-types:
-  work:
-    command: ["sh", "-c", %q]
-    timeout: 60s
-    lease: 15s
-    backoff: { base: 100ms, max: 1s }
-%s`, concurrency, proctest.LogScript(logPath, "SLUICE_JOB_ID", "0.01"), extra))
+	return proctest.WorkConfig(t, url, concurrency, proctest.LogScript(logPath, "SLUICE_JOB_ID", "0.01"), "    lease: 15s", extra)
 }
 
 // allDone reports whether no job of type typ is pending or processing.

@@ -1,7 +1,6 @@
 package patroni
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/sluicehq/sluice/internal/proctest"
@@ -13,13 +12,5 @@ import (
 // replicated may have handed out ids that the new primary hands out again.
 func writeConfig(t *testing.T, url, logPath string) string {
 	t.Helper()
-	return proctest.Config(t, url, fmt.Sprintf(`queues:
-  default: { concurrency: %d }
-types:
-  work:
-    command: ["sh", "-c", %q]
-    timeout: 60s
-    lease: %s
-    backoff: { base: 100ms, max: 1s }
-`, workConcurrency, proctest.LogScript(logPath, "SLUICE_JOB_KEY", jobSleep), jobLease))
+	return proctest.WorkConfig(t, url, workConcurrency, proctest.LogScript(logPath, "SLUICE_JOB_KEY", jobSleep), "    lease: "+jobLease, "")
 }

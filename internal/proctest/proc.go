@@ -55,6 +55,22 @@ func Config(t testing.TB, url, body string) string {
 	return path
 }
 
+// WorkConfig writes a config on url, as Config does, with a "work" type
+// that runs script in a shell at concurrency; typeExtra adds keys to the
+// type (indented by four spaces), extra adds top-level YAML.
+func WorkConfig(t testing.TB, url string, concurrency int, script, typeExtra, extra string) string {
+	t.Helper()
+	return Config(t, url, fmt.Sprintf(`queues:
+  default: { concurrency: %d }
+types:
+  work:
+    command: ["sh", "-c", %q]
+    timeout: 60s
+    backoff: { base: 100ms, max: 1s }
+%s
+%s`, concurrency, script, typeExtra, extra))
+}
+
 // Result is how a sluice command ended.
 type Result struct {
 	Code           int
