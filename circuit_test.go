@@ -22,13 +22,12 @@ func TestCircuitHandsBackUncharged(t *testing.T) {
 		ctx := context.Background()
 		var ran, failing atomic.Int32
 		breaker := sluice.Circuit{Threshold: 2, Cooldown: time.Hour, MaxCooldown: time.Hour}
-		fast := sluice.Backoff{Base: 10 * time.Millisecond, Max: 20 * time.Millisecond}
 		c := startClient(t, d, 2, map[string]sluice.Type{
 			"api": {Circuit: breaker, Handler: sluice.HandlerFunc(func(ctx context.Context, j *sluice.Job) error {
 				ran.Add(1)
 				return nil
 			})},
-			"down": {Circuit: breaker, Backoff: fast, Handler: sluice.HandlerFunc(func(ctx context.Context, j *sluice.Job) error {
+			"down": {Circuit: breaker, Backoff: fastRetry, Handler: sluice.HandlerFunc(func(ctx context.Context, j *sluice.Job) error {
 				failing.Add(1)
 				return errors.New("503")
 			})},

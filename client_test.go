@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/clienttest"
 	"github.com/sluicehq/sluice/internal/testdb"
 )
 
@@ -25,19 +26,15 @@ func forEachDriver(t *testing.T, fn func(t *testing.T, d driver.Driver)) {
 	}
 }
 
+// fastRetry retries a failed job within milliseconds, so that tests of
+// retries finish quickly.
+var fastRetry = sluice.Backoff{Base: 10 * time.Millisecond, Max: 20 * time.Millisecond}
+
 // startClient runs a client with one queue and the given types until the test ends.
 func startClient(t *testing.T, d driver.Driver, conc int, types map[string]sluice.Type) *sluice.Client {
 	t.Helper()
-	c, err := sluice.NewClient(sluice.Config{Driver: d, Types: types,
+	return clienttest.Start(t, sluice.Config{Driver: d, Types: types,
 		Queues: map[string]sluice.QueueConfig{"default": {Concurrency: conc}}, RescueEvery: 200 * time.Millisecond, PollMax: 50 * time.Millisecond})
-	require.NoError(t, err)
-	require.NoError(t, c.Start(context.Background()))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		c.Stop(ctx)
-	})
-	return c
 }
 
 // waitStatus polls until the job reaches status or the deadline passes.
@@ -61,13 +58,12 @@ func TestClientOutcomes(t *testing.T) {
 	forEachDriver(t, func(t *testing.T, d driver.Driver) {
 		ctx := context.Background()
 		var flaky, snoozes atomic.Int32
-		fast := sluice.Backoff{Base: 10 * time.Millisecond, Max: 20 * time.Millisecond}
 		c := startClient(t, d, 4, map[string]sluice.Type{
 			"ok": {Handler: sluice.HandlerFunc(func(ctx context.Context, j *sluice.Job) error {
 				j.SetResult("done " + j.IdempotencyKey())
 				return nil
 			})},
-			"flaky": {Backoff: fast, Handler: sluice.HandlerFunc(func(ctx context.Context, j *sluice.Job) error {
+			"flaky": {Backoff: fastRetry, Handler: sluice.HandlerFunc(func(ctx context.Context, j *sluice.Job) error {
 				if flaky.Add(1) < 3 {
 					return errors.New("temporary")
 				}
@@ -76,10 +72,10 @@ func TestClientOutcomes(t *testing.T) {
 			"bad": {Handler: sluice.HandlerFunc(func(ctx context.Context, j *sluice.Job) error {
 				return sluice.Permanent(errors.New("invalid order"))
 			})},
-			"exhaust": {Backoff: fast, MaxAttempts: 2, Handler: sluice.HandlerFunc(func(ctx context.Context, j *sluice.Job) error {
+			"exhaust": {Backoff: fastRetry, MaxAttempts: 2, Handler: sluice.HandlerFunc(func(ctx context.Context, j *sluice.Job) error {
 				return errors.New("always")
 			})},
-			"panics": {Backoff: fast, MaxAttempts: 1, Handler: sluice.HandlerFunc(func(ctx context.Context, j *sluice.Job) error {
+			"panics": {Backoff: fastRetry, MaxAttempts: 1, Handler: sluice.HandlerFunc(func(ctx context.Context, j *sluice.Job) error {
 				panic("boom")
 			})},
 			"slow": {Timeout: 100 * time.Millisecond, MaxAttempts: 1, Handler: sluice.HandlerFunc(func(ctx context.Context, j *sluice.Job) error {

@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/handler/command"
+	"github.com/sluicehq/sluice/internal/clienttest"
 	"github.com/sluicehq/sluice/internal/testdb"
 )
 
@@ -30,17 +31,10 @@ func TestCommandHistoryAndTraceparent(t *testing.T) {
 	require.NoError(t, err)
 	ok, err := command.New(command.Config{Argv: []string{"true"}})
 	require.NoError(t, err)
-	c, err := sluice.NewClient(sluice.Config{Driver: d, TracerProvider: tp, NodeID: "node-a:7",
+	c := clienttest.Start(t, sluice.Config{Driver: d, TracerProvider: tp, NodeID: "node-a:7",
 		Types: map[string]sluice.Type{"report": {Handler: h, Backoff: sluice.Backoff{Base: time.Millisecond, Max: time.Millisecond}},
 			"quick": {Handler: ok}},
 		Queues: map[string]sluice.QueueConfig{"default": {Concurrency: 1}}, PollMax: 20 * time.Millisecond})
-	require.NoError(t, err)
-	require.NoError(t, c.Start(context.Background()))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		c.Stop(ctx)
-	})
 
 	ctx, caller := tp.Tracer("test").Start(context.Background(), "caller")
 	r, err := c.Enqueue(ctx, sluice.EnqueueParams{Type: "report"})

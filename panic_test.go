@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -19,17 +18,16 @@ import (
 func TestHandlerPanicIsRetried(t *testing.T) {
 	forEachDriver(t, func(t *testing.T, d driver.Driver) {
 		ctx := context.Background()
-		fast := sluice.Backoff{Base: 10 * time.Millisecond, Max: 20 * time.Millisecond}
 		var runs atomic.Int32
 		c := startClient(t, d, 2, map[string]sluice.Type{
 			// Panics on its first two attempts, then succeeds.
-			"recovers": {Backoff: fast, MaxAttempts: 3, Handler: sluice.HandlerFunc(func(ctx context.Context, j *sluice.Job) error {
+			"recovers": {Backoff: fastRetry, MaxAttempts: 3, Handler: sluice.HandlerFunc(func(ctx context.Context, j *sluice.Job) error {
 				if n := runs.Add(1); n < 3 {
 					panic(fmt.Sprintf("boom %d", n))
 				}
 				return nil
 			})},
-			"always": {Backoff: fast, MaxAttempts: 2, Handler: sluice.HandlerFunc(func(ctx context.Context, j *sluice.Job) error {
+			"always": {Backoff: fastRetry, MaxAttempts: 2, Handler: sluice.HandlerFunc(func(ctx context.Context, j *sluice.Job) error {
 				panic("always boom")
 			})},
 		})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/dburl"
+	"github.com/sluicehq/sluice/internal/clienttest"
 	"github.com/sluicehq/sluice/internal/testdb"
 )
 
@@ -32,19 +33,12 @@ func TestPlainInsertWakesIdleWorkers(t *testing.T) {
 			t.Parallel()
 			d, tg := testdb.OpenURL(t, name)
 			started := make(chan time.Time, jobs)
-			c, err := sluice.NewClient(sluice.Config{Driver: d, PollMax: time.Minute,
+			clienttest.Start(t, sluice.Config{Driver: d, PollMax: time.Minute,
 				Types: map[string]sluice.Type{"plain": {Handler: sluice.HandlerFunc(func(context.Context, *sluice.Job) error {
 					started <- time.Now()
 					return nil
 				})}},
 				Queues: map[string]sluice.QueueConfig{"default": {Concurrency: 2}}})
-			require.NoError(t, err)
-			require.NoError(t, c.Start(context.Background()))
-			t.Cleanup(func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				c.Stop(ctx)
-			})
 
 			// The application's own connection: another pool, unknown to
 			// the client.

@@ -219,17 +219,7 @@ func TestThrottleRate(t *testing.T) {
 // run continue from the checkpoint.
 func TestPauseResume(t *testing.T) {
 	forEachDB(t, func(t *testing.T, f *fixture) {
-		f.create(t)
-		f.insert(t, 1, 1000)
-		b := f.batch("pausable")
-		b.ChunkSize = 100
-		b.Progress = func(p batch.Progress) {
-			if p.Chunks == 3 {
-				_, err := batch.Pause(context.Background(), f.d, "pausable")
-				require.NoError(t, err)
-			}
-		}
-		err := b.Run(context.Background(), f.d)
+		err := f.runActingAtChunk3(t, "pausable", batch.Pause)
 		require.ErrorIs(t, err, batch.ErrPaused)
 		cps := f.checkpoints(t, "pausable")
 		require.Equal(t, batch.StatusPaused, cps[0].Status)
@@ -258,17 +248,7 @@ func TestPauseResume(t *testing.T) {
 // at its next chunk boundary with ErrLost and writes no further chunk.
 func TestResetMidRunLosesShard(t *testing.T) {
 	forEachDB(t, func(t *testing.T, f *fixture) {
-		f.create(t)
-		f.insert(t, 1, 1000)
-		b := f.batch("resettable")
-		b.ChunkSize = 100
-		b.Progress = func(p batch.Progress) {
-			if p.Chunks == 3 {
-				_, err := batch.Reset(context.Background(), f.d, "resettable")
-				require.NoError(t, err)
-			}
-		}
-		err := b.Run(context.Background(), f.d)
+		err := f.runActingAtChunk3(t, "resettable", batch.Reset)
 		require.ErrorIs(t, err, batch.ErrLost)
 		require.Equal(t, int64(300), f.count(t, "hits = 1"))
 		require.Empty(t, f.checkpoints(t, "resettable"))

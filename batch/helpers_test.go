@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicehq/sluice/batch"
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/testdb"
 )
@@ -39,6 +40,24 @@ func (f *fixture) create(t *testing.T) {
 	f.exec(t, fmt.Sprintf(`CREATE TABLE %s (id %s NOT NULL PRIMARY KEY, tenant_id INT NOT NULL, created_at %s NOT NULL,
 		status VARCHAR(16) NOT NULL, hits INT NOT NULL DEFAULT 0)`, f.table, id, ts))
 	f.exec(t, fmt.Sprintf("CREATE INDEX %s_created ON %s (created_at, id)", f.table, f.table))
+}
+
+// runActingAtChunk3 creates the table with 1000 rows and runs batch name
+// over it in chunks of 100, calling act (batch.Pause, batch.Reset...) on
+// the batch once the third chunk is done; it returns the run's error.
+func (f *fixture) runActingAtChunk3(t *testing.T, name string, act func(context.Context, driver.Driver, string) (int64, error)) error {
+	t.Helper()
+	f.create(t)
+	f.insert(t, 1, 1000)
+	b := f.batch(name)
+	b.ChunkSize = 100
+	b.Progress = func(p batch.Progress) {
+		if p.Chunks == 3 {
+			_, err := act(context.Background(), f.d, name)
+			require.NoError(t, err)
+		}
+	}
+	return b.Run(context.Background(), f.d)
 }
 
 // at renders a time as the table stores it: text on SQLite.

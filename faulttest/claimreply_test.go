@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
 )
 
@@ -67,14 +68,14 @@ func TestClaimReplyLost(t *testing.T) {
 			require.NoError(t, err)
 
 			require.EqualValues(t, cuts, proxy.cuts.Load(), "the proxy cut claim replies")
-			require.Contains(t, w.stderr(), "a failed claim had committed", "a cut claim had taken jobs and the worker handed them back")
-			dups, _ := checkAllSucceeded(t, d, readLog(t, logPath), jobs)
+			require.Contains(t, w.Stderr(), "a failed claim had committed", "a cut claim had taken jobs and the worker handed them back")
+			dups := proctest.CheckAllSucceeded(t, d, proctest.ReadExecLog[int64](t, logPath, true), jobs)
 			require.Empty(t, dups, "a job whose claim reply was lost never reached a handler, so nothing runs twice")
 			for _, j := range testdb.JobsByStatus(t, d, driver.ListParams{})[driver.StatusSuccess] {
 				require.Equal(t, 1, j.Attempts, "job %d: attempts charged for claims it never ran under", j.ID)
 			}
 			t.Logf("%d jobs done %s after start, through %d lost claim replies; worker log:\n%s", jobs, took.Round(time.Millisecond),
-				cuts, grepLines(w.stderr(), "claim"))
+				cuts, grepLines(w.Stderr(), "claim"))
 		})
 	}
 }

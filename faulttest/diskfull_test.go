@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluicehq/sluice/dburl"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/proctest"
 )
 
 // A full disk under SQLite: the database lives on a 4 MiB tmpfs. Bulk
@@ -27,8 +28,8 @@ func TestSQLiteDiskFull(t *testing.T) {
 	}
 	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
 	cfg := dbConfig(t, "sqlite:"+dir+"/q.db", "types:\n  work: { command: [\"true\"] }\n")
-	r := run(t, nil, "migrate", "--config", cfg)
-	require.Equal(t, 0, r.code, r.stderr)
+	r := proctest.Run(t, bin, nil, "migrate", "--config", cfg)
+	require.Equal(t, 0, r.Code, r.Stderr)
 
 	// 500 jobs with 1 KiB payloads per file: about 0.6 MiB a batch.
 	pad := strings.Repeat("x", 1024)
@@ -56,28 +57,28 @@ func TestSQLiteDiskFull(t *testing.T) {
 	full := false
 	for n := 0; n < 40 && !full; n++ {
 		before := count()
-		r := run(t, nil, "enqueue", "--config", cfg, "--ndjson", batchFile(n))
-		if r.code == 0 {
+		r := proctest.Run(t, bin, nil, "enqueue", "--config", cfg, "--ndjson", batchFile(n))
+		if r.Code == 0 {
 			continue
 		}
 		full = true
-		require.Equal(t, 1, r.code, "a full disk is a runtime error: %s", r.stderr)
-		require.Contains(t, r.stderr, "full", "the error says the disk is full")
-		require.Equal(t, 1, strings.Count(r.stderr, "\n"), "one line: %q", r.stderr)
+		require.Equal(t, 1, r.Code, "a full disk is a runtime error: %s", r.Stderr)
+		require.Contains(t, r.Stderr, "full", "the error says the disk is full")
+		require.Equal(t, 1, strings.Count(r.Stderr, "\n"), "one line: %q", r.Stderr)
 		require.Equal(t, before, count(), "the failed batch wrote nothing")
-		t.Logf("disk full after %d jobs: %s", before, strings.TrimSpace(r.stderr))
+		t.Logf("disk full after %d jobs: %s", before, strings.TrimSpace(r.Stderr))
 	}
 	require.True(t, full, "the 4 MiB disk never filled")
 
 	// Free space, then everything goes on: enqueue, and work what is queued.
 	out, err := exec.Command("mount", "-o", "remount,size=256m", dir).CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	r = run(t, nil, "enqueue", "--config", cfg, "--ndjson", batchFile(99))
-	require.Equal(t, 0, r.code, r.stderr)
+	r = proctest.Run(t, bin, nil, "enqueue", "--config", cfg, "--ndjson", batchFile(99))
+	require.Equal(t, 0, r.Code, r.Stderr)
 	total := count()
-	r = run(t, nil, "run", "--config", cfg, "--max-jobs", fmt.Sprint(total), "--max-seconds", "120", "--concurrency", "8")
-	require.Equal(t, 0, r.code, r.stderr)
-	require.JSONEq(t, fmt.Sprintf(`{"ok":true,"done":%d,"retried":0,"failed":0,"requeued":0}`, total), r.stdout)
+	r = proctest.Run(t, bin, nil, "run", "--config", cfg, "--max-jobs", fmt.Sprint(total), "--max-seconds", "120", "--concurrency", "8")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.JSONEq(t, fmt.Sprintf(`{"ok":true,"done":%d,"retried":0,"failed":0,"requeued":0}`, total), r.Stdout)
 
 	d, err := dburl.Open("sqlite:"+dir+"/q.db", dburl.Options{})
 	require.NoError(t, err)

@@ -11,16 +11,13 @@
 package faulttest
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -29,9 +26,9 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // the admin connection to a throwaway PostgreSQL
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/dburl"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
 )
 
@@ -48,20 +45,7 @@ func TestMain(m *testing.M) {
 // tmpfs mount) cannot be set up here, loudly, or fails it in CI.
 func unavailable(t *testing.T, what string, err error, out []byte) {
 	t.Helper()
-	msg := fmt.Sprintf("%s: %v\n%s", what, err, out)
-	if testdb.RequireAll() {
-		t.Fatalf("%s (SLUICE_TEST_REQUIRE_ALL=1: every fault is required)", msg)
-	}
-	fmt.Fprintf(os.Stderr, "\n!!! SKIPPING FAULT TEST %s: %s\n", t.Name(), msg)
-	t.Skip(msg)
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	testdb.Unavailable(t, "fault", what, err, out)
 }
 
 // server is a throwaway database instance owned by one test.
@@ -98,7 +82,7 @@ func startPostgres(t *testing.T) *server {
 	if _, err := os.Stat(bindir + "/initdb"); err != nil {
 		unavailable(t, "PostgreSQL 15 binaries", err, nil)
 	}
-	s := &server{kind: "postgres", dir: serverDir(t, "postgres"), port: freePort(t), t: t}
+	s := &server{kind: "postgres", dir: serverDir(t, "postgres"), port: testdb.FreePort(t), t: t}
 	data := s.dir + "/data"
 	out, err := exec.Command("runuser", "-u", "postgres", "--", bindir+"/initdb", "-D", data, "-A", "trust", "-U", "postgres").CombinedOutput()
 	if err != nil {
@@ -106,11 +90,7 @@ func startPostgres(t *testing.T) *server {
 	}
 	s.start()
 	t.Cleanup(func() { s.pgctl("stop", "-m", "immediate") })
-	db, err := sql.Open("pgx", fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", s.port))
-	require.NoError(t, err)
-	_, err = db.Exec("CREATE DATABASE " + dbName)
-	db.Close()
-	require.NoError(t, err)
+	createDB(t, "pgx", fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", s.port))
 	s.url = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", s.port, dbName)
 	s.admin = s.url
 	return s
@@ -128,7 +108,7 @@ func startMariaDB(t *testing.T) *server {
 			unavailable(t, "mariadbd binary", err, nil)
 		}
 	}
-	s := &server{kind: "mysql", dir: serverDir(t, "mysql"), port: freePort(t), t: t}
+	s := &server{kind: "mysql", dir: serverDir(t, "mysql"), port: testdb.FreePort(t), t: t}
 	// A private tmpdir: at start-up mariadbd deletes every #sql* file in
 	// its tmpdir, which in /tmp would include the shared server's
 	// temporary tables and break other tests running at the same time.
@@ -148,14 +128,20 @@ func startMariaDB(t *testing.T) *server {
 			s.proc.Wait()
 		}
 	})
-	db, err := sql.Open("mysql", fmt.Sprintf("root@tcp(127.0.0.1:%d)/", s.port))
-	require.NoError(t, err)
-	_, err = db.Exec("CREATE DATABASE " + dbName)
-	db.Close()
-	require.NoError(t, err)
+	createDB(t, "mysql", fmt.Sprintf("root@tcp(127.0.0.1:%d)/", s.port))
 	s.url = fmt.Sprintf("mysql://root@127.0.0.1:%d/%s", s.port, dbName)
 	s.admin = fmt.Sprintf("root@tcp(127.0.0.1:%d)/%s", s.port, dbName)
 	return s
+}
+
+// createDB creates the test database through an admin connection to dsn.
+func createDB(t *testing.T, drv, dsn string) {
+	t.Helper()
+	db, err := sql.Open(drv, dsn)
+	require.NoError(t, err)
+	defer db.Close()
+	_, err = db.Exec("CREATE DATABASE " + dbName)
+	require.NoError(t, err)
 }
 
 // start (re)starts the instance on the same data directory and port.
@@ -281,249 +267,45 @@ func (s *server) target(t *testing.T) (driver.Driver, []string) {
 	prefix := testdb.Prefix()
 	s.prefix = prefix
 	env := []string{"SLUICE_PREFIX=" + prefix}
-	r := run(t, env, "migrate", "--config", dbConfig(t, s.url, ""))
-	require.Equal(t, 0, r.code, r.stderr)
+	r := proctest.Run(t, bin, env, "migrate", "--config", dbConfig(t, s.url, ""))
+	require.Equal(t, 0, r.Code, r.Stderr)
 	d, err := dburl.Open(s.url, dburl.Options{Prefix: prefix})
 	require.NoError(t, err)
 	t.Cleanup(func() { d.Close() })
 	return d, env
 }
 
-// dbConfig writes a config file that names its database with db: url,
-// followed by body, and returns its path. Every sluice process here finds
-// its database that way, as users run it: run and startWork blank
-// SLUICE_DB, which would win over db:, and no test passes --db.
+// dbConfig is proctest.Config: every sluice process here finds its
+// database by the config file's db:, as users run it.
 func dbConfig(t *testing.T, url, body string) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "sluice.yaml")
-	require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf("db: %q\n%s", url, body)), 0o644))
-	return path
+	return proctest.Config(t, url, body)
 }
 
-type result struct {
-	code           int
-	stdout, stderr string
-}
-
-func run(t *testing.T, env []string, args ...string) result {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(append(os.Environ(), "SLUICE_DB=", "SLUICE_PREFIX=", "SLUICE_CONFIG="), env...)
-	var so, se bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &so, &se
-	err := cmd.Run()
-	code := 0
-	if err != nil {
-		ee, ok := err.(*exec.ExitError)
-		require.True(t, ok, "run %v: %v", args, err)
-		code = ee.ExitCode()
-	}
-	return result{code, so.String(), se.String()}
-}
-
-// proc is a running `sluice work` with its stderr captured.
-type proc struct {
-	cmd  *exec.Cmd
-	mu   sync.Mutex
-	errb bytes.Buffer
-	done chan struct{}
-	err  error
-}
-
-func (p *proc) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.errb.Write(b)
-}
-
-func (p *proc) stderr() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.errb.String()
-}
-
-func (p *proc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
+// proc is a running `sluice work`.
+type proc struct{ *proctest.Proc }
 
 func startWork(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
-	p := &proc{done: make(chan struct{})}
-	p.cmd = exec.Command(bin, append([]string{"work"}, args...)...)
-	p.cmd.Env = append(append(os.Environ(), "SLUICE_DB=", "SLUICE_PREFIX=", "SLUICE_CONFIG="), env...)
-	p.cmd.Stderr = p
-	require.NoError(t, p.cmd.Start())
-	go func() { p.err = p.cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		if !p.exited() {
-			p.cmd.Process.Kill()
-			<-p.done
-		}
-		if t.Failed() {
-			t.Logf("work pid %d stderr (tail):\n%s", p.cmd.Process.Pid, tail(p.stderr(), 4000))
-		}
-	})
-	return p
+	return &proc{proctest.Start(t, bin, "sluice work", env, append([]string{"work"}, args...)...)}
 }
 
 // term sends SIGTERM and waits for the exit, returning the error and how long it took.
 func (p *proc) term(t *testing.T, limit time.Duration) (time.Duration, error) {
 	t.Helper()
 	start := time.Now()
-	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
-	select {
-	case <-p.done:
-		return time.Since(start), p.err
-	case <-time.After(limit):
-		t.Fatalf("sluice work pid %d did not exit within %s of SIGTERM", p.cmd.Process.Pid, limit)
-		return 0, nil
-	}
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
-}
-
-// logScript is a command handler that writes "start ID ATTEMPT PID" and
-// "end ID ATTEMPT PID" lines around a sleep. $PPID is the sluice process
-// (the argv runs without a shell in between), so a line says which worker
-// ran it. Each echo is one short O_APPEND write, so lines land whole.
-func logScript(logPath, sleep string) string {
-	return fmt.Sprintf(`echo "start $SLUICE_JOB_ID $SLUICE_JOB_ATTEMPT $PPID" >> %[1]s; sleep %[2]s; echo "end $SLUICE_JOB_ID $SLUICE_JOB_ATTEMPT $PPID" >> %[1]s`, logPath, sleep)
+	err := p.Term(t, limit)
+	return time.Since(start), err
 }
 
 // writeConfig writes a config on the database at url with a "work"
-// command type built by logScript.
+// command type built by proctest.LogScript, and returns it and the
+// execution log's path.
 func writeConfig(t *testing.T, url string, concurrency int, sleep string, typeExtra string, extra string) (cfgPath, logPath string) {
 	t.Helper()
 	logPath = filepath.Join(t.TempDir(), "exec.log")
-	cfg := fmt.Sprintf(`queues:
-  default: { concurrency: %d }
-types:
-  work:
-    command: ["sh", "-c", %q]
-    timeout: 60s
-    backoff: { base: 100ms, max: 1s }
-%s
-%s`, concurrency, logScript(logPath, sleep), typeExtra, extra)
-	return dbConfig(t, url, cfg), logPath
+	return proctest.WorkConfig(t, url, concurrency, proctest.LogScript(logPath, "SLUICE_JOB_ID", sleep), typeExtra, extra), logPath
 }
 
-func enqueue(t *testing.T, d driver.Driver, typ string, n int) {
-	t.Helper()
-	c, err := sluice.NewClient(sluice.Config{Driver: d})
-	require.NoError(t, err)
-	ps := make([]sluice.EnqueueParams, n)
-	for i := range ps {
-		ps[i] = sluice.EnqueueParams{Type: typ, Key: fmt.Sprintf("%s-%d", typ, i)}
-	}
-	_, err = c.EnqueueMany(context.Background(), ps)
-	require.NoError(t, err)
-}
-
-// allDone reports whether no job is pending or processing. Errors count
-// as not done: the database may be down at that moment.
-func allDone(d driver.Driver) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	st, err := d.Stats(ctx)
-	if err != nil {
-		return false
-	}
-	for _, s := range st {
-		if s.Pending+s.Processing > 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// execRun is one run of a job as the execution log saw it.
-type execRun struct {
-	attempt, pid int
-	ended        bool
-	startedAt    int // line number of the start
-}
-
-type execLog struct {
-	runs  map[int64][]*execRun
-	lines int
-}
-
-func readLog(t *testing.T, path string) *execLog {
-	t.Helper()
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
-	l := &execLog{runs: map[int64][]*execRun{}}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		l.lines++
-		var kind string
-		var id int64
-		var attempt, pid int
-		_, err := fmt.Sscanf(sc.Text(), "%s %d %d %d", &kind, &id, &attempt, &pid)
-		require.NoError(t, err, "log line %q", sc.Text())
-		switch kind {
-		case "start":
-			l.runs[id] = append(l.runs[id], &execRun{attempt: attempt, pid: pid, startedAt: l.lines})
-		case "end":
-			found := false
-			for _, r := range l.runs[id] {
-				if r.attempt == attempt && r.pid == pid && !r.ended {
-					r.ended, found = true, true
-					break
-				}
-			}
-			require.True(t, found, "end without start: %q", sc.Text())
-		default:
-			t.Fatalf("bad log line %q", sc.Text())
-		}
-	}
-	return l
-}
-
-// countEnds counts "end " lines so far (for progress and recovery timing).
-func countEnds(path string) int {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0
-	}
-	return bytes.Count(b, []byte("\nend ")) + map[bool]int{true: 1}[bytes.HasPrefix(b, []byte("end "))]
-}
-
-// checkAllSucceeded asserts that all n jobs are in success and that each
-// ran (per the log) at least once; it returns the ids that ran more than once.
-func checkAllSucceeded(t *testing.T, d driver.Driver, l *execLog, n int) (dups []int64, lost int) {
-	t.Helper()
-	by := testdb.JobsByStatus(t, d, driver.ListParams{})
-	require.Len(t, by[driver.StatusSuccess], n, "every job ends in success (others: %d pending, %d processing, %d failed)",
-		len(by[driver.StatusPending]), len(by[driver.StatusProcessing]), len(by[driver.StatusFailed]))
-	for _, j := range by[driver.StatusSuccess] {
-		runs := l.runs[j.ID]
-		if len(runs) == 0 {
-			lost++
-			continue
-		}
-		ended := 0
-		for _, r := range runs {
-			if r.ended {
-				ended++
-			}
-		}
-		require.GreaterOrEqual(t, ended, 1, "job %d is success but no run of it ended: %+v", j.ID, runs)
-		if len(runs) > 1 {
-			dups = append(dups, j.ID)
-		}
-	}
-	require.Zero(t, lost, "jobs in success that never ran")
-	return dups, lost
-}
+// allDone is proctest.AllDone.
+func allDone(d driver.Driver) bool { return proctest.AllDone(d) }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
 )
 
@@ -45,7 +46,7 @@ const maxRecovery = time.Second
 func serverFaultRun(t *testing.T, s *server, lease string, at []float64, inject fault) faultResult {
 	d, env := s.target(t)
 	cfg, logPath := writeConfig(t, s.url, faultConc, "0.01", "    lease: "+lease, "")
-	enqueue(t, d, "work", faultJobs)
+	proctest.Enqueue(t, d, "work", faultJobs)
 	// The test's own pool keeps no idle connection, so a fault that kills
 	// connections cannot leave it a dead one for the final checks.
 	d.DB().SetMaxIdleConns(0)
@@ -60,7 +61,7 @@ func serverFaultRun(t *testing.T, s *server, lease string, at []float64, inject 
 	disruptions := 0
 	for i, frac := range at {
 		testdb.WaitFor(t, 90*time.Second, fmt.Sprintf("%.0f%% of the jobs done", frac*100), func() bool {
-			return countEnds(logPath) >= int(frac*faultJobs)
+			return proctest.CountEnds(logPath) >= int(frac*faultJobs)
 		})
 		begin := time.Now()
 		n, up := inject(t, s, logPath)
@@ -92,10 +93,10 @@ func serverFaultRun(t *testing.T, s *server, lease string, at []float64, inject 
 		}
 		rec := seen.Sub(up)
 		recoveries = append(recoveries, rec)
-		faultEnd = append(faultEnd, readLog(t, logPath).lines)
+		faultEnd = append(faultEnd, proctest.ReadExecLog[int64](t, logPath, false).Lines)
 		t.Logf("fault %d at %.0f%%: disrupted for %s, recovery %s", i+1, frac*100, up.Sub(begin).Round(time.Millisecond), rec.Round(time.Millisecond))
 		for _, p := range procs {
-			require.False(t, p.exited(), "sluice work pid %d exited during the fault: %v", p.cmd.Process.Pid, p.err)
+			require.False(t, p.Exited(), "sluice work pid %d exited during the fault: %v", p.Pid(), p.Err())
 		}
 	}
 	testdb.WaitFor(t, 90*time.Second, "every job finished", func() bool { return allDone(d) })
@@ -105,16 +106,16 @@ func serverFaultRun(t *testing.T, s *server, lease string, at []float64, inject 
 		require.NoError(t, err, "work exits 0 on SIGTERM (after %s)", took)
 	}
 
-	l := readLog(t, logPath)
-	dups, lost := checkAllSucceeded(t, d, l, faultJobs)
+	l := proctest.ReadExecLog[int64](t, logPath, true)
+	dups := proctest.CheckAllSucceeded(t, d, l, faultJobs)
 	// A job may run again only if one of its earlier runs started before
 	// a fault ended: its outcome was lost with the connection, or its
 	// lease ran out while the server was away. A run that started after
 	// the last fault must be its only run.
 	last := faultEnd[len(faultEnd)-1]
 	for _, id := range dups {
-		runs := l.runs[id]
-		require.LessOrEqual(t, runs[0].startedAt, last, "job %d ran %d times but its first run started after every fault", id, len(runs))
+		runs := l.Runs[id]
+		require.LessOrEqual(t, runs[0].Line, last, "job %d ran %d times but its first run started after every fault", id, len(runs))
 		require.LessOrEqual(t, len(runs), 1+len(at), "job %d ran %d times", id, len(runs))
 	}
 	// Bound: each process holds at most 2×concurrency jobs (running plus
@@ -127,13 +128,13 @@ func serverFaultRun(t *testing.T, s *server, lease string, at []float64, inject 
 	require.LessOrEqual(t, len(dups), bound, "jobs run twice")
 	leaseLost := 0
 	for _, p := range procs {
-		leaseLost += strings.Count(p.stderr(), "lease lost")
+		leaseLost += strings.Count(p.Stderr(), "lease lost")
 	}
-	t.Logf("REPORT %s: jobs %d, disruptions %d, duplicates %d (bound %d), lost %d, recoveries %v, lease-lost log lines %d",
-		t.Name(), faultJobs, disruptions, len(dups), bound, lost, recoveries, leaseLost)
+	t.Logf("REPORT %s: jobs %d, disruptions %d, duplicates %d (bound %d), lost 0, recoveries %v, lease-lost log lines %d",
+		t.Name(), faultJobs, disruptions, len(dups), bound, recoveries, leaseLost)
 	var stderr []string
 	for _, p := range procs {
-		stderr = append(stderr, p.stderr())
+		stderr = append(stderr, p.Stderr())
 	}
 	return faultResult{log: l, dups: dups, stderr: stderr, recoveries: recoveries,
 		succeeded: testdb.JobsByStatus(t, d, driver.ListParams{})[driver.StatusSuccess]}
@@ -141,7 +142,7 @@ func serverFaultRun(t *testing.T, s *server, lease string, at []float64, inject 
 
 // faultResult is what a run leaves for fault-specific checks.
 type faultResult struct {
-	log        *execLog
+	log        *proctest.ExecLog[int64]
 	dups       []int64
 	stderr     []string        // per process
 	recoveries []time.Duration // per fault
@@ -211,7 +212,7 @@ func TestConnectionsKilled(t *testing.T) {
 					list = "SELECT id FROM information_schema.processlist WHERE db = '" + dbName + "' AND id <> CONNECTION_ID()"
 				}
 				kills, rounds := 0, 0
-				for countEnds(logPath) < faultJobs*85/100 {
+				for proctest.CountEnds(logPath) < faultJobs*85/100 {
 					rows, err := conn.QueryContext(ctx, list)
 					require.NoError(t, err)
 					var ids []int64

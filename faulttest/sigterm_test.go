@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
 )
 
@@ -26,15 +27,15 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 			// 20 to 100 ms per job by id, and 3 s for one job in 50, longer
 			// than the shutdown deadline, so that some runs are cut.
 			cfg, logPath := writeConfig(t, tg.URL, 20, "$(( SLUICE_JOB_ID % 50 == 0 ? 3 : 0 )).0$(( SLUICE_JOB_ID % 5 * 2 + 2 ))", "", "")
-			enqueue(t, d, "work", faultJobs)
+			proctest.Enqueue(t, d, "work", faultJobs)
 			var procs []*proc
 			for i := 0; i < 2; i++ {
 				procs = append(procs, startWork(t, env, "--config", cfg, "--shutdown-timeout", "1s"))
 			}
-			testdb.WaitFor(t, 60*time.Second, "a quarter of the jobs done", func() bool { return countEnds(logPath) >= faultJobs/4 })
+			testdb.WaitFor(t, 60*time.Second, "a quarter of the jobs done", func() bool { return proctest.CountEnds(logPath) >= faultJobs/4 })
 			killed := map[int]bool{}
 			for _, p := range procs {
-				killed[p.cmd.Process.Pid] = true
+				killed[p.Pid()] = true
 				took, err := p.term(t, 15*time.Second)
 				require.NoError(t, err, "sluice work exits 0 on SIGTERM")
 				// The deadline, the 1 s grace for cancelled handlers and
@@ -51,13 +52,13 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 			}
 			require.NotEmpty(t, by[driver.StatusPending], "the SIGTERM came mid-run")
 			// Read after the exit: every cut run is in the log by now.
-			l := readLog(t, logPath)
+			l := proctest.ReadExecLog[int64](t, logPath, true)
 			interrupted := 0
-			for _, runs := range l.runs {
+			for _, runs := range l.Runs {
 				for _, r := range runs {
-					if !r.ended {
+					if !r.Ended {
 						interrupted++
-						require.True(t, killed[r.pid], "a run of pid %d never ended", r.pid)
+						require.True(t, killed[r.PID], "a run of pid %d never ended", r.PID)
 					}
 				}
 			}
@@ -68,12 +69,12 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 			_, err := last.term(t, 15*time.Second)
 			require.NoError(t, err)
 
-			l = readLog(t, logPath)
-			checkAllSucceeded(t, d, l, faultJobs)
-			for id, runs := range l.runs {
+			l = proctest.ReadExecLog[int64](t, logPath, true)
+			proctest.CheckAllSucceeded(t, d, l, faultJobs)
+			for id, runs := range l.Runs {
 				ended := 0
 				for _, r := range runs {
-					if r.ended {
+					if r.Ended {
 						ended++
 					}
 				}

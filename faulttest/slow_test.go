@@ -41,7 +41,7 @@ func TestSlowDatabase(t *testing.T) {
 		}
 	}
 	for _, id := range res.dups {
-		require.True(t, lostIDs[id], "job %d ran %d times but no worker reported its lease lost: a live lease was stolen unfenced", id, len(res.log.runs[id]))
+		require.True(t, lostIDs[id], "job %d ran %d times but no worker reported its lease lost: a live lease was stolen unfenced", id, len(res.log.Runs[id]))
 	}
 	t.Logf("REPORT %s: %d jobs reported lease lost, %d ran twice", t.Name(), len(lostIDs), len(res.dups))
 }

@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
-	"sync"
 	"time"
 
 	gomysql "github.com/go-sql-driver/mysql"
@@ -127,7 +126,7 @@ func (m *mysqlLocker) TryAcquire(ctx context.Context, name string, _ time.Durati
 }
 
 func (m *mysqlLocker) record(ctx context.Context, conn *sql.Conn, name, key string) (Lease, Holder, error) {
-	l := &mysqlLease{conn: conn, name: name, key: key}
+	l := newMySQLLease(conn, name, key)
 	err := func() error {
 		if _, err := conn.ExecContext(ctx, m.q.record, name, m.id); err != nil {
 			return err
@@ -146,54 +145,23 @@ func (m *mysqlLocker) record(ctx context.Context, conn *sql.Conn, name, key stri
 func (m *mysqlLocker) Close() error { return m.db.Close() }
 
 type mysqlLease struct {
-	name, key string
-	fence     int64
+	sessionLease
+	fence int64
+}
 
-	mu   sync.Mutex
-	conn *sql.Conn // nil once released
+func newMySQLLease(conn *sql.Conn, name, key string) *mysqlLease {
+	return &mysqlLease{sessionLease: sessionLease{backend: "mysql", name: name, conn: conn,
+		holds: func(ctx context.Context, conn *sql.Conn) (bool, error) {
+			var mine sql.NullInt64
+			err := conn.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?) = CONNECTION_ID()", key).Scan(&mine)
+			return mine.Int64 == 1, err
+		},
+		unlock: func(ctx context.Context, conn *sql.Conn) (bool, error) {
+			var n sql.NullInt64
+			err := conn.QueryRowContext(ctx, "SELECT RELEASE_LOCK(?)", key).Scan(&n)
+			return n.Int64 == 1, err
+		},
+	}}
 }
 
 func (l *mysqlLease) Fence() int64 { return l.fence }
-
-// Renew checks that our session still holds the lock. A session that
-// cannot answer is counted lost: even if the server still keeps it, this
-// process can no longer release or check it.
-func (l *mysqlLease) Renew(ctx context.Context) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.conn == nil {
-		return fmt.Errorf("mysql lock %s: %w: already released", l.name, ErrLost)
-	}
-	var mine sql.NullInt64
-	qctx, cancel := sessionCtx(ctx)
-	defer cancel()
-	if err := l.conn.QueryRowContext(qctx, "SELECT IS_USED_LOCK(?) = CONNECTION_ID()", l.key).Scan(&mine); err != nil {
-		return fmt.Errorf("mysql lock %s: %w: its connection failed: %w", l.name, ErrLost, err)
-	}
-	if mine.Int64 != 1 {
-		return fmt.Errorf("mysql lock %s: %w: the session no longer holds it", l.name, ErrLost)
-	}
-	return nil
-}
-
-func (l *mysqlLease) Release(ctx context.Context) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.conn == nil {
-		return nil
-	}
-	conn := l.conn
-	l.conn = nil
-	var n sql.NullInt64
-	if err := conn.QueryRowContext(ctx, "SELECT RELEASE_LOCK(?)", l.key).Scan(&n); err != nil {
-		// Closing the session frees the lock on the server anyway.
-		discard(conn)
-		return fmt.Errorf("mysql lock %s: release: %w", l.name, err)
-	}
-	if n.Int64 != 1 {
-		discard(conn)
-		return fmt.Errorf("mysql lock %s: %w before release: the session no longer held it", l.name, ErrLost)
-	}
-	conn.Close()
-	return nil
-}

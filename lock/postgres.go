@@ -8,7 +8,6 @@ import (
 	"hash/fnv"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/stdlib"
@@ -101,9 +100,7 @@ func (p *postgresLocker) TryAcquire(ctx context.Context, name string, _ time.Dur
 			return nil, Holder{}, fmt.Errorf("postgres lock %s: pg_try_advisory_lock: %w", name, err)
 		}
 		if got.Valid {
-			l := &postgresLease{conn: conn, name: name, key: key, classid: classid, objid: objid,
-				idleName: truncate(p.id, maxAppName)}
-			return l, Holder{}, nil
+			return newPostgresLease(conn, name, truncate(p.id, maxAppName)), Holder{}, nil
 		}
 		var pid int64
 		var app string
@@ -134,60 +131,28 @@ func parsePostgresHolder(pid int64, app string) Holder {
 
 func (p *postgresLocker) Close() error { return p.db.Close() }
 
-type postgresLease struct {
-	name                string
-	key, classid, objid int64
-	idleName            string // application_name once the lock is given up
+type postgresLease struct{ sessionLease }
 
-	mu   sync.Mutex
-	conn *sql.Conn // nil once released
+// newPostgresLease is the lease on name's advisory lock, which conn's
+// session holds; giving it up renames the session idleName.
+func newPostgresLease(conn *sql.Conn, name, idleName string) *postgresLease {
+	key, classid, objid := advisoryKey(name)
+	return &postgresLease{sessionLease{backend: "postgres", name: name, conn: conn,
+		holds: func(ctx context.Context, conn *sql.Conn) (bool, error) {
+			var held bool
+			err := conn.QueryRowContext(ctx, pgCheck, classid, objid).Scan(&held)
+			return held, err
+		},
+		unlock: func(ctx context.Context, conn *sql.Conn) (bool, error) {
+			var unlocked bool
+			var app string
+			err := conn.QueryRowContext(ctx, pgRelease, key, idleName).Scan(&unlocked, &app)
+			return unlocked, err
+		},
+	}}
 }
 
 func (l *postgresLease) Fence() int64 { return 0 }
-
-// Renew checks that our session still holds the lock. A session that
-// cannot answer is counted lost: even if the server still keeps it, this
-// process can no longer release or check it.
-func (l *postgresLease) Renew(ctx context.Context) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.conn == nil {
-		return fmt.Errorf("postgres lock %s: %w: already released", l.name, ErrLost)
-	}
-	var held bool
-	qctx, cancel := sessionCtx(ctx)
-	defer cancel()
-	if err := l.conn.QueryRowContext(qctx, pgCheck, l.classid, l.objid).Scan(&held); err != nil {
-		return fmt.Errorf("postgres lock %s: %w: its connection failed: %w", l.name, ErrLost, err)
-	}
-	if !held {
-		return fmt.Errorf("postgres lock %s: %w: the session no longer holds it", l.name, ErrLost)
-	}
-	return nil
-}
-
-func (l *postgresLease) Release(ctx context.Context) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.conn == nil {
-		return nil
-	}
-	conn := l.conn
-	l.conn = nil
-	var unlocked bool
-	var app string
-	if err := conn.QueryRowContext(ctx, pgRelease, l.key, l.idleName).Scan(&unlocked, &app); err != nil {
-		// Closing the session frees the lock on the server anyway.
-		discard(conn)
-		return fmt.Errorf("postgres lock %s: release: %w", l.name, err)
-	}
-	if !unlocked {
-		discard(conn)
-		return fmt.Errorf("postgres lock %s: %w before release: the session no longer held it", l.name, ErrLost)
-	}
-	conn.Close()
-	return nil
-}
 
 // truncate cuts s to n bytes on a UTF-8 boundary.
 func truncate(s string, n int) string {

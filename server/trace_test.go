@@ -21,6 +21,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/handler/webhook"
+	"github.com/sluicehq/sluice/internal/clienttest"
 	"github.com/sluicehq/sluice/internal/testdb"
 	"github.com/sluicehq/sluice/server"
 )
@@ -60,17 +61,10 @@ func TestTraceAcrossEnqueueAndWebhook(t *testing.T) {
 	hook, err := webhook.New(webhook.Config{URL: receiver.URL})
 	require.NoError(t, err)
 	var logs testdb.SyncBuffer
-	c, err := sluice.NewClient(sluice.Config{Driver: d, TracerProvider: tp, NodeID: "worker-1:42",
+	c := clienttest.Start(t, sluice.Config{Driver: d, TracerProvider: tp, NodeID: "worker-1:42",
 		Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
 		Types:  map[string]sluice.Type{"notify": {Handler: hook, Backoff: sluice.Backoff{Base: time.Millisecond, Max: time.Millisecond}}},
 		Queues: map[string]sluice.QueueConfig{"default": {Concurrency: 1}}, PollMax: 20 * time.Millisecond})
-	require.NoError(t, err)
-	require.NoError(t, c.Start(context.Background()))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		c.Stop(ctx)
-	})
 	h, err := server.New(server.Config{Client: c, Tokens: []string{token}})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)

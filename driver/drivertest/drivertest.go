@@ -179,6 +179,15 @@ func (b *bundle) claimOne(want driver.InsertJob, id int64, lease time.Duration) 
 	return jobs[0], tok
 }
 
+// claimNew inserts p and claims it for a minute under a fresh token, the
+// start of a case about one job's outcome; it returns its id and the token.
+func (b *bundle) claimNew(p driver.InsertJob) (int64, string) {
+	b.t.Helper()
+	id := b.insertOne(p)
+	_, tok := b.claimOne(p, id, time.Minute)
+	return id, tok
+}
+
 func (b *bundle) complete(cs ...driver.Completion) []int64 {
 	b.t.Helper()
 	lost, err := b.d.Complete(b.ctx, driver.CompleteParams{Completions: cs})

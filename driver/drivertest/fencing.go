@@ -109,8 +109,7 @@ func exerciseFencing(t *testing.T, open Opener) {
 		b := setup(t, open)
 		notes := b.notesTable()
 		p := newJob("tx")
-		id := b.insertOne(p)
-		_, tok := b.claimOne(p, id, time.Minute)
+		id, tok := b.claimNew(p)
 
 		tx, err := b.d.DB().BeginTx(b.ctx, nil)
 		require.NoError(t, err)
@@ -134,8 +133,7 @@ func exerciseFencing(t *testing.T, open Opener) {
 		b := setup(t, open)
 		notes := b.notesTable()
 		p := newJob("tx")
-		id := b.insertOne(p)
-		_, tok := b.claimOne(p, id, time.Minute)
+		id, tok := b.claimNew(p)
 		claimed := b.get(id)
 
 		tx, err := b.d.DB().BeginTx(b.ctx, nil)

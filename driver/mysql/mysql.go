@@ -170,15 +170,11 @@ func Open(rawURL string, opts Options) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	q, err := driver.LoadQueries(files, "queries", prefix, append(sqlcommon.Required,
+	q, migs, err := sqlcommon.LoadFiles(files, prefix, append(sqlcommon.Required,
 		"insert", "key_holders", "key_holder_locked", "claim", "claim_type", "claim_update",
 		"claim_fallback", "claim_fallback_type", "claimed", "complete_batch", "complete_batch_first", "complete_batch_history", "complete_batch_history_first",
 		"rescue_failed", "rescue_failed_lock", "lease_lock", "lease_insert", "lease_update", "migrate_lock", "migrate_unlock",
 		"schema_set", "runnable", "runnable_type", "lock_record", "lock_fence", "lock_holder")...)
-	if err != nil {
-		return nil, err
-	}
-	migs, err := driver.LoadMigrations(files, "migrations", prefix)
 	if err != nil {
 		return nil, err
 	}

@@ -63,49 +63,6 @@ func open(t *testing.T, forceUpdate bool) *mysql.Driver {
 	return d
 }
 
-func job(queue, key, dedupe string) driver.InsertJob {
-	if dedupe == "" {
-		dedupe = driver.DedupePermanent
-	}
-	return driver.InsertJob{Queue: queue, Type: "t", Key: key, Dedupe: dedupe, Payload: []byte(`{"n": 1}`), MaxAttempts: 3}
-}
-
-func insert(t *testing.T, ctx context.Context, d driver.Driver, jobs ...driver.InsertJob) []driver.InsertResult {
-	t.Helper()
-	res, err := d.Insert(ctx, driver.InsertParams{Jobs: jobs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res) != len(jobs) {
-		t.Fatalf("got %d results for %d jobs", len(res), len(jobs))
-	}
-	return res
-}
-
-func get(t *testing.T, ctx context.Context, d driver.Driver, id int64) *driver.JobRow {
-	t.Helper()
-	j, err := d.GetJob(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return j
-}
-
-func claim(t *testing.T, ctx context.Context, d driver.Driver, p driver.ClaimParams) []driver.JobRow {
-	t.Helper()
-	if p.Token == "" {
-		p.Token = "tok-" + p.Queue
-	}
-	if p.Lease == 0 {
-		p.Lease = time.Minute
-	}
-	jobs, err := d.Claim(ctx, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return jobs
-}
-
 func complete(t *testing.T, ctx context.Context, d driver.Driver, cs ...driver.Completion) []int64 {
 	t.Helper()
 	lost, err := d.Complete(ctx, driver.CompleteParams{Completions: cs})
@@ -249,30 +206,30 @@ func TestSchemaVersionMissing(t *testing.T) {
 func TestInsertDedupe(t *testing.T) {
 	modes(t, func(t *testing.T, d *mysql.Driver, ctx context.Context) {
 		// Permanent: the key stays taken after the job finishes.
-		r := insert(t, ctx, d, job("q", "perm", ""))
+		r := testdb.Insert(t, ctx, d, testdb.Job("q", "perm", ""))
 		if r[0].Duplicate || r[0].ID == 0 {
 			t.Fatalf("first insert: %+v", r[0])
 		}
-		if r2 := insert(t, ctx, d, job("q", "perm", "")); r2[0] != (driver.InsertResult{ID: r[0].ID, Duplicate: true}) {
+		if r2 := testdb.Insert(t, ctx, d, testdb.Job("q", "perm", "")); r2[0] != (driver.InsertResult{ID: r[0].ID, Duplicate: true}) {
 			t.Fatalf("second insert: %+v", r2[0])
 		}
-		c := claim(t, ctx, d, driver.ClaimParams{Queue: "q", Limit: 1})
+		c := testdb.Claim(t, ctx, d, driver.ClaimParams{Queue: "q", Limit: 1})
 		complete(t, ctx, d, driver.Completion{ID: c[0].ID, Token: c[0].LockedBy, Status: driver.StatusSuccess})
-		if r3 := insert(t, ctx, d, job("q", "perm", "")); r3[0] != (driver.InsertResult{ID: r[0].ID, Duplicate: true}) {
+		if r3 := testdb.Insert(t, ctx, d, testdb.Job("q", "perm", "")); r3[0] != (driver.InsertResult{ID: r[0].ID, Duplicate: true}) {
 			t.Fatalf("after success: %+v", r3[0])
 		}
 
 		// Active: the key frees up when the job finishes.
-		a := insert(t, ctx, d, job("qa", "act", driver.DedupeActive))
-		if a2 := insert(t, ctx, d, job("qa", "act", driver.DedupeActive)); a2[0] != (driver.InsertResult{ID: a[0].ID, Duplicate: true}) {
+		a := testdb.Insert(t, ctx, d, testdb.Job("qa", "act", driver.DedupeActive))
+		if a2 := testdb.Insert(t, ctx, d, testdb.Job("qa", "act", driver.DedupeActive)); a2[0] != (driver.InsertResult{ID: a[0].ID, Duplicate: true}) {
 			t.Fatalf("active while pending: %+v", a2[0])
 		}
-		c = claim(t, ctx, d, driver.ClaimParams{Queue: "qa", Limit: 1})
-		if a3 := insert(t, ctx, d, job("qa", "act", driver.DedupeActive)); a3[0] != (driver.InsertResult{ID: a[0].ID, Duplicate: true}) {
+		c = testdb.Claim(t, ctx, d, driver.ClaimParams{Queue: "qa", Limit: 1})
+		if a3 := testdb.Insert(t, ctx, d, testdb.Job("qa", "act", driver.DedupeActive)); a3[0] != (driver.InsertResult{ID: a[0].ID, Duplicate: true}) {
 			t.Fatalf("active while processing: %+v", a3[0])
 		}
 		complete(t, ctx, d, driver.Completion{ID: c[0].ID, Token: c[0].LockedBy, Status: driver.StatusFailed})
-		if a4 := insert(t, ctx, d, job("qa", "act", driver.DedupeActive)); a4[0].Duplicate || a4[0].ID == a[0].ID {
+		if a4 := testdb.Insert(t, ctx, d, testdb.Job("qa", "act", driver.DedupeActive)); a4[0].Duplicate || a4[0].ID == a[0].ID {
 			t.Fatalf("active after failure: %+v", a4[0])
 		}
 		// Retrying the failed one would make two live holders of the key.
@@ -283,10 +240,10 @@ func TestInsertDedupe(t *testing.T) {
 		for _, consecutive := range []bool{true, false} {
 			mysql.SetConsecutiveIDs(d, consecutive)
 			k := fmt.Sprintf("-%v", consecutive)
-			held := insert(t, ctx, d, job("b", "held"+k, ""))[0].ID
-			res := insert(t, ctx, d,
-				job("b", "x"+k, ""), job("b", "x"+k, ""), job("b", "", ""), job("b", "held"+k, ""),
-				job("b", "y"+k, driver.DedupeActive), job("b", "x"+k+" ", ""), job("b", "x"+k, ""), job("b", "", ""))
+			held := testdb.Insert(t, ctx, d, testdb.Job("b", "held"+k, ""))[0].ID
+			res := testdb.Insert(t, ctx, d,
+				testdb.Job("b", "x"+k, ""), testdb.Job("b", "x"+k, ""), testdb.Job("b", "", ""), testdb.Job("b", "held"+k, ""),
+				testdb.Job("b", "y"+k, driver.DedupeActive), testdb.Job("b", "x"+k+" ", ""), testdb.Job("b", "x"+k, ""), testdb.Job("b", "", ""))
 			want := []driver.InsertResult{
 				{ID: res[0].ID}, {ID: res[0].ID, Duplicate: true}, {ID: res[2].ID}, {ID: held, Duplicate: true},
 				{ID: res[4].ID}, {ID: res[5].ID}, {ID: res[0].ID, Duplicate: true}, {ID: res[7].ID},
@@ -303,7 +260,7 @@ func TestInsertDedupe(t *testing.T) {
 					t.Fatalf("consecutive=%v: id %d given twice: %+v", consecutive, res[i].ID, res)
 				}
 				seen[res[i].ID] = true
-				if j := get(t, ctx, d, res[i].ID); j.Key != key {
+				if j := testdb.Get(t, ctx, d, res[i].ID); j.Key != key {
 					t.Fatalf("consecutive=%v: job %d has key %q, want %q", consecutive, j.ID, j.Key, key)
 				}
 			}
@@ -315,7 +272,7 @@ func TestInsertDedupe(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rr, err := d.Insert(ctx, driver.InsertParams{Tx: tx, Jobs: []driver.InsertJob{job("tx", "in-tx", "")}})
+		rr, err := d.Insert(ctx, driver.InsertParams{Tx: tx, Jobs: []driver.InsertJob{testdb.Job("tx", "in-tx", "")}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -328,7 +285,7 @@ func TestInsertDedupe(t *testing.T) {
 		runAt := time.Now().Add(time.Hour).UTC().Truncate(time.Microsecond)
 		p := driver.InsertJob{Queue: "f", Type: "typ", Key: "ключ", Dedupe: driver.DedupeActive,
 			Payload: []byte(`{"a":[1,2]}`), Priority: -3, MaxAttempts: 7, RunAt: runAt}
-		j := get(t, ctx, d, insert(t, ctx, d, p)[0].ID)
+		j := testdb.Get(t, ctx, d, testdb.Insert(t, ctx, d, p)[0].ID)
 		if j.Queue != "f" || j.Type != "typ" || j.Key != "ключ" || j.Dedupe != driver.DedupeActive || !jsonEqual(j.Payload, p.Payload) ||
 			j.Priority != -3 || j.MaxAttempts != 7 || !j.NextRunAt.Equal(runAt) || j.Status != driver.StatusPending {
 			t.Fatalf("round trip: %+v", j)
@@ -336,7 +293,7 @@ func TestInsertDedupe(t *testing.T) {
 		if _, err := d.Insert(ctx, driver.InsertParams{Jobs: []driver.InsertJob{{Queue: "f", Type: "t", Dedupe: driver.DedupePermanent, Payload: []byte(`{`)}}}); err == nil {
 			t.Fatal("invalid JSON payload accepted")
 		}
-		if _, err := d.Insert(ctx, driver.InsertParams{Jobs: []driver.InsertJob{job(strings.Repeat("q", 65), "", "")}}); err == nil {
+		if _, err := d.Insert(ctx, driver.InsertParams{Jobs: []driver.InsertJob{testdb.Job(strings.Repeat("q", 65), "", "")}}); err == nil {
 			t.Fatal("over-long queue accepted")
 		}
 	})
@@ -356,7 +313,7 @@ func TestInsertConcurrentKeys(t *testing.T) {
 		wg.Go(func() {
 			batch := make([]driver.InsertJob, keys)
 			for i := range batch {
-				batch[i] = job("race", fmt.Sprintf("k%d", (i+w*25)%keys), "")
+				batch[i] = testdb.Job("race", fmt.Sprintf("k%d", (i+w*25)%keys), "")
 			}
 			<-start
 			res, err := d.Insert(ctx, driver.InsertParams{Jobs: batch})

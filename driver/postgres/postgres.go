@@ -154,13 +154,9 @@ func Open(url string, opts Options) (driver.Driver, error) {
 	if err := driver.ValidatePrefix(prefix); err != nil {
 		return nil, err
 	}
-	q, err := driver.LoadQueries(files, "queries", prefix, append(sqlcommon.Required,
+	q, migs, err := sqlcommon.LoadFiles(files, prefix, append(sqlcommon.Required,
 		"insert", "key_holder", "claim", "claim_type", "complete_batch", "complete_batch_history", "lease_acquire", "schema_set", "schema_exists",
 		"runnable", "runnable_type")...)
-	if err != nil {
-		return nil, err
-	}
-	migs, err := driver.LoadMigrations(files, "migrations", prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -312,15 +308,7 @@ func (d *Driver) Migrate(ctx context.Context) (int, error) {
 			return 0, fmt.Errorf("migrate: read version: %w", err)
 		}
 	}
-	// On failure the rollback undoes every step, so the version is still cur.
-	v, err := sqlcommon.ApplyMigrations(ctx, tx, d.migrations, cur, d.Q["schema_set"])
-	if err != nil {
-		return cur, err
-	}
-	if err := tx.Commit(); err != nil {
-		return cur, fmt.Errorf("migrate: commit: %w", err)
-	}
-	return v, nil
+	return sqlcommon.ApplyMigrationsTx(ctx, tx, d.migrations, cur, d.Q["schema_set"])
 }
 
 // Runnable reports whether a claim on the queue (and type, if set) would

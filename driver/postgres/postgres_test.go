@@ -22,52 +22,6 @@ func setup(t *testing.T) (driver.Driver, context.Context) {
 	return testdb.Open(t, "postgres"), ctx
 }
 
-func job(queue, key, dedupe string) driver.InsertJob {
-	if dedupe == "" {
-		dedupe = driver.DedupePermanent
-	}
-	return driver.InsertJob{Queue: queue, Type: "t", Key: key, Dedupe: dedupe, Payload: []byte(`{"n":1}`), MaxAttempts: 3}
-}
-
-func insert(t *testing.T, ctx context.Context, d driver.Driver, jobs ...driver.InsertJob) []driver.InsertResult {
-	t.Helper()
-	res, err := d.Insert(ctx, driver.InsertParams{Jobs: jobs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res) != len(jobs) {
-		t.Fatalf("got %d results for %d jobs", len(res), len(jobs))
-	}
-	return res
-}
-
-func get(t *testing.T, ctx context.Context, d driver.Driver, id int64) *driver.JobRow {
-	t.Helper()
-	j, err := d.GetJob(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return j
-}
-
-func claim(t *testing.T, ctx context.Context, d driver.Driver, p driver.ClaimParams) []driver.JobRow {
-	t.Helper()
-	if p.Token == "" {
-		p.Token = "tok-" + p.Queue
-	}
-	if p.Lease == 0 {
-		p.Lease = time.Minute
-	}
-	if p.Limit == 0 {
-		p.Limit = 100
-	}
-	jobs, err := d.Claim(ctx, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return jobs
-}
-
 func TestOpenUnreachable(t *testing.T) {
 	_, err := postgres.Open("postgres://postgres:secret@127.0.0.1:1/nowhere", postgres.Options{})
 	if err == nil {
@@ -110,7 +64,7 @@ func TestSchema(t *testing.T) {
 func TestInsert(t *testing.T) {
 	d, ctx := setup(t)
 
-	plain := insert(t, ctx, d, job("q", "", ""), job("q", "", ""), job("q", "", ""))
+	plain := testdb.Insert(t, ctx, d, testdb.Job("q", "", ""), testdb.Job("q", "", ""), testdb.Job("q", "", ""))
 	for i, r := range plain {
 		if r.Duplicate || (i > 0 && r.ID <= plain[i-1].ID) {
 			t.Fatalf("keyless results %+v: want fresh ascending ids", plain)
@@ -118,19 +72,19 @@ func TestInsert(t *testing.T) {
 	}
 
 	// Keys: within-batch duplicates point at the first occurrence.
-	res := insert(t, ctx, d, job("q", "perm", driver.DedupePermanent), job("q", "", driver.DedupePermanent),
-		job("q", "act", driver.DedupeActive), job("q", "perm", driver.DedupeActive), job("q", "act", driver.DedupeActive))
+	res := testdb.Insert(t, ctx, d, testdb.Job("q", "perm", driver.DedupePermanent), testdb.Job("q", "", driver.DedupePermanent),
+		testdb.Job("q", "act", driver.DedupeActive), testdb.Job("q", "perm", driver.DedupeActive), testdb.Job("q", "act", driver.DedupeActive))
 	want := []driver.InsertResult{{ID: res[0].ID}, {ID: res[1].ID}, {ID: res[2].ID}, {ID: res[0].ID, Duplicate: true}, {ID: res[2].ID, Duplicate: true}}
 	if !reflect.DeepEqual(res, want) {
 		t.Fatalf("batch with repeated keys: got %+v, want %+v", res, want)
 	}
-	again := insert(t, ctx, d, job("q", "act", driver.DedupeActive), job("q", "perm", driver.DedupePermanent), job("q", "new", driver.DedupeActive))
+	again := testdb.Insert(t, ctx, d, testdb.Job("q", "act", driver.DedupeActive), testdb.Job("q", "perm", driver.DedupePermanent), testdb.Job("q", "new", driver.DedupeActive))
 	if !again[0].Duplicate || again[0].ID != res[2].ID || !again[1].Duplicate || again[1].ID != res[0].ID || again[2].Duplicate {
 		t.Fatalf("second batch: %+v", again)
 	}
 
 	// Once its jobs finish, an active key is free again and a permanent one is not.
-	jobs := claim(t, ctx, d, driver.ClaimParams{Queue: "q", Token: "w"})
+	jobs := testdb.Claim(t, ctx, d, driver.ClaimParams{Queue: "q", Token: "w"})
 	var cs []driver.Completion
 	for _, j := range jobs {
 		cs = append(cs, driver.Completion{ID: j.ID, Token: "w", Status: driver.StatusSuccess})
@@ -138,12 +92,12 @@ func TestInsert(t *testing.T) {
 	if lost, err := d.Complete(ctx, driver.CompleteParams{Completions: cs}); err != nil || len(lost) != 0 {
 		t.Fatalf("complete: lost %v, %v", lost, err)
 	}
-	third := insert(t, ctx, d, job("q", "act", driver.DedupeActive), job("q", "perm", driver.DedupePermanent))
+	third := testdb.Insert(t, ctx, d, testdb.Job("q", "act", driver.DedupeActive), testdb.Job("q", "perm", driver.DedupePermanent))
 	if third[0].Duplicate || third[0].ID == res[2].ID || !third[1].Duplicate || third[1].ID != res[0].ID {
 		t.Fatalf("after completion: %+v", third)
 	}
 
-	j := get(t, ctx, d, third[0].ID)
+	j := testdb.Get(t, ctx, d, third[0].ID)
 	var payload map[string]int
 	if err := json.Unmarshal(j.Payload, &payload); err != nil || payload["n"] != 1 {
 		t.Fatalf("payload %q: %v", j.Payload, err)
@@ -155,15 +109,15 @@ func TestInsert(t *testing.T) {
 	// RunAt wins over Delay; Delay counts from the database clock.
 	now, _ := d.Now(ctx)
 	at := now.Add(time.Hour).Truncate(time.Microsecond)
-	later := job("q", "", "")
+	later := testdb.Job("q", "", "")
 	later.RunAt = at
-	delayed := job("q", "", "")
+	delayed := testdb.Job("q", "", "")
 	delayed.Delay = 10 * time.Minute
-	r := insert(t, ctx, d, later, delayed)
-	if got := get(t, ctx, d, r[0].ID).NextRunAt; !got.Equal(at) {
+	r := testdb.Insert(t, ctx, d, later, delayed)
+	if got := testdb.Get(t, ctx, d, r[0].ID).NextRunAt; !got.Equal(at) {
 		t.Fatalf("run at %v, want %v", got, at)
 	}
-	if got := get(t, ctx, d, r[1].ID).NextRunAt.Sub(now); got < 10*time.Minute || got > 11*time.Minute {
+	if got := testdb.Get(t, ctx, d, r[1].ID).NextRunAt.Sub(now); got < 10*time.Minute || got > 11*time.Minute {
 		t.Fatalf("delay gave next_run_at now+%v", got)
 	}
 
@@ -172,7 +126,7 @@ func TestInsert(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rolled, err := d.Insert(ctx, driver.InsertParams{Tx: tx, Jobs: []driver.InsertJob{job("q", "rolled", driver.DedupePermanent)}})
+	rolled, err := d.Insert(ctx, driver.InsertParams{Tx: tx, Jobs: []driver.InsertJob{testdb.Job("q", "rolled", driver.DedupePermanent)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,12 +136,12 @@ func TestInsert(t *testing.T) {
 	}
 
 	// Bad rows fail the whole call.
-	bad := job("q", "", "")
+	bad := testdb.Job("q", "", "")
 	bad.Type = strings.Repeat("x", driver.MaxTypeLen+1)
-	if _, err := d.Insert(ctx, driver.InsertParams{Jobs: []driver.InsertJob{job("q", "fine", driver.DedupePermanent), bad}}); err == nil {
+	if _, err := d.Insert(ctx, driver.InsertParams{Jobs: []driver.InsertJob{testdb.Job("q", "fine", driver.DedupePermanent), bad}}); err == nil {
 		t.Fatal("over-long type accepted")
 	}
-	if r := insert(t, ctx, d, job("q", "fine", driver.DedupePermanent)); r[0].Duplicate {
+	if r := testdb.Insert(t, ctx, d, testdb.Job("q", "fine", driver.DedupePermanent)); r[0].Duplicate {
 		t.Fatal("a failed batch left a row behind")
 	}
 }
@@ -197,13 +151,13 @@ func TestInsertLarge(t *testing.T) {
 	const n = 12001
 	batch := make([]driver.InsertJob, n)
 	for i := range batch {
-		batch[i] = job("big", "", "")
+		batch[i] = testdb.Job("big", "", "")
 		if i%1000 == 0 {
 			// Keys repeat across chunks: the first occurrence must win.
-			batch[i] = job("big", fmt.Sprintf("k%d", i%3000), driver.DedupePermanent)
+			batch[i] = testdb.Job("big", fmt.Sprintf("k%d", i%3000), driver.DedupePermanent)
 		}
 	}
-	res := insert(t, ctx, d, batch...)
+	res := testdb.Insert(t, ctx, d, batch...)
 	seen := map[int64]bool{}
 	var last int64
 	for i, r := range res {

@@ -2,6 +2,7 @@ package sqlcommon
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 
 	"github.com/sluicehq/sluice/driver"
@@ -27,4 +28,18 @@ func ApplyMigrations(ctx context.Context, q driver.Querier, migs []driver.Migrat
 		current = m.Version
 	}
 	return current, nil
+}
+
+// ApplyMigrationsTx is ApplyMigrations in tx, committed at the end, for the
+// databases whose DDL is transactional. On failure the rollback undoes
+// every step, so the version reported is still current.
+func ApplyMigrationsTx(ctx context.Context, tx *sql.Tx, migs []driver.Migration, current int, setVersion string) (int, error) {
+	v, err := ApplyMigrations(ctx, tx, migs, current, setVersion)
+	if err != nil {
+		return current, err
+	}
+	if err := tx.Commit(); err != nil {
+		return current, fmt.Errorf("migrate: commit: %w", err)
+	}
+	return v, nil
 }

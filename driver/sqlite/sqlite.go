@@ -70,12 +70,8 @@ func Open(path string, opts Options) (*Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: parameters of %q: %w", path, err)
 	}
-	q, err := driver.LoadQueries(files, "queries", prefix, append(sqlcommon.Required, "insert", "key_holder", "claim", "claim_type", "lease_acquire", "schema_set", "complete_success",
+	q, migs, err := sqlcommon.LoadFiles(files, prefix, append(sqlcommon.Required, "insert", "key_holder", "claim", "claim_type", "lease_acquire", "schema_set", "complete_success",
 		"runnable", "runnable_type")...)
-	if err != nil {
-		return nil, err
-	}
-	migs, err := driver.LoadMigrations(files, "migrations", prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -206,14 +202,7 @@ func (d *Driver) Migrate(ctx context.Context) (int, error) {
 	if err != nil && !errors.Is(err, sql.ErrNoRows) && !strings.Contains(err.Error(), "no such table") {
 		return 0, fmt.Errorf("migrate: read version: %w", err)
 	}
-	v, err := sqlcommon.ApplyMigrations(ctx, tx, d.migrations, cur, d.Q["schema_set"])
-	if err != nil {
-		return v, err
-	}
-	if err := tx.Commit(); err != nil {
-		return v, fmt.Errorf("migrate: commit: %w", err)
-	}
-	return v, nil
+	return sqlcommon.ApplyMigrationsTx(ctx, tx, d.migrations, cur, d.Q["schema_set"])
 }
 
 // AcquireLease takes or renews a named lease.

@@ -25,6 +25,7 @@ import (
 
 	"github.com/sluicehq/sluice/dburl"
 	"github.com/sluicehq/sluice/handler/webhook"
+	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
 )
 
@@ -155,12 +156,10 @@ func runMode(t *testing.T, mode string, server *sql.DB, dbName, appURL string) {
 	t.Cleanup(func() { server.Exec("DROP DATABASE IF EXISTS " + dbName) })
 
 	receiverAddr, listen := testdb.FreeAddr(t), testdb.FreeAddr(t)
-	env := append(os.Environ(),
-		// The database comes from the config file, as users run it.
-		"SLUICE_DB=", "SLUICE_PREFIX=", "SLUICE_CONFIG=",
-		"APP_DB="+appURL, "SLUICE_TOKEN="+token, "HOOK_SECRET="+secret,
-		"RECEIVER_ADDR="+receiverAddr, "SLUICE_LISTEN="+listen,
-		"PHP_CLI_SERVER_WORKERS=4")
+	// The database comes from the config file, as users run it.
+	env := proctest.Env([]string{"APP_DB=" + appURL, "SLUICE_TOKEN=" + token, "HOOK_SECRET=" + secret,
+		"RECEIVER_ADDR=" + receiverAddr, "SLUICE_LISTEN=" + listen,
+		"PHP_CLI_SERVER_WORKERS=4"})
 	sluice := func(args ...string) []string { return append([]string{"--config", "sluice.yaml"}, args...) }
 
 	run(t, env, "php", "setup.php")

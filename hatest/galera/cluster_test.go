@@ -17,7 +17,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -75,27 +74,10 @@ const (
 )
 
 // unavailable skips a test whose environment (the Galera packages, a
-// cluster that would not form) is missing here, loudly, or fails it when
-// SLUICE_TEST_REQUIRE_ALL=1, as CI sets it.
+// cluster that would not form) is missing here, loudly, or fails it in CI.
 func unavailable(t testing.TB, what string, err error, out []byte) {
 	t.Helper()
-	msg := fmt.Sprintf("%s: %v\n%s", what, err, out)
-	if testdb.RequireAll() {
-		t.Fatalf("%s (SLUICE_TEST_REQUIRE_ALL=1: the Galera suite is required)", msg)
-	}
-	fmt.Fprintf(os.Stderr, "\n!!! SKIPPING GALERA TEST %s: %s\n", t.Name(), msg)
-	t.Skip(msg)
-}
-
-// freePort returns a loopback port nothing listens on now (like
-// testdb.FreeAddr, outside a test: the cluster forms in TestMain).
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	testdb.Unavailable(t, "Galera", what, err, out)
 }
 
 // node is one mariadbd of the cluster, with its four ports: SQL, group
@@ -168,7 +150,7 @@ func (c *cluster) build() (error, []byte) {
 	for i := 1; i <= 3; i++ {
 		nd := &node{n: i, dir: filepath.Join(c.dir, fmt.Sprintf("n%d", i))}
 		for _, p := range []*int{&nd.port, &nd.gport, &nd.iport, &nd.sport} {
-			if *p, err = freePort(); err != nil {
+			if *p, err = testdb.FreeLoopbackPort(); err != nil {
 				return err, nil
 			}
 		}

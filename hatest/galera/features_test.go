@@ -16,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/dburl"
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/driver/mysql"
+	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
 	"github.com/sluicehq/sluice/lock"
 )
@@ -52,9 +53,9 @@ func TestGaleraRefusesGetLockBackend(t *testing.T) {
 		require.ErrorContains(t, err, "?lease=1")
 		require.ErrorContains(t, err, "Galera")
 	}
-	r := run(t, tg.env, "lock", "galera-cli", "--backend", c.nodes[0].URL(), "--", "true")
-	require.Equal(t, 2, r.code, "sluice lock on a Galera node is a usage error: %s", r.stderr)
-	require.Contains(t, r.stderr, "?lease=1")
+	r := proctest.Run(t, bin, tg.env, "lock", "galera-cli", "--backend", c.nodes[0].URL(), "--", "true")
+	require.Equal(t, 2, r.Code, "sluice lock on a Galera node is a usage error: %s", r.Stderr)
+	require.Contains(t, r.Stderr, "?lease=1")
 
 	// The lease backend across nodes: a holder on node 1 keeps node 2 and
 	// node 3 out; once it lapses, node 2 takes it with a larger fence and
@@ -167,30 +168,30 @@ func TestRunLockAcrossNodes(t *testing.T) {
 	c := getCluster(t)
 	tg := newTarget(t, c)
 	logPath := t.TempDir() + "/exec.log"
-	enqueue(t, tg.drv[0], "work", 60)
+	proctest.Enqueue(t, tg.drv[0], "work", 60)
 	cfgs := make([]string, len(c.nodes))
 	for i, nd := range c.nodes {
-		cfgs[i] = dbConfig(t, nd.URL(), fmt.Sprintf(`types:
+		cfgs[i] = proctest.Config(t, nd.URL(), fmt.Sprintf(`types:
   work:
     command: ["sh", "-c", %q]
-`, logScript(logPath, "0.3")))
+`, proctest.LogScript(logPath, "SLUICE_JOB_ID", "0.3")))
 	}
 	ran, skipped := 0, 0
 	for range rounds {
 		var wg sync.WaitGroup
-		res := make([]result, len(c.nodes))
+		res := make([]proctest.Result, len(c.nodes))
 		for i := range c.nodes {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				res[i] = run(t, tg.env, "run", "--config", cfgs[i], "--max-jobs", "4", "--concurrency", "2", "--max-seconds", "20")
+				res[i] = proctest.Run(t, bin, tg.env, "run", "--config", cfgs[i], "--max-jobs", "4", "--concurrency", "2", "--max-seconds", "20")
 			}()
 		}
 		wg.Wait()
 		for i, r := range res {
-			require.Equal(t, 0, r.code, "run on node %d: %s", i+1, r.stderr)
+			require.Equal(t, 0, r.Code, "run on node %d: %s", i+1, r.Stderr)
 			var out sluice.RunResult
-			require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
+			require.NoError(t, json.Unmarshal([]byte(r.Stdout), &out), r.Stdout)
 			if out.Skipped != "" {
 				skipped++
 			} else {
@@ -200,10 +201,10 @@ func TestRunLockAcrossNodes(t *testing.T) {
 	}
 	// Passes never overlap: in the log, once a pass (a pid) starts a job,
 	// no other pid starts one until all of the first pass's runs ended.
-	l := readLog(t, logPath, true)
-	for id, runs := range l.runs {
+	l := proctest.ReadExecLog[int64](t, logPath, true)
+	for id, runs := range l.Runs {
 		for _, r := range runs {
-			require.True(t, r.ended, "job %d: a run of a finished pass did not end", id)
+			require.True(t, r.Ended, "job %d: a run of a finished pass did not end", id)
 		}
 	}
 	// Rebuild the sequence: each pid's span is from its first start line
@@ -244,7 +245,7 @@ func TestFencingAcrossNodes(t *testing.T) {
 	tg := newTarget(t, c)
 	ctx := context.Background()
 	n1, n2, n3 := tg.drv[0], tg.drv[1], tg.drv[2]
-	enqueue(t, n1, "work", 2)
+	proctest.Enqueue(t, n1, "work", 2)
 	claimed, err := n1.Claim(ctx, driver.ClaimParams{Queue: "default", Limit: 2, Lease: time.Second, Token: "stale"})
 	require.NoError(t, err)
 	require.Len(t, claimed, 2)
@@ -312,7 +313,7 @@ func TestCertificationFailureIsTransient(t *testing.T) {
 	c := getCluster(t)
 	tg := newTarget(t, c)
 	ctx := context.Background()
-	enqueue(t, tg.drv[0], "work", 1)
+	proctest.Enqueue(t, tg.drv[0], "work", 1)
 	testdb.WaitFor(t, 5*time.Second, "the job on node 2", func() bool { return !allDone(tg.drv[1], "work") })
 	tx1, err := tg.drv[0].DB().BeginTx(ctx, nil)
 	require.NoError(t, err)
@@ -357,23 +358,23 @@ func TestConcurrentMigrateAcrossNodes(t *testing.T) {
 	defer d.Close()
 	defer testdb.Drop(d, prefix)
 	var wg sync.WaitGroup
-	res := make([]result, len(c.nodes))
+	res := make([]proctest.Result, len(c.nodes))
 	for i, nd := range c.nodes {
-		cfg := dbConfig(t, nd.URL(), "")
+		cfg := proctest.Config(t, nd.URL(), "")
 		wg.Add(1)
-		go func() { defer wg.Done(); res[i] = run(t, env, "migrate", "--config", cfg) }()
+		go func() { defer wg.Done(); res[i] = proctest.Run(t, bin, env, "migrate", "--config", cfg) }()
 	}
 	wg.Wait()
 	failed := 0
 	for i, r := range res {
-		if r.code != 0 {
+		if r.Code != 0 {
 			failed++
-			t.Logf("concurrent migrate on node %d: exit %d: %s", i+1, r.code, strings.TrimSpace(r.stderr))
+			t.Logf("concurrent migrate on node %d: exit %d: %s", i+1, r.Code, strings.TrimSpace(r.Stderr))
 		}
 	}
 	for i, nd := range c.nodes {
-		r := run(t, env, "migrate", "--config", dbConfig(t, nd.URL(), ""))
-		require.Equal(t, 0, r.code, "second migrate on node %d: %s", i+1, r.stderr)
+		r := proctest.Run(t, bin, env, "migrate", "--config", proctest.Config(t, nd.URL(), ""))
+		require.Equal(t, 0, r.Code, "second migrate on node %d: %s", i+1, r.Stderr)
 	}
 	cur, latest, err := d.SchemaVersion(context.Background())
 	require.NoError(t, err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
 )
 
@@ -90,7 +91,7 @@ listen galera
 		h.cmd.Process.Kill()
 		<-h.done
 		if t.Failed() {
-			t.Logf("haproxy output (tail):\n%s", tail(out.String(), 3000))
+			t.Logf("haproxy output (tail):\n%s", proctest.Tail(out.String(), 3000))
 		}
 	})
 	// Up when a query through it answers: the checks have passed.

@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/dburl"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
 )
 
@@ -38,8 +39,8 @@ func TestKillNodeMidRun(t *testing.T) {
 	tg := newTarget(t, c)
 	h := startHAProxy(t, c)
 	logPath := t.TempDir() + "/exec.log"
-	enqueue(t, tg.drv[0], "work", jobs)
-	var procs []*proc
+	proctest.Enqueue(t, tg.drv[0], "work", jobs)
+	var procs []*proctest.Proc
 	for range 3 {
 		procs = append(procs, startWork(t, tg.env, "--config", workConfig(t, h.URL(), logPath, conc, ""), "--shutdown-timeout", "5s"))
 	}
@@ -82,11 +83,11 @@ func TestKillNodeMidRun(t *testing.T) {
 	}()
 
 	admin := adminDB(t, c.nodes[0])
-	testdb.WaitFor(t, 150*time.Second, "a third of the jobs done", func() bool { return readLog(t, logPath, false).ends >= jobs/3 })
+	testdb.WaitFor(t, 150*time.Second, "a third of the jobs done", func() bool { return proctest.ReadExecLog[int64](t, logPath, false).Ends >= jobs/3 })
 	before := successCount(admin, tg.prefix)
 	killAt := time.Now()
 	c.kill(victim)
-	killLine := readLog(t, logPath, false).lines
+	killLine := proctest.ReadExecLog[int64](t, logPath, false).Lines
 	// Jobs processing at the kill, read from a survivor: the only ones
 	// allowed to run again. Claims made through survivors after the kill
 	// are in the set too, which only loosens the bound.
@@ -118,19 +119,19 @@ func TestKillNodeMidRun(t *testing.T) {
 	total := jobs + live
 	testdb.WaitFor(t, 150*time.Second, "every job finished", func() bool {
 		for _, p := range procs {
-			require.False(t, p.exited(), "sluice work pid %d exited: %v\n%s", p.cmd.Process.Pid, p.err, tail(p.errb.String(), 2000))
+			require.False(t, p.Exited(), "sluice work pid %d exited: %v\n%s", p.Pid(), p.Err(), proctest.Tail(p.Stderr(), 2000))
 		}
 		return allDone(witness, "work")
 	})
 	for _, p := range procs {
-		require.NoError(t, p.term(t, 15*time.Second), "work exits 0 on SIGTERM")
+		require.NoError(t, p.Term(t, 15*time.Second), "work exits 0 on SIGTERM")
 	}
-	l := readLog(t, logPath, true)
-	dups := checkAllSucceeded(t, witness, l, total)
+	l := proctest.ReadExecLog[int64](t, logPath, true)
+	dups := proctest.CheckAllSucceeded(t, witness, l, total)
 	for _, id := range dups {
-		runs := l.runs[id]
+		runs := l.Runs[id]
 		require.Len(t, runs, 2, "job %d ran %d times", id, len(runs))
-		require.LessOrEqual(t, runs[0].line, killLine, "job %d ran twice but its first run started after the kill", id)
+		require.LessOrEqual(t, runs[0].Line, killLine, "job %d ran twice but its first run started after the kill", id)
 		require.True(t, held[id], "job %d ran twice but was not processing when the node died", id)
 	}
 	ackLost := 0

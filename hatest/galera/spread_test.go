@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
 
 	"github.com/stretchr/testify/require"
@@ -33,21 +34,21 @@ func TestSpreadOverNodesRunsEachJobOnce(t *testing.T) {
 	tg := newTarget(t, c)
 	dir := t.TempDir()
 	logPath, tickLog := dir+"/exec.log", dir+"/ticks.log"
-	enqueue(t, tg.drv[0], "work", jobs)
+	proctest.Enqueue(t, tg.drv[0], "work", jobs)
 	before := c.certFailures()
 	schedule := fmt.Sprintf(`  tick:
     command: ["sh", "-c", %q]
 schedules:
   every_second: { cron: "@every 1s", type: tick, overlap: allow, catch_up: 100 }
 `, `echo "$SLUICE_JOB_KEY $PPID" >> `+tickLog)
-	var procs []*proc
+	var procs []*proctest.Proc
 	for _, nd := range c.nodes {
 		procs = append(procs, startWork(t, tg.env, "--config", workConfig(t, nd.URL(), logPath, conc, schedule), "--shutdown-timeout", "5s"))
 	}
 	t0 := time.Now()
 	testdb.WaitFor(t, 150*time.Second, "every job finished", func() bool {
 		for _, p := range procs {
-			require.False(t, p.exited(), "sluice work pid %d exited: %v\n%s", p.cmd.Process.Pid, p.err, tail(p.errb.String(), 2000))
+			require.False(t, p.Exited(), "sluice work pid %d exited: %v\n%s", p.Pid(), p.Err(), proctest.Tail(p.Stderr(), 2000))
 		}
 		return allDone(tg.drv[1], "work")
 	})
@@ -55,14 +56,14 @@ schedules:
 	// At least 5 slots, however quickly the jobs went.
 	testdb.WaitFor(t, 30*time.Second, "5 schedule slots ran", func() bool { return len(readTicks(t, tickLog)) >= 5 })
 	for _, p := range procs {
-		require.NoError(t, p.term(t, 15*time.Second), "work exits 0 on SIGTERM")
+		require.NoError(t, p.Term(t, 15*time.Second), "work exits 0 on SIGTERM")
 	}
 	conflicts := c.certFailures() - before
-	l := readLog(t, logPath, true)
-	dups := checkAllSucceeded(t, tg.drv[2], l, jobs)
+	l := proctest.ReadExecLog[int64](t, logPath, true)
+	dups := proctest.CheckAllSucceeded(t, tg.drv[2], l, jobs)
 	perProc := map[int]int{}
-	for _, runs := range l.runs {
-		perProc[runs[0].pid]++
+	for _, runs := range l.Runs {
+		perProc[runs[0].PID]++
 	}
 	t.Logf("%d jobs in %s on 3 nodes (per worker %v), %d certification conflicts", jobs, took.Round(time.Millisecond), perProc, conflicts)
 	require.Empty(t, dups, "no job ran twice without a fault")

@@ -21,7 +21,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -37,6 +36,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // the test's own connections to each node
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
 )
 
@@ -63,26 +63,10 @@ const (
 )
 
 // unavailable skips a test whose servers cannot be set up here, loudly,
-// or fails it when SLUICE_TEST_REQUIRE_ALL=1 (CI), as internal/testdb does
-// for an unreachable database.
+// or fails it when SLUICE_TEST_REQUIRE_ALL=1 (CI).
 func unavailable(t *testing.T, what string, err error, out []byte) {
 	t.Helper()
-	msg := fmt.Sprintf("%s: %v\n%s", what, err, out)
-	if testdb.RequireAll() {
-		t.Fatalf("%s (SLUICE_TEST_REQUIRE_ALL=1: the Patroni cluster is required)", msg)
-	}
-	fmt.Fprintf(os.Stderr, "\n!!! SKIPPING PATRONI TEST %s: %s\n", t.Name(), msg)
-	t.Skip(msg)
-}
-
-// freePort returns a loopback port nothing listens on now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	_, p, err := net.SplitHostPort(testdb.FreeAddr(t))
-	require.NoError(t, err)
-	n, err := strconv.Atoi(p)
-	require.NoError(t, err)
-	return n
+	testdb.Unavailable(t, "Patroni", what, err, out)
 }
 
 // cluster is one Patroni cluster of three nodes on one etcd, with an
@@ -148,7 +132,7 @@ func startCluster(t *testing.T, sync bool) *cluster {
 		}
 	})
 
-	etcdClient, etcdPeer := freePort(t), freePort(t)
+	etcdClient, etcdPeer := testdb.FreePort(t), testdb.FreePort(t)
 	c.etcd = c.spawn("etcd", filepath.Join(dir, "etcd.log"), false, "etcd", "--name", "e0", "--data-dir", filepath.Join(dir, "etcd"),
 		"--listen-client-urls", fmt.Sprintf("http://127.0.0.1:%d", etcdClient),
 		"--advertise-client-urls", fmt.Sprintf("http://127.0.0.1:%d", etcdClient),
@@ -157,7 +141,7 @@ func startCluster(t *testing.T, sync bool) *cluster {
 		"--initial-cluster", fmt.Sprintf("e0=http://127.0.0.1:%d", etcdPeer))
 
 	for i := range 3 {
-		n := &node{name: fmt.Sprintf("pg%d", i), dir: filepath.Join(dir, fmt.Sprintf("pg%d", i)), pgPort: freePort(t), apiPort: freePort(t)}
+		n := &node{name: fmt.Sprintf("pg%d", i), dir: filepath.Join(dir, fmt.Sprintf("pg%d", i)), pgPort: testdb.FreePort(t), apiPort: testdb.FreePort(t)}
 		require.NoError(t, os.Mkdir(n.dir, 0o700))
 		require.NoError(t, os.WriteFile(filepath.Join(n.dir, "patroni.yml"), []byte(c.patroniConfig(n, etcdClient, sync)), 0o600))
 		require.NoError(t, os.Chown(n.dir, uid, gid))
@@ -173,7 +157,7 @@ func startCluster(t *testing.T, sync bool) *cluster {
 	c.waitRole(c.nodes[1], "replica", 120*time.Second)
 	c.waitRole(c.nodes[2], "replica", 120*time.Second)
 
-	c.haPort = freePort(t)
+	c.haPort = testdb.FreePort(t)
 	cfg := filepath.Join(dir, "haproxy.cfg")
 	require.NoError(t, os.WriteFile(cfg, []byte(c.haproxyConfig()), 0o644))
 	c.haproxy = c.spawn("haproxy", filepath.Join(dir, "haproxy.log"), false, "haproxy", "-db", "-f", cfg)
@@ -302,7 +286,7 @@ func (c *cluster) waitRole(n *node, role string, limit time.Duration) {
 	for !c.role(n, role) {
 		if time.Now().After(deadline) {
 			log, _ := os.ReadFile(filepath.Join(n.dir, "patroni.log"))
-			unavailable(c.t, fmt.Sprintf("%s did not become %s within %s", n.name, role, limit), nil, tailBytes(log, 3000))
+			unavailable(c.t, fmt.Sprintf("%s did not become %s within %s", n.name, role, limit), nil, []byte(proctest.Tail(string(log), 3000)))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -473,14 +457,7 @@ func (c *cluster) logs() string {
 	var b strings.Builder
 	for _, n := range c.nodes {
 		log, _ := os.ReadFile(filepath.Join(n.dir, "patroni.log"))
-		fmt.Fprintf(&b, "--- %s (dead=%t) ---\n%s\n", n.name, n.dead, tailBytes(log, 2000))
+		fmt.Fprintf(&b, "--- %s (dead=%t) ---\n%s\n", n.name, n.dead, proctest.Tail(string(log), 2000))
 	}
 	return b.String()
-}
-
-func tailBytes(b []byte, n int) []byte {
-	if len(b) > n {
-		return b[len(b)-n:]
-	}
-	return b
 }

@@ -21,6 +21,8 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/dburl"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/clienttest"
+	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
 )
 
@@ -166,8 +168,8 @@ func failoverRun(t *testing.T, c *cluster, syncMode bool) string {
 	logPath := filepath.Join(dir, "exec.log")
 
 	// Migrate through the multi-host URL, as a deploy would.
-	out, err := runSluice(t, env, "migrate", "--config", writeConfig(t, dir, "migrate", mhURL, logPath))
-	require.NoError(t, err, out)
+	r := proctest.Run(t, bin, env, "migrate", "--config", writeConfig(t, mhURL, logPath))
+	require.Equal(t, 0, r.Code, r.Stderr)
 
 	// The test's own driver, also on the multi-host URL: it seeds jobs,
 	// plays the fenced-out worker, and reads the outcome.
@@ -178,14 +180,14 @@ func failoverRun(t *testing.T, c *cluster, syncMode bool) string {
 
 	paths := map[string]string{"multihost": mhURL, "haproxy": haURL}
 	pathOfPID := map[int]string{}
-	var procs []*proc
+	var procs []*proctest.Proc
 	enqs := map[string]*enqueuer{}
 	for _, path := range []string{"multihost", "haproxy"} {
-		cfg := writeConfig(t, dir, path, paths[path], logPath)
-		w := startSluice(t, "work-"+path, env, "work", "--config", cfg, "--shutdown-timeout", "10s")
-		pathOfPID[w.cmd.Process.Pid] = path
+		cfg := writeConfig(t, paths[path], logPath)
+		w := proctest.Start(t, bin, "work-"+path, env, "work", "--config", cfg, "--shutdown-timeout", "10s")
+		pathOfPID[w.Pid()] = path
 		addr := testdb.FreeAddr(t)
-		s := startSluice(t, "serve-"+path, env, "serve", "--log-level", "warn", "--no-workers", "--listen", addr, "--config", cfg, "--shutdown-timeout", "10s")
+		s := proctest.Start(t, bin, "serve-"+path, env, "serve", "--log-level", "warn", "--no-workers", "--listen", addr, "--config", cfg, "--shutdown-timeout", "10s")
 		procs = append(procs, w, s)
 		f, err := os.Create(filepath.Join(dir, "acks-"+path+".log"))
 		require.NoError(t, err)
@@ -193,14 +195,7 @@ func failoverRun(t *testing.T, c *cluster, syncMode bool) string {
 		enqs[path] = &enqueuer{name: path, base: "http://" + addr, log: f}
 	}
 	for _, e := range enqs {
-		testdb.WaitFor(t, 30*time.Second, e.base+" serving", func() bool {
-			resp, err := http.Get(e.base + "/healthz")
-			if err != nil {
-				return false
-			}
-			resp.Body.Close()
-			return resp.StatusCode == http.StatusOK
-		})
+		testdb.WaitFor(t, 30*time.Second, e.base+" serving", func() bool { return proctest.Healthy(e.base) })
 	}
 
 	// The wake-up probe: a client of the library on the multi-host URL
@@ -226,7 +221,7 @@ func failoverRun(t *testing.T, c *cluster, syncMode bool) string {
 		go func() { defer enqWG.Done(); e.run(enqCtx, stopEnq) }()
 	}
 
-	testdb.WaitFor(t, 90*time.Second, "a third of the seeded jobs done", func() bool { return countEnds(logPath) >= seedJobs/3 })
+	testdb.WaitFor(t, 90*time.Second, "a third of the seeded jobs done", func() bool { return proctest.CountEnds(logPath) >= seedJobs/3 })
 	before := wake.pickup(t, wake.inserter)
 	t.Logf("pickup by NOTIFY before the kill: %s", before.Round(time.Millisecond))
 
@@ -299,7 +294,7 @@ func failoverRun(t *testing.T, c *cluster, syncMode bool) string {
 		return true
 	})
 	for _, p := range procs {
-		require.False(t, p.exited(), "%s exited during the failover: %v", p.name, p.err)
+		require.False(t, p.Exited(), "%s exited during the failover: %v", p.Name, p.Err())
 	}
 
 	listenAt, ok := <-listenBack
@@ -350,11 +345,11 @@ func failoverRun(t *testing.T, c *cluster, syncMode bool) string {
 		return true
 	})
 	for _, p := range procs {
-		require.NoError(t, p.term(t, 20*time.Second), "%s exits 0 on SIGTERM", p.name)
+		require.NoError(t, p.Term(t, 20*time.Second), "%s exits 0 on SIGTERM", p.Name)
 	}
 
 	// The outcome, from the execution log and the new primary.
-	runs := readLog(t, logPath)
+	runs := proctest.ReadExecLog[string](t, logPath, true).Runs
 	rows := allJobs(t, newDB, prefix)
 	byKey := map[string]jobRow{}
 	for _, r := range rows {
@@ -376,7 +371,7 @@ func failoverRun(t *testing.T, c *cluster, syncMode bool) string {
 	for _, k := range ackedLost {
 		ended := false
 		for _, r := range runs[k] {
-			ended = ended || r.ended
+			ended = ended || r.Ended
 		}
 		if !ended {
 			lost = append(lost, k)
@@ -400,10 +395,10 @@ func failoverRun(t *testing.T, c *cluster, syncMode bool) string {
 	// lease, and dropped, though its outcome was written.
 	leaseLost := 0
 	for _, p := range procs {
-		for _, line := range strings.Split(p.stderr.String(), "\n") {
+		for _, line := range strings.Split(p.Stderr(), "\n") {
 			if strings.Contains(line, "job lease lost") {
 				leaseLost++
-				t.Logf("%s: %s", p.name, line)
+				t.Logf("%s: %s", p.Name, line)
 			}
 		}
 	}
@@ -479,19 +474,12 @@ func newWakeProbe(t *testing.T, url, prefix string) *wakeProbe {
 	require.NoError(t, err)
 	t.Cleanup(func() { ins.Close() })
 	w := &wakeProbe{started: make(chan time.Time, 16), inserter: ins}
-	c, err := sluice.NewClient(sluice.Config{Driver: d, PollMax: time.Minute, DisableMaintenance: true,
+	clienttest.Start(t, sluice.Config{Driver: d, PollMax: time.Minute, DisableMaintenance: true,
 		Queues: map[string]sluice.QueueConfig{"wake": {Concurrency: 1}},
 		Types: map[string]sluice.Type{"wake": {Queue: "wake", Handler: sluice.HandlerFunc(func(context.Context, *sluice.Job) error {
 			w.started <- time.Now()
 			return nil
 		})}}})
-	require.NoError(t, err)
-	require.NoError(t, c.Start(context.Background()))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		c.Stop(ctx)
-	})
 	return w
 }
 

@@ -23,7 +23,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,6 +31,7 @@ import (
 
 	"github.com/sluicehq/sluice/dburl"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
 )
 
@@ -47,11 +47,7 @@ func TestMain(m *testing.M) {
 // server is missing.
 func unavailable(t *testing.T, msg string) {
 	t.Helper()
-	if testdb.RequireAll() {
-		t.Fatalf("%s (SLUICE_TEST_REQUIRE_ALL=1: PgBouncer is required)", msg)
-	}
-	fmt.Fprintf(os.Stderr, "\n!!! SKIPPING PGBOUNCER TEST %s: %s\n", t.Name(), msg)
-	t.Skip(msg)
+	testdb.Unavailable(t, "PgBouncer", msg, nil, nil)
 }
 
 // bouncer is a throwaway pgbouncer in front of the shared server.
@@ -68,7 +64,7 @@ func (b *bouncer) requireAlive(t *testing.T) {
 	t.Helper()
 	select {
 	case <-b.done:
-		t.Fatalf("pgbouncer exited:\n%s", tail(b.logs.String(), 2000))
+		t.Fatalf("pgbouncer exited:\n%s", proctest.Tail(b.logs.String(), 2000))
 	default:
 	}
 	require.NotContains(t, b.logs.String(), "FATAL")
@@ -146,7 +142,7 @@ log_disconnections = 0
 		cmd.Process.Kill()
 		<-done
 		if t.Failed() {
-			t.Logf("pgbouncer log (tail):\n%s", tail(b.logs.String(), 3000))
+			t.Logf("pgbouncer log (tail):\n%s", proctest.Tail(b.logs.String(), 3000))
 		}
 	})
 
@@ -237,41 +233,9 @@ func (b *bouncer) drop(prefix string) {
 	testdb.Drop(d, prefix)
 }
 
-// proc is a running sluice process.
-type proc struct {
-	cmd    *exec.Cmd
-	stderr *testdb.SyncBuffer
-	done   chan struct{}
-	mu     sync.Mutex
-	err    error
-}
-
-func startSluice(t *testing.T, env []string, args ...string) *proc {
+func startSluice(t *testing.T, env []string, args ...string) *proctest.Proc {
 	t.Helper()
-	p := &proc{stderr: &testdb.SyncBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Env = append(append(os.Environ(), "SLUICE_DB=", "SLUICE_LISTEN_DB=", "SLUICE_PREFIX=", "SLUICE_CONFIG="), env...)
-	p.cmd.Stderr = p.stderr
-	require.NoError(t, p.cmd.Start())
-	go func() {
-		err := p.cmd.Wait()
-		p.mu.Lock()
-		p.err = err
-		p.mu.Unlock()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			p.cmd.Process.Kill()
-			<-p.done
-		}
-		if t.Failed() {
-			t.Logf("sluice %s pid %d stderr (tail):\n%s", args, p.cmd.Process.Pid, tail(p.stderr.String(), 3000))
-		}
-	})
-	return p
+	return proctest.Start(t, bin, fmt.Sprint("sluice ", args), env, args...)
 }
 
 // runSluice runs a sluice command to its end and returns its stdout.
@@ -284,14 +248,11 @@ func runSluice(t *testing.T, env []string, stdin string, args ...string) string 
 // runSluiceErr is runSluice that also returns stderr.
 func runSluiceErr(t *testing.T, env []string, stdin string, args ...string) (string, string) {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(append(os.Environ(), "SLUICE_DB=", "SLUICE_LISTEN_DB=", "SLUICE_PREFIX=", "SLUICE_CONFIG="), env...)
+	cmd := proctest.Command(t, bin, env, args...)
 	cmd.Stdin = strings.NewReader(stdin)
-	var errb strings.Builder
-	cmd.Stderr = &errb
-	out, err := cmd.Output()
-	require.NoError(t, err, "sluice %s: %s", args, errb.String())
-	return string(out), errb.String()
+	r := proctest.RunCmd(t, cmd)
+	require.Zero(t, r.Code, "sluice %s: %s", args, r.Stderr)
+	return r.Stdout, r.Stderr
 }
 
 func withParam(u, param string) string {
@@ -299,11 +260,4 @@ func withParam(u, param string) string {
 		return u + "&" + param
 	}
 	return u + "?" + param
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
 }

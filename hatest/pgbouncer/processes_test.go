@@ -1,10 +1,8 @@
 package pgbouncer_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/sluicehq/sluice/dburl"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
 )
 
@@ -74,13 +73,7 @@ schedules:
 
 	work := startSluice(t, env(listening), "work")
 	serve := startSluice(t, env(listening), "serve")
-	testdb.WaitFor(t, 30*time.Second, "serve answers /healthz", func() bool {
-		r, err := http.Get("http://" + addr + "/healthz")
-		if err == nil {
-			r.Body.Close()
-		}
-		return err == nil && r.StatusCode == 200
-	})
+	testdb.WaitFor(t, 30*time.Second, "serve answers /healthz", func() bool { return proctest.Healthy("http://" + addr) })
 	// Both listeners are on the server directly (through the pooler their
 	// LISTEN session would go to other clients) and passed their check.
 	testdb.WaitFor(t, 15*time.Second, "two LISTEN sessions on the server", func() bool { return listeners(t, d, prefix) == 2 })
@@ -154,20 +147,20 @@ schedules:
 	wg.Wait()
 	require.Equal(t, n, inserted, "concurrent enqueues of the same keys made one job per key")
 
-	testdb.WaitFor(t, 60*time.Second, "every job is done", func() bool { return allDone(d) })
+	testdb.WaitFor(t, 60*time.Second, "every job is done", func() bool { return proctest.AllDone(d) })
 	// Let the schedule run a few more slots, then stop everything.
 	time.Sleep(2 * time.Second)
-	for _, p := range []*proc{work, serve, probe} {
-		require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	for _, p := range []*proctest.Proc{work, serve, probe} {
+		require.NoError(t, p.Cmd.Process.Signal(syscall.SIGTERM))
 	}
-	for _, p := range []*proc{work, serve, probe} {
+	for _, p := range []*proctest.Proc{work, serve, probe} {
 		select {
-		case <-p.done:
-			require.NoError(t, p.err, "clean exit; stderr: %s", tail(p.stderr.String(), 2000))
+		case <-p.Done():
+			require.NoError(t, p.Err(), "clean exit; stderr: %s", proctest.Tail(p.Stderr(), 2000))
 		case <-time.After(30 * time.Second):
 			t.Fatal("a sluice process did not exit within 30s of SIGTERM")
 		}
-		require.NotContains(t, p.stderr.String(), "prepared statement")
+		require.NotContains(t, p.Stderr(), "prepared statement")
 	}
 	// Stopping cancels in-flight queries; pgx's cancel requests used to
 	// crash PgBouncer 1.18 here (see driver/postgres dropCancelRequests).
@@ -183,9 +176,9 @@ schedules:
 		ran[r.id]++
 		pids[r.pid] = true
 	}
-	rows := allJobs(t, d)
+	rows := testdb.AllJobs(t, d, driver.ListParams{})
 	byType := map[string]int{}
-	workers := map[string]bool{fmt.Sprint(work.cmd.Process.Pid): true, fmt.Sprint(serve.cmd.Process.Pid): true, fmt.Sprint(probe.cmd.Process.Pid): true}
+	workers := map[string]bool{fmt.Sprint(work.Pid()): true, fmt.Sprint(serve.Pid()): true, fmt.Sprint(probe.Pid()): true}
 	dups := 0
 	for _, j := range rows {
 		if j.Type == "tick" && j.Status == driver.StatusPending {
@@ -201,7 +194,7 @@ schedules:
 			continue
 		}
 		require.Equal(t, 1, ran[j.ID], "job %d (%s %q, %d attempts) ran %d times: %v; processes: work %d, serve %d, probing work %d",
-			j.ID, j.Type, j.Key, j.Attempts, ran[j.ID], runsOf(runs, j.ID), work.cmd.Process.Pid, serve.cmd.Process.Pid, probe.cmd.Process.Pid)
+			j.ID, j.Type, j.Key, j.Attempts, ran[j.ID], runsOf(runs, j.ID), work.Pid(), serve.Pid(), probe.Pid())
 		byType[j.Type]++
 	}
 	require.LessOrEqual(t, dups, requeued, "a job ran twice only if a run pass requeued it")
@@ -269,35 +262,4 @@ func readExec(t *testing.T, path string) []execRun {
 		out = append(out, r)
 	}
 	return out
-}
-
-func allJobs(t *testing.T, d driver.Driver) []driver.JobRow {
-	t.Helper()
-	var out []driver.JobRow
-	var after int64
-	for {
-		rows, err := d.ListJobs(context.Background(), driver.ListParams{AfterID: after, Limit: 1000})
-		require.NoError(t, err)
-		out = append(out, rows...)
-		if len(rows) < 1000 {
-			return out
-		}
-		after = rows[len(rows)-1].ID
-	}
-}
-
-// allDone reports whether no job is pending or processing.
-func allDone(d driver.Driver) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	st, err := d.Stats(ctx)
-	if err != nil {
-		return false
-	}
-	for _, s := range st {
-		if s.Pending+s.Processing > 0 {
-			return false
-		}
-	}
-	return true
 }

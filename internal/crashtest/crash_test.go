@@ -4,13 +4,11 @@
 package crashtest
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -20,6 +18,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/dburl"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
 )
 
@@ -106,14 +105,7 @@ func TestKillWorkerMidRun(t *testing.T) {
 func runCrash(t *testing.T, d driver.Driver, tg testdb.Target) bool {
 	const jobs = 1000
 	ctx := context.Background()
-	c, err := sluice.NewClient(sluice.Config{Driver: d})
-	require.NoError(t, err)
-	ps := make([]sluice.EnqueueParams, jobs)
-	for i := range ps {
-		ps[i] = sluice.EnqueueParams{Type: "work", Key: fmt.Sprintf("crash-%d", i)}
-	}
-	_, err = c.EnqueueMany(ctx, ps)
-	require.NoError(t, err)
+	proctest.Enqueue(t, d, "work", jobs)
 
 	logPath := t.TempDir() + "/exec.log"
 	var procs []*exec.Cmd
@@ -138,13 +130,13 @@ func runCrash(t *testing.T, d driver.Driver, tg testdb.Target) bool {
 	// the log, final for the victim once it is dead, tells afterwards.
 	var victim *exec.Cmd
 	t0 := time.Now()
-	waitFor(t, 60*time.Second, func() bool {
+	testdb.WaitFor(t, 60*time.Second, "a quarter of the jobs done and a worker running one", func() bool {
 		runs := readLog(t, logPath, false)
-		if runs.ended < jobs/4 {
+		if runs.Ends < jobs/4 {
 			return false
 		}
 		for _, p := range procs {
-			if len(runs.unfinished(p.Process.Pid)) > 0 {
+			if len(runs.Unfinished(p.Process.Pid)) > 0 {
 				victim = p
 				return true
 			}
@@ -155,7 +147,7 @@ func runCrash(t *testing.T, d driver.Driver, tg testdb.Target) bool {
 	t.Logf("kill after %s", time.Since(t0))
 	require.NoError(t, victim.Process.Signal(syscall.SIGKILL))
 	victim.Wait()
-	inFlight := readLog(t, logPath, false).unfinished(killedPID)
+	inFlight := readLog(t, logPath, false).Unfinished(killedPID)
 	if len(inFlight) == 0 {
 		return false
 	}
@@ -169,8 +161,8 @@ func runCrash(t *testing.T, d driver.Driver, tg testdb.Target) bool {
 	atKill := readLog(t, logPath, false)
 	held := map[int64]bool{}
 	for _, j := range processing {
-		for _, r := range atKill.starts[j.ID] {
-			if r == fmt.Sprintf("%d %d", killedPID, j.Attempts) {
+		for _, r := range atKill.Runs[j.ID] {
+			if r.PID == killedPID && r.Attempt == j.Attempts {
 				held[j.ID] = true
 			}
 		}
@@ -180,16 +172,7 @@ func runCrash(t *testing.T, d driver.Driver, tg testdb.Target) bool {
 	}
 	t.Logf("killed pid %d with %d jobs in flight, holding %d", killedPID, len(inFlight), len(held))
 
-	waitFor(t, 90*time.Second, func() bool {
-		st, err := d.Stats(ctx)
-		require.NoError(t, err)
-		for _, s := range st {
-			if s.Pending+s.Processing > 0 {
-				return false
-			}
-		}
-		return true
-	})
+	testdb.WaitFor(t, 90*time.Second, "every job done", func() bool { return proctest.AllDone(d) })
 	t.Logf("all done after %s", time.Since(t0))
 	// The survivors stop cleanly: exit status 0 after SIGTERM (and, when
 	// built with -race, no data race reported, which would exit 66).
@@ -210,20 +193,19 @@ func runCrash(t *testing.T, d driver.Driver, tg testdb.Target) bool {
 	// there, and it either never ended or ended without its outcome being
 	// written before the kill.
 	runs := readLog(t, logPath, true)
-	require.Len(t, runs.starts, jobs, "every job ran")
-	killed := fmt.Sprintf("%d ", killedPID)
+	require.Len(t, runs.Runs, jobs, "every job ran")
 	unfinished, twice := 0, 0
-	for id, rs := range runs.starts {
+	for id, rs := range runs.Runs {
 		for _, r := range rs {
-			if !runs.ends[fmt.Sprintf("%d %s", id, r)] {
+			if !r.Ended {
 				unfinished++
-				require.True(t, strings.HasPrefix(r, killed), "job %d: run %q never ended, but only the killed process may leave one", id, r)
+				require.Equal(t, killedPID, r.PID, "job %d: run %v never ended, but only the killed process may leave one", id, r)
 			}
 		}
 		if len(rs) > 1 {
 			twice++
 			require.Len(t, rs, 2, "job %d ran %d times: %v", id, len(rs), rs)
-			require.True(t, strings.HasPrefix(rs[0], killed), "job %d ran twice (%v) but its first run was not in the killed process %d", id, rs, killedPID)
+			require.Equal(t, killedPID, rs[0].PID, "job %d ran twice (%v) but its first run was not in the killed process %d", id, rs, killedPID)
 			require.True(t, held[id], "job %d ran twice (%v) but the killed process did not hold it at the kill", id, rs)
 		}
 	}
@@ -231,66 +213,9 @@ func runCrash(t *testing.T, d driver.Driver, tg testdb.Target) bool {
 	return true
 }
 
-// execLog is the execution log as read: every run of every job.
-type execLog struct {
-	starts map[int64][]string // id -> "pid attempt" per run, in log order
-	ends   map[string]bool    // "id pid attempt"
-	ended  int                // end lines
-}
-
-// unfinished lists the jobs pid started and did not end.
-func (l execLog) unfinished(pid int) []int64 {
-	prefix := fmt.Sprintf("%d ", pid)
-	var ids []int64
-	for id, rs := range l.starts {
-		for _, r := range rs {
-			if strings.HasPrefix(r, prefix) && !l.ends[fmt.Sprintf("%d %s", id, r)] {
-				ids = append(ids, id)
-			}
-		}
-	}
-	return ids
-}
-
-// readLog reads the log at path. While workers run, the last line may be
-// caught mid-write and is skipped; once they are stopped (complete), every
-// line must parse, since each is written whole by one O_APPEND write.
-func readLog(t *testing.T, path string, complete bool) execLog {
+// readLog reads the log the workers write, in the format of
+// proctest.LogScript.
+func readLog(t *testing.T, path string, complete bool) *proctest.ExecLog[int64] {
 	t.Helper()
-	l := execLog{starts: map[int64][]string{}, ends: map[string]bool{}}
-	f, err := os.Open(path)
-	if os.IsNotExist(err) {
-		return l
-	}
-	require.NoError(t, err)
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var kind string
-		var id int64
-		var attempt, pid int
-		if _, err := fmt.Sscanf(sc.Text(), "%s %d %d %d", &kind, &id, &attempt, &pid); err != nil {
-			require.False(t, complete, "log line %q: %v", sc.Text(), err)
-			continue
-		}
-		if kind == "start" {
-			l.starts[id] = append(l.starts[id], fmt.Sprintf("%d %d", pid, attempt))
-		} else {
-			l.ends[fmt.Sprintf("%d %d %d", id, pid, attempt)] = true
-			l.ended++
-		}
-	}
-	require.NoError(t, sc.Err())
-	return l
-}
-
-func waitFor(t *testing.T, limit time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %s", limit)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return proctest.ReadExecLog[int64](t, path, complete)
 }

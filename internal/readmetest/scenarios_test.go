@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/sluicehq/sluice/dburl"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
 )
 
@@ -216,14 +216,7 @@ func servePHP(t *testing.T, sc *scene, b Block) {
 			t.Logf("sluice serve:\n%s", out)
 		}
 	})
-	require.Eventually(t, func() bool {
-		resp, err := http.Get("http://" + apiAddr + "/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, 15*time.Second, 50*time.Millisecond, "sluice serve did not come up")
+	testdb.WaitFor(t, 15*time.Second, "sluice serve answers /healthz", func() bool { return proctest.Healthy("http://" + apiAddr) })
 }
 
 // checkPHP: the job the app enqueued (once, though twice asked) was run by

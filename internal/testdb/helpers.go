@@ -2,6 +2,7 @@ package testdb
 
 import (
 	"bytes"
+	"fmt"
 	"net"
 	"sync"
 	"testing"
@@ -11,12 +12,28 @@ import (
 // for a server a test starts as a separate process.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return fmt.Sprintf("127.0.0.1:%d", FreePort(t))
+}
+
+// FreePort returns a loopback port nothing listens on now.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	port, err := FreeLoopbackPort()
 	if err != nil {
 		t.Fatalf("finding a free port: %v", err)
 	}
+	return port
+}
+
+// FreeLoopbackPort is FreePort outside a test (a TestMain that starts
+// servers shared by the package's tests).
+func FreeLoopbackPort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
 	defer ln.Close()
-	return ln.Addr().String()
+	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // SyncBuffer collects output that a process or logger writes while the

@@ -23,21 +23,30 @@ func WaitFor(t testing.TB, limit time.Duration, what string, cond func() bool) {
 	}
 }
 
-// JobsByStatus reads every job matching filter (its Status, AfterID and
-// Limit are set here), by status, paging through ListJobs.
-func JobsByStatus(t testing.TB, d driver.Driver, filter driver.ListParams) map[driver.Status][]driver.JobRow {
+// AllJobs reads every job matching filter (its AfterID and Limit are set
+// here), in id order, paging through ListJobs.
+func AllJobs(t testing.TB, d driver.Driver, filter driver.ListParams) []driver.JobRow {
 	t.Helper()
-	out := map[driver.Status][]driver.JobRow{}
-	filter.Status, filter.AfterID, filter.Limit = "", 0, 1000
+	var out []driver.JobRow
+	filter.AfterID, filter.Limit = 0, 1000
 	for {
 		rows, err := d.ListJobs(context.Background(), filter)
 		require.NoError(t, err)
-		for _, r := range rows {
-			out[r.Status] = append(out[r.Status], r)
-		}
+		out = append(out, rows...)
 		if len(rows) < filter.Limit {
 			return out
 		}
 		filter.AfterID = rows[len(rows)-1].ID
 	}
+}
+
+// JobsByStatus reads every job matching filter but its Status, by status.
+func JobsByStatus(t testing.TB, d driver.Driver, filter driver.ListParams) map[driver.Status][]driver.JobRow {
+	t.Helper()
+	out := map[driver.Status][]driver.JobRow{}
+	filter.Status = ""
+	for _, r := range AllJobs(t, d, filter) {
+		out[r.Status] = append(out[r.Status], r)
+	}
+	return out
 }

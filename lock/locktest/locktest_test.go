@@ -6,32 +6,28 @@ import (
 	"github.com/sluicehq/sluice/lock/locktest"
 )
 
-func TestFile(t *testing.T) {
-	locktest.Exercise(t, locktest.Open(t, "file"), locktest.Caps{Session: true})
+// caps is what each backend promises beyond exclusion.
+var caps = map[string]locktest.Caps{
+	"file":           {Session: true},
+	"redis":          {TTL: true, Fence: true},
+	"mysql":          {Session: true, Fence: true},
+	"postgres":       {Session: true},
+	"sqlite-lease":   {TTL: true, Fence: true},
+	"mysql-lease":    {TTL: true, Fence: true},
+	"postgres-lease": {TTL: true, Fence: true},
 }
 
-func TestRedis(t *testing.T) {
-	locktest.Exercise(t, locktest.Open(t, "redis"), locktest.Caps{TTL: true, Fence: true})
-}
-
-func TestMySQL(t *testing.T) {
-	locktest.Exercise(t, locktest.Open(t, "mysql"), locktest.Caps{Session: true, Fence: true})
-}
-
-func TestPostgres(t *testing.T) {
-	locktest.Exercise(t, locktest.Open(t, "postgres"), locktest.Caps{Session: true})
-}
-
-func TestSQLiteLease(t *testing.T) {
-	locktest.Exercise(t, locktest.Open(t, "sqlite-lease"), locktest.Caps{TTL: true, Fence: true})
-}
-
-func TestMySQLLease(t *testing.T) {
-	locktest.Exercise(t, locktest.Open(t, "mysql-lease"), locktest.Caps{TTL: true, Fence: true})
-}
-
-func TestPostgresLease(t *testing.T) {
-	locktest.Exercise(t, locktest.Open(t, "postgres-lease"), locktest.Caps{TTL: true, Fence: true})
+// TestBackends runs the conformance suite against every backend.
+func TestBackends(t *testing.T) {
+	for _, backend := range locktest.Backends {
+		t.Run(backend, func(t *testing.T) {
+			c, ok := caps[backend]
+			if !ok {
+				t.Fatalf("no caps listed for backend %q", backend)
+			}
+			locktest.Exercise(t, locktest.Open(t, backend), c)
+		})
+	}
 }
 
 // BenchmarkAcquireRelease is one uncontended acquire and release per op.

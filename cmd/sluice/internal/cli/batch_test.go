@@ -22,6 +22,7 @@ import (
 	"github.com/sluicehq/sluice/batch"
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/handler/webhook"
+	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
 )
 
@@ -90,7 +91,7 @@ func killRuns(t *testing.T, d driver.Driver, env []string, name string, kills in
 			fmt.Sprintf("kill %d: the run committed no chunk within 60s", i))
 		// A random delay further, so that kills land at different points of a chunk.
 		time.Sleep(time.Duration(rand.IntN(200)) * time.Millisecond)
-		require.NoError(t, cmd.Process.Kill(), "kill %d", i)
+		require.NoError(t, cmd.Cmd.Process.Kill(), "kill %d", i)
 		err := cmd.Wait()
 		var ee *exec.ExitError
 		require.ErrorAs(t, err, &ee, "kill %d: the run had already exited", i)
@@ -102,8 +103,8 @@ func killRuns(t *testing.T, d driver.Driver, env []string, name string, kills in
 		t.Logf("kill %d: rows done %d -> %d", i, before, cp.RowsDone)
 	}
 	r := run(t, env, "", "batch", "run", name)
-	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stdout, "batch "+name+": done")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Contains(t, r.Stdout, "batch "+name+": done")
 }
 
 // SIGKILL mid-run, three times: with a same-database sink every
@@ -127,9 +128,9 @@ func TestBatchCrashExactlyOnce(t *testing.T) {
 			killRuns(t, d, env, "touch", 3)
 			require.Zero(t, countWhere(t, d, tbl, "hits <> 1"), "rows not processed exactly once")
 			r := run(t, env, "", "batch", "status", "touch", "--json")
-			require.Equal(t, 0, r.code, r.stderr)
+			require.Equal(t, 0, r.Code, r.Stderr)
 			var cps []map[string]any
-			require.NoError(t, json.Unmarshal([]byte(r.stdout), &cps))
+			require.NoError(t, json.Unmarshal([]byte(r.Stdout), &cps))
 			require.Len(t, cps, 1)
 			require.Equal(t, "done", cps[0]["status"])
 			require.Equal(t, float64(n), cps[0]["rows_done"])
@@ -205,47 +206,47 @@ func TestBatchCommands(t *testing.T) {
 	env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix, "SLUICE_CONFIG=" + cfg}
 
 	r := run(t, env, "", "batch", "run", "slow", "--dry-run")
-	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stdout, "ORDER BY s.id LIMIT 100")
-	require.Contains(t, r.stdout, "rows: 100")
-	require.Contains(t, r.stdout, "nothing written")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Contains(t, r.Stdout, "ORDER BY s.id LIMIT 100")
+	require.Contains(t, r.Stdout, "rows: 100")
+	require.Contains(t, r.Stdout, "nothing written")
 	require.Zero(t, countWhere(t, d, tbl, "hits <> 0"))
 	r = run(t, env, "", "batch", "status", "--json")
-	require.Equal(t, 0, r.code, r.stderr)
-	require.Equal(t, "[]\n", r.stdout, "a dry run writes no checkpoint")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Equal(t, "[]\n", r.Stdout, "a dry run writes no checkpoint")
 
 	r = run(t, env, "", "batch", "run", "nope")
-	require.Equal(t, 2, r.code)
-	require.Contains(t, r.stderr, `no batch "nope"`)
+	require.Equal(t, 2, r.Code)
+	require.Contains(t, r.Stderr, `no batch "nope"`)
 
 	first := startWorker(t, env, "batch", "run", "slow", "--interval", "50ms")
 	time.Sleep(500 * time.Millisecond)
 	r = run(t, env, "", "batch", "run", "slow")
-	require.Equal(t, 1, r.code)
-	require.Contains(t, r.stderr, "is being run by")
+	require.Equal(t, 1, r.Code)
+	require.Contains(t, r.Stderr, "is being run by")
 
 	r = run(t, env, "", "batch", "pause", "slow")
-	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stdout, "paused 1 shards")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Contains(t, r.Stdout, "paused 1 shards")
 	require.NoError(t, first.Wait(), "a paused run exits 0")
 	r = run(t, env, "", "batch", "status", "slow")
-	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stdout, "paused")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Contains(t, r.Stdout, "paused")
 	done := countWhere(t, d, tbl, "hits = 1")
 	require.Greater(t, done, int64(0))
 	require.Less(t, done, int64(2000))
 
 	r = run(t, env, "", "batch", "resume", "slow")
-	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 0, r.Code, r.Stderr)
 	r = run(t, env, "", "batch", "run", "slow", "--interval", "10ms")
-	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stdout, "rows/s")
-	require.Contains(t, r.stdout, "batch slow: done, 2000 rows")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Contains(t, r.Stdout, "rows/s")
+	require.Contains(t, r.Stdout, "batch slow: done, 2000 rows")
 	require.Zero(t, countWhere(t, d, tbl, "hits <> 1"))
 
 	r = run(t, env, "", "batch", "reset", "slow")
-	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stdout, "reset 1 shards")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Contains(t, r.Stdout, "reset 1 shards")
 }
 
 // `sluice batch enqueue` turns shards into jobs that `sluice work`
@@ -265,16 +266,15 @@ func TestBatchShardsAsJobs(t *testing.T) {
 `, tbl, tbl))
 			env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix, "SLUICE_CONFIG=" + cfg}
 			r := run(t, env, "", "batch", "enqueue", "spread")
-			require.Equal(t, 0, r.code, r.stderr)
-			require.JSONEq(t, `{"inserted":4,"duplicates":0}`, r.stdout)
+			require.Equal(t, 0, r.Code, r.Stderr)
+			require.JSONEq(t, `{"inserted":4,"duplicates":0}`, r.Stdout)
 			r = run(t, env, "", "batch", "enqueue", "spread")
-			require.JSONEq(t, `{"inserted":0,"duplicates":4}`, r.stdout, "shards already queued are not queued twice")
+			require.JSONEq(t, `{"inserted":0,"duplicates":4}`, r.Stdout, "shards already queued are not queued twice")
 			w1 := startWorker(t, env, "work")
 			w2 := startWorker(t, env, "work")
 			waitDone(t, d, 60*time.Second)
-			for _, w := range []*exec.Cmd{w1, w2} {
-				require.NoError(t, w.Process.Signal(syscall.SIGTERM))
-				require.NoError(t, w.Wait())
+			for _, w := range []*proctest.Proc{w1, w2} {
+				require.NoError(t, w.Term(t, 2*time.Minute))
 			}
 			require.Zero(t, countWhere(t, d, tbl, "hits <> 1"), "rows not processed exactly once")
 			jobs, err := d.ListJobs(context.Background(), driver.ListParams{Type: "batch:spread", Status: driver.StatusSuccess})

@@ -1,12 +1,10 @@
 package cli_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
 )
 
@@ -32,8 +31,7 @@ func TestBulkEnqueueOverlappingKeys(t *testing.T) {
 			d, tg := testdb.OpenURL(t, name)
 			dir := t.TempDir()
 			// The database comes from the config file, as users give it.
-			cfg := filepath.Join(dir, "sluice.yaml")
-			require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf("db: %q\n", tg.URL)), 0o600))
+			cfg := proctest.Config(t, tg.URL, "")
 
 			files := make([]string, procs)
 			for p := range files {
@@ -45,36 +43,21 @@ func TestBulkEnqueueOverlappingKeys(t *testing.T) {
 				require.NoError(t, os.WriteFile(files[p], []byte(b.String()), 0o600))
 			}
 
-			type outcome struct {
-				code           int
-				stdout, stderr string
-			}
-			outs := make([]outcome, procs)
+			outs := make([]proctest.Result, procs)
+			errs := make([]error, procs)
 			var wg sync.WaitGroup
 			for p := range procs {
-				wg.Go(func() {
-					cmd := exec.Command(bin, "--config", cfg, "enqueue", "--ndjson", files[p])
-					cmd.Env = append(os.Environ(), "SLUICE_DB=", "SLUICE_CONFIG=", "SLUICE_PREFIX="+tg.Prefix)
-					var so, se bytes.Buffer
-					cmd.Stdout, cmd.Stderr = &so, &se
-					err := cmd.Run()
-					code := 0
-					if ee, ok := err.(*exec.ExitError); ok {
-						code = ee.ExitCode()
-					} else if err != nil {
-						code = -1
-						se.WriteString(err.Error())
-					}
-					outs[p] = outcome{code, so.String(), se.String()}
-				})
+				cmd := proctest.Command(t, bin, []string{"SLUICE_PREFIX=" + tg.Prefix}, "--config", cfg, "enqueue", "--ndjson", files[p])
+				wg.Go(func() { outs[p], errs[p] = proctest.Output(cmd) })
 			}
 			wg.Wait()
 
 			inserted, dups := 0, 0
 			for p, o := range outs {
-				require.Equal(t, 0, o.code, "process %d: %s", p, o.stderr)
+				require.NoError(t, errs[p], "process %d", p)
+				require.Equal(t, 0, o.Code, "process %d: %s", p, o.Stderr)
 				var r struct{ Inserted, Duplicates int }
-				require.NoError(t, json.Unmarshal([]byte(o.stdout), &r), "process %d stdout %q", p, o.stdout)
+				require.NoError(t, json.Unmarshal([]byte(o.Stdout), &r), "process %d stdout %q", p, o.Stdout)
 				require.Equal(t, keys, r.Inserted+r.Duplicates, "process %d", p)
 				inserted += r.Inserted
 				dups += r.Duplicates
@@ -83,17 +66,9 @@ func TestBulkEnqueueOverlappingKeys(t *testing.T) {
 			require.Equal(t, (procs-1)*keys, dups)
 
 			seen := map[string]bool{}
-			for after := int64(0); ; {
-				jobs, err := d.ListJobs(t.Context(), driver.ListParams{AfterID: after, Limit: 1000})
-				require.NoError(t, err)
-				if len(jobs) == 0 {
-					break
-				}
-				for _, j := range jobs {
-					require.False(t, seen[j.Key], "key %q twice", j.Key)
-					seen[j.Key] = true
-				}
-				after = jobs[len(jobs)-1].ID
+			for _, j := range testdb.AllJobs(t, d, driver.ListParams{}) {
+				require.False(t, seen[j.Key], "key %q twice", j.Key)
+				seen[j.Key] = true
 			}
 			require.Len(t, seen, keys)
 		})

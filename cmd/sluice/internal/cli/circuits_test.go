@@ -18,29 +18,29 @@ func TestCLICircuit(t *testing.T) {
 	env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix}
 
 	r := run(t, env, "", "circuit", "list")
-	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stdout, "no circuit")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Contains(t, r.Stdout, "no circuit")
 
 	r = run(t, env, "", "circuit", "open", "mailer")
-	require.Equal(t, 0, r.code, r.stderr)
-	require.Equal(t, "circuit mailer: open\n", r.stdout)
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Equal(t, "circuit mailer: open\n", r.Stdout)
 	c, err := d.Circuit(context.Background(), driver.CircuitParams{Type: "mailer"})
 	require.NoError(t, err)
 	require.Equal(t, driver.CircuitOpen, c.State)
 	require.True(t, c.Manual)
 
 	r = run(t, env, "", "stats")
-	require.Equal(t, 0, r.code, r.stderr)
-	require.Regexp(t, `mailer\s+open\s+0\s+1\s+closed by hand`, r.stdout)
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Regexp(t, `mailer\s+open\s+0\s+1\s+closed by hand`, r.Stdout)
 	r = run(t, env, "", "circuit", "list", "--json")
-	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stdout, `"type":"mailer","state":"open"`)
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Contains(t, r.Stdout, `"type":"mailer","state":"open"`)
 
 	r = run(t, env, "", "circuit", "close", "mailer")
-	require.Equal(t, 0, r.code, r.stderr)
-	require.Equal(t, "circuit mailer: closed\n", r.stdout)
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Equal(t, "circuit mailer: closed\n", r.Stdout)
 
 	r = run(t, env, "", "circuit", "open", strings.Repeat("t", 65))
-	require.Equal(t, 2, r.code, "bad input")
-	require.Contains(t, r.stderr, "type")
+	require.Equal(t, 2, r.Code, "bad input")
+	require.Contains(t, r.Stderr, "type")
 }

@@ -1,7 +1,6 @@
 package cli_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/sluicehq/sluice/dburl"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
 )
 
@@ -27,56 +27,28 @@ func TestMain(m *testing.M) {
 	testdb.MainWithBinary(m, &bin)
 }
 
-type result struct {
-	code           int
-	stdout, stderr string
-}
-
 // run runs the binary with env additions and optional stdin.
-func run(t *testing.T, env []string, stdin string, args ...string) result {
+func run(t *testing.T, env []string, stdin string, args ...string) proctest.Result {
 	t.Helper()
 	return runIn(t, "", env, stdin, args...)
 }
 
 // runIn is run in the working directory dir ("" for a fresh empty one).
-func runIn(t *testing.T, dir string, env []string, stdin string, args ...string) result {
+func runIn(t *testing.T, dir string, env []string, stdin string, args ...string) proctest.Result {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = workDir(t, dir)
-	cmd.Env = childEnv(env)
+	cmd := command(t, dir, env, args...)
 	cmd.Stdin = strings.NewReader(stdin)
-	var so, se bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &so, &se
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else {
-		require.NoError(t, err)
-	}
-	return result{code, so.String(), se.String()}
+	return proctest.RunCmd(t, cmd)
 }
 
-// workDir is dir, or a fresh empty directory, so that a command that
-// falls back to ./sluice.yaml or ./sluice.db never touches the source tree.
-func workDir(t *testing.T, dir string) string {
-	if dir == "" {
-		return t.TempDir()
+// command is the binary with args in the working directory dir ("" for a
+// fresh empty one).
+func command(t *testing.T, dir string, env []string, args ...string) *exec.Cmd {
+	cmd := proctest.Command(t, bin, env, args...)
+	if dir != "" {
+		cmd.Dir = dir
 	}
-	return dir
-}
-
-// childEnv is the test's environment without the settings that choose a
-// database or a config file, so that only env (and the arguments) do.
-func childEnv(env []string) []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		if k != "SLUICE_DB" && k != "SLUICE_LISTEN_DB" && k != "SLUICE_CONFIG" && k != "SLUICE_PREFIX" {
-			out = append(out, kv)
-		}
-	}
-	return append(out, env...)
+	return cmd
 }
 
 func TestCLIJobLifecycle(t *testing.T) {
@@ -87,63 +59,63 @@ func TestCLIJobLifecycle(t *testing.T) {
 			env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix}
 
 			r := run(t, env, "", "migrate")
-			require.Equal(t, 0, r.code, r.stderr)
-			require.Contains(t, r.stdout, "already up to date")
+			require.Equal(t, 0, r.Code, r.Stderr)
+			require.Contains(t, r.Stdout, "already up to date")
 
 			r = run(t, env, "", "enqueue", "order_sync", "--key", "order-1", "--payload", `{"order":1}`, "--priority", "3")
-			require.Equal(t, 0, r.code, r.stderr)
+			require.Equal(t, 0, r.Code, r.Stderr)
 			var res struct {
 				ID        int64 `json:"id"`
 				Duplicate bool  `json:"duplicate"`
 			}
-			require.NoError(t, json.Unmarshal([]byte(r.stdout), &res))
+			require.NoError(t, json.Unmarshal([]byte(r.Stdout), &res))
 			require.False(t, res.Duplicate)
 			first := res.ID
 
 			r = run(t, env, "", "enqueue", "order_sync", "--key", "order-1")
-			require.Equal(t, 0, r.code, r.stderr)
-			require.JSONEq(t, fmt.Sprintf(`{"id":%d,"duplicate":true}`, first), r.stdout)
+			require.Equal(t, 0, r.Code, r.Stderr)
+			require.JSONEq(t, fmt.Sprintf(`{"id":%d,"duplicate":true}`, first), r.Stdout)
 
 			r = run(t, env, `{"from":"stdin"}`, "enqueue", "report", "--payload", "-", "--delay", "1h")
-			require.Equal(t, 0, r.code, r.stderr)
+			require.Equal(t, 0, r.Code, r.Stderr)
 
 			r = run(t, env, "", "jobs", "show", fmt.Sprint(first), "--json")
-			require.Equal(t, 0, r.code, r.stderr)
+			require.Equal(t, 0, r.Code, r.Stderr)
 			var job map[string]any
-			require.NoError(t, json.Unmarshal([]byte(r.stdout), &job))
+			require.NoError(t, json.Unmarshal([]byte(r.Stdout), &job))
 			require.Equal(t, "order-1", job["key"])
 			require.Equal(t, float64(3), job["priority"])
 			require.Equal(t, "pending", job["status"])
 
 			r = run(t, env, "", "jobs", "list", "--json", "--type", "report")
-			require.Equal(t, 0, r.code, r.stderr)
-			require.Equal(t, 1, strings.Count(r.stdout, "\n"))
-			require.Contains(t, r.stdout, `"from":"stdin"`)
+			require.Equal(t, 0, r.Code, r.Stderr)
+			require.Equal(t, 1, strings.Count(r.Stdout, "\n"))
+			require.Contains(t, r.Stdout, `"from":"stdin"`)
 
 			r = run(t, env, "", "jobs", "cancel", fmt.Sprint(first))
-			require.Equal(t, 0, r.code, r.stderr)
+			require.Equal(t, 0, r.Code, r.Stderr)
 			r = run(t, env, "", "jobs", "cancel", fmt.Sprint(first))
-			require.Equal(t, 1, r.code)
-			require.Contains(t, r.stderr, "not in a state")
+			require.Equal(t, 1, r.Code)
+			require.Contains(t, r.Stderr, "not in a state")
 			r = run(t, env, "", "jobs", "retry", fmt.Sprint(first))
-			require.Equal(t, 0, r.code, r.stderr)
+			require.Equal(t, 0, r.Code, r.Stderr)
 			r = run(t, env, "", "jobs", "show", "999999")
-			require.Equal(t, 1, r.code)
-			require.Contains(t, r.stderr, "not found")
+			require.Equal(t, 1, r.Code)
+			require.Contains(t, r.Stderr, "not found")
 
 			r = run(t, env, "", "stats", "--json")
-			require.Equal(t, 0, r.code, r.stderr)
-			require.Contains(t, r.stdout, `"pending":2`)
+			require.Equal(t, 0, r.Code, r.Stderr)
+			require.Contains(t, r.Stdout, `"pending":2`)
 
 			r = run(t, env, "", "jobs", "purge", "--status", "success", "--older-than", "7d")
-			require.Equal(t, 0, r.code, r.stderr)
-			require.Equal(t, "deleted 0 jobs\n", r.stdout)
+			require.Equal(t, 0, r.Code, r.Stderr)
+			require.Equal(t, "deleted 0 jobs\n", r.Stdout)
 
 			// NDJSON: all lines or none.
 			good := `{"type":"a","key":"n1"}` + "\n" + `{"type":"a","key":"n1"}` + "\n\n" + `{"type":"b","payload":{"x":1},"delay":"5m"}` + "\n"
 			r = run(t, env, good, "enqueue", "--ndjson", "-")
-			require.Equal(t, 0, r.code, r.stderr)
-			require.JSONEq(t, `{"inserted":2,"duplicates":1}`, r.stdout)
+			require.Equal(t, 0, r.Code, r.Stderr)
+			require.JSONEq(t, `{"inserted":2,"duplicates":1}`, r.Stdout)
 			jobs, err := d.ListJobs(t.Context(), driver.ListParams{})
 			require.NoError(t, err)
 			require.Len(t, jobs, 4)
@@ -187,9 +159,9 @@ func TestCLIBadInput(t *testing.T) {
 				stdin = `{"type":"ok","colour":"red"}` + "\n"
 			}
 			r := run(t, env, stdin, c.args...)
-			require.Equal(t, 2, r.code, "stderr: %s", r.stderr)
-			require.Contains(t, r.stderr, c.want)
-			require.Equal(t, 1, strings.Count(r.stderr, "\n"), "one line: %q", r.stderr)
+			require.Equal(t, 2, r.Code, "stderr: %s", r.Stderr)
+			require.Contains(t, r.Stderr, c.want)
+			require.Equal(t, 1, strings.Count(r.Stderr, "\n"), "one line: %q", r.Stderr)
 		})
 	}
 	jobs, err := d.ListJobs(t.Context(), driver.ListParams{})
@@ -200,15 +172,15 @@ func TestCLIBadInput(t *testing.T) {
 func TestCLISchemaAndServerErrors(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "fresh.db")
 	r := run(t, nil, "", "--db", "sqlite:"+path, "enqueue", "t")
-	require.Equal(t, 1, r.code)
-	require.Contains(t, r.stderr, "run `sluice migrate` first")
+	require.Equal(t, 1, r.Code)
+	require.Contains(t, r.Stderr, "run `sluice migrate` first")
 
 	r = run(t, nil, "", "--db", "sqlite:"+path, "migrate")
-	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stdout, "upgraded from 0")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Contains(t, r.Stdout, "upgraded from 0")
 	r = run(t, nil, "", "--db", "sqlite:"+path, "migrate")
-	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stdout, "already up to date")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Contains(t, r.Stdout, "already up to date")
 
 	// A schema newer than the binary is refused, not "downgraded".
 	d, err := dburl.Open("sqlite:"+path, dburl.Options{})
@@ -217,18 +189,18 @@ func TestCLISchemaAndServerErrors(t *testing.T) {
 	require.NoError(t, err)
 	d.Close()
 	r = run(t, nil, "", "--db", "sqlite:"+path, "migrate")
-	require.Equal(t, 1, r.code)
-	require.Contains(t, r.stderr, "newer than this binary")
+	require.Equal(t, 1, r.Code)
+	require.Contains(t, r.Stderr, "newer than this binary")
 	r = run(t, nil, "", "--db", "sqlite:"+path, "stats")
-	require.Equal(t, 1, r.code)
-	require.Contains(t, r.stderr, "upgrade sluice")
+	require.Equal(t, 1, r.Code)
+	require.Contains(t, r.Stderr, "upgrade sluice")
 
 	r = run(t, nil, "", "--db", "mysql://root@127.0.0.1:1/nothing", "stats")
-	require.Equal(t, 1, r.code)
-	require.Contains(t, r.stderr, "127.0.0.1:1")
-	require.Equal(t, 1, strings.Count(r.stderr, "\n"), r.stderr)
+	require.Equal(t, 1, r.Code)
+	require.Contains(t, r.Stderr, "127.0.0.1:1")
+	require.Equal(t, 1, strings.Count(r.Stderr, "\n"), r.Stderr)
 
 	r = run(t, nil, "", "version")
-	require.Equal(t, 0, r.code)
-	require.True(t, strings.HasPrefix(r.stdout, "sluice "))
+	require.Equal(t, 0, r.Code)
+	require.True(t, strings.HasPrefix(r.Stdout, "sluice "))
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/dburl"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
 )
 
@@ -56,11 +56,11 @@ func TestConfigFileChoosesTheDatabase(t *testing.T) {
 			env := []string{"SLUICE_PREFIX=" + tg.Prefix}
 			// Each command runs in a working directory of its own, with no
 			// sluice.yaml and no sluice.db, and must leave no sluice.db there.
-			sluiceCmd := func(t *testing.T, stdin string, args ...string) result {
+			sluiceCmd := func(t *testing.T, stdin string, args ...string) proctest.Result {
 				t.Helper()
 				wd := t.TempDir()
 				r := runIn(t, wd, env, stdin, append([]string{"--config", cfg}, args...)...)
-				require.Equal(t, 0, r.code, "sluice %s: %s", strings.Join(args, " "), r.stderr)
+				require.Equal(t, 0, r.Code, "sluice %s: %s", strings.Join(args, " "), r.Stderr)
 				requireNoDefaultDB(t, wd)
 				return r
 			}
@@ -72,17 +72,17 @@ func TestConfigFileChoosesTheDatabase(t *testing.T) {
 				require.NoError(t, err)
 				t.Cleanup(func() { testdb.Drop(fd, fresh); fd.Close() })
 				r := runIn(t, wd, []string{"SLUICE_PREFIX=" + fresh}, "", "--config", cfg, "migrate")
-				require.Equal(t, 0, r.code, r.stderr)
+				require.Equal(t, 0, r.Code, r.Stderr)
 				cur, latest, err := fd.SchemaVersion(context.Background())
 				require.NoError(t, err)
 				require.Equal(t, latest, cur, "migrate created the config's database")
-				require.Equal(t, fmt.Sprintf("%s: schema version %d (upgraded from 0)\n", dburl.Redact(tg.URL), latest), r.stdout)
+				require.Equal(t, fmt.Sprintf("%s: schema version %d (upgraded from 0)\n", dburl.Redact(tg.URL), latest), r.Stdout)
 				requireNoDefaultDB(t, wd)
 			})
 			t.Run("enqueue", func(t *testing.T) {
 				r := sluiceCmd(t, "", "enqueue", "report", "--queue", "cli-enqueue", "--key", "cfg-1")
 				var res sluice.EnqueueResult
-				require.NoError(t, json.Unmarshal([]byte(r.stdout), &res))
+				require.NoError(t, json.Unmarshal([]byte(r.Stdout), &res))
 				j, err := d.GetJob(context.Background(), res.ID)
 				require.NoError(t, err)
 				require.Equal(t, "cfg-1", j.Key)
@@ -90,7 +90,7 @@ func TestConfigFileChoosesTheDatabase(t *testing.T) {
 			t.Run("enqueue --ndjson", func(t *testing.T) {
 				lines := `{"type":"nd","queue":"cli-ndjson"}` + "\n" + `{"type":"nd","queue":"cli-ndjson"}` + "\n"
 				r := sluiceCmd(t, lines, "enqueue", "--ndjson", "-")
-				require.JSONEq(t, `{"inserted":2,"duplicates":0}`, r.stdout)
+				require.JSONEq(t, `{"inserted":2,"duplicates":0}`, r.Stdout)
 				jobs, err := d.ListJobs(context.Background(), driver.ListParams{Queue: "cli-ndjson"})
 				require.NoError(t, err)
 				require.Len(t, jobs, 2)
@@ -98,10 +98,10 @@ func TestConfigFileChoosesTheDatabase(t *testing.T) {
 			t.Run("jobs list and show", func(t *testing.T) {
 				id := seed(t, d, sluice.EnqueueParams{Type: "listed", Queue: "cli-jobs", Key: "listed-1"})
 				r := sluiceCmd(t, "", "jobs", "list", "--json", "--type", "listed")
-				require.Equal(t, 1, strings.Count(r.stdout, "\n"), r.stdout)
-				require.Contains(t, r.stdout, fmt.Sprintf(`"id":%d,`, id))
+				require.Equal(t, 1, strings.Count(r.Stdout, "\n"), r.Stdout)
+				require.Contains(t, r.Stdout, fmt.Sprintf(`"id":%d,`, id))
 				r = sluiceCmd(t, "", "jobs", "show", fmt.Sprint(id), "--json")
-				require.Contains(t, r.stdout, `"key":"listed-1"`)
+				require.Contains(t, r.Stdout, `"key":"listed-1"`)
 			})
 			t.Run("jobs cancel and retry", func(t *testing.T) {
 				id := seed(t, d, sluice.EnqueueParams{Type: "held", Queue: "cli-jobs"})
@@ -113,7 +113,7 @@ func TestConfigFileChoosesTheDatabase(t *testing.T) {
 			t.Run("stats", func(t *testing.T) {
 				seed(t, d, sluice.EnqueueParams{Type: "counted", Queue: "cli-stats"})
 				r := sluiceCmd(t, "", "stats", "--json")
-				require.Contains(t, r.stdout, `"queue":"cli-stats"`)
+				require.Contains(t, r.Stdout, `"queue":"cli-stats"`)
 			})
 			t.Run("queues pause and resume", func(t *testing.T) {
 				sluiceCmd(t, "", "queues", "pause", "cli-paused")
@@ -131,7 +131,7 @@ func TestConfigFileChoosesTheDatabase(t *testing.T) {
 				var res struct {
 					Done int `json:"done"`
 				}
-				require.NoError(t, json.Unmarshal([]byte(r.stdout), &res), r.stdout)
+				require.NoError(t, json.Unmarshal([]byte(r.Stdout), &res), r.Stdout)
 				require.Equal(t, 2, res.Done)
 				for _, id := range ids {
 					require.Equal(t, driver.StatusSuccess, jobStatus(t, d, id))
@@ -144,8 +144,7 @@ func TestConfigFileChoosesTheDatabase(t *testing.T) {
 				require.Eventually(t, func() bool {
 					return jobStatus(t, d, ids[0]) == driver.StatusSuccess && jobStatus(t, d, ids[1]) == driver.StatusSuccess
 				}, 30*time.Second, 100*time.Millisecond, "the worker ran the config database's jobs")
-				require.NoError(t, w.Process.Signal(syscall.SIGTERM))
-				require.NoError(t, w.Wait())
+				require.NoError(t, w.Term(t, 2*time.Minute))
 				b, err := os.ReadFile(logPath)
 				require.NoError(t, err)
 				require.Contains(t, strings.Fields(string(b)), fmt.Sprint(ids[1]))
@@ -169,8 +168,7 @@ func TestConfigFileChoosesTheDatabase(t *testing.T) {
 				j, err := d.GetJob(context.Background(), res.ID)
 				require.NoError(t, err)
 				require.Equal(t, "served-1", j.Key)
-				require.NoError(t, s.Process.Signal(syscall.SIGTERM))
-				require.NoError(t, s.Wait())
+				require.NoError(t, s.Term(t, 2*time.Minute))
 				requireNoDefaultDB(t, wd)
 			})
 		})
@@ -197,7 +195,7 @@ func TestConfigFileDiscovery(t *testing.T) {
 			}
 			for _, c := range cases {
 				r := runIn(t, c.dir, c.env, "", append(c.args, "enqueue", "found", "--queue", "cli-found", "--key", c.way)...)
-				require.Equal(t, 0, r.code, "%s: %s", c.way, r.stderr)
+				require.Equal(t, 0, r.Code, "%s: %s", c.way, r.Stderr)
 				jobs, err := d.ListJobs(context.Background(), driver.ListParams{Queue: "cli-found", KeyPrefix: c.way})
 				require.NoError(t, err)
 				require.Len(t, jobs, 1, "the job enqueued with %s is in the config's database", c.way)
@@ -253,7 +251,7 @@ func TestDatabasePrecedence(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := runIn(t, c.dir, c.env, "", append(c.args, "enqueue", "prec", "--key", c.name)...)
-			require.Equal(t, 0, r.code, r.stderr)
+			require.Equal(t, 0, r.Code, r.Stderr)
 			for n, d := range drivers {
 				jobs, err := d.ListJobs(context.Background(), driver.ListParams{KeyPrefix: c.name})
 				require.NoError(t, err)
@@ -305,29 +303,29 @@ func TestOnlyMigrateCreatesSQLiteFile(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := runIn(t, dir, nil, `{"type":"t"}`+"\n", append(c.flags, c.args...)...)
-			require.Equal(t, 1, r.code, r.stderr)
-			require.Contains(t, r.stderr, want)
-			require.Contains(t, r.stderr, "run `sluice migrate` first")
-			require.Equal(t, 1, strings.Count(r.stderr, "\n"), "one line: %q", r.stderr)
+			require.Equal(t, 1, r.Code, r.Stderr)
+			require.Contains(t, r.Stderr, want)
+			require.Contains(t, r.Stderr, "run `sluice migrate` first")
+			require.Equal(t, 1, strings.Count(r.Stderr, "\n"), "one line: %q", r.Stderr)
 			require.NoFileExists(t, missing)
 		})
 	}
 
 	r := runIn(t, dir, nil, "", "--config", cfgWithDB, "migrate")
-	require.Equal(t, 0, r.code, r.stderr)
-	require.True(t, strings.HasPrefix(r.stdout, url+": schema version "), r.stdout)
-	require.Contains(t, r.stdout, "(upgraded from 0)")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.True(t, strings.HasPrefix(r.Stdout, url+": schema version "), r.Stdout)
+	require.Contains(t, r.Stdout, "(upgraded from 0)")
 	require.FileExists(t, missing)
 	r = runIn(t, dir, nil, "", "--config", cfgWithDB, "stats")
-	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 0, r.Code, r.Stderr)
 
 	// An in-memory database has no file to check: migrate works on it, and
 	// other commands get the schema error, not the missing-file one.
 	r = runIn(t, dir, nil, "", "--db", "sqlite::memory:", "migrate")
-	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 0, r.Code, r.Stderr)
 	r = runIn(t, dir, nil, "", "--db", "sqlite::memory:", "stats")
-	require.Equal(t, 1, r.code, r.stderr)
-	require.Contains(t, r.stderr, "database schema version 0")
+	require.Equal(t, 1, r.Code, r.Stderr)
+	require.Contains(t, r.Stderr, "database schema version 0")
 	requireNoDefaultDB(t, dir)
 }
 
@@ -341,19 +339,19 @@ func TestBrokenConfigFile(t *testing.T) {
 	for _, args := range [][]string{{"migrate"}, {"--db", db, "migrate"}, {"enqueue", "t"}, {"jobs", "list"}, {"stats"},
 		{"queues", "pause", "q"}, {"run"}, {"work"}, {"serve"}, {"schedules", "list"}} {
 		r := runIn(t, dir, nil, "", args...)
-		require.Equal(t, 2, r.code, "%v: %s", args, r.stderr)
-		require.Contains(t, r.stderr, "sluice.yaml: queues.default.concurrency:", args)
-		require.Contains(t, r.stderr, "(line 3)", args)
+		require.Equal(t, 2, r.Code, "%v: %s", args, r.Stderr)
+		require.Contains(t, r.Stderr, "sluice.yaml: queues.default.concurrency:", args)
+		require.Contains(t, r.Stderr, "(line 3)", args)
 	}
 	require.NoFileExists(t, filepath.Join(dir, "q.db"))
 	require.NoFileExists(t, filepath.Join(dir, "other.db"))
 
 	r := runIn(t, dir, nil, "", "version")
-	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 0, r.Code, r.Stderr)
 	r = runIn(t, dir, nil, "", "help", "migrate")
-	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 0, r.Code, r.Stderr)
 	r = runIn(t, dir, nil, "", "lock", "cron-job", "--backend", "file:"+dir, "--", "true")
-	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 0, r.Code, r.Stderr)
 }
 
 // A CLI enqueue takes the type's queue, attempts and dedupe from the config
@@ -361,18 +359,16 @@ func TestBrokenConfigFile(t *testing.T) {
 // queue would sit in "default", where no worker of that type looks.
 func TestEnqueueUsesTheConfigTypes(t *testing.T) {
 	d, tg := testdb.OpenURL(t, "sqlite")
-	cfg := filepath.Join(t.TempDir(), "sluice.yaml")
-	require.NoError(t, os.WriteFile(cfg, []byte(`db: `+tg.URL+`
-queues:
+	cfg := proctest.Config(t, tg.URL, `queues:
   reports: { concurrency: 1 }
 types:
   report: { command: ["true"], queue: reports, max_attempts: 8, dedupe: active }
-`), 0o600))
+`)
 	env := []string{"SLUICE_PREFIX=" + tg.Prefix}
 	r := runIn(t, t.TempDir(), env, "", "--config", cfg, "enqueue", "report", "--key", "r:1")
-	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 0, r.Code, r.Stderr)
 	r = runIn(t, t.TempDir(), env, `{"type":"report","key":"r:2"}`+"\n", "--config", cfg, "enqueue", "--ndjson", "-")
-	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 0, r.Code, r.Stderr)
 	jobs, err := d.ListJobs(context.Background(), driver.ListParams{Type: "report"})
 	require.NoError(t, err)
 	require.Len(t, jobs, 2)
@@ -383,7 +379,7 @@ types:
 	}
 	// An explicit flag still wins over the type's default.
 	r = runIn(t, t.TempDir(), env, "", "--config", cfg, "enqueue", "report", "--key", "r:3", "--queue", "default", "--max-attempts", "2")
-	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 0, r.Code, r.Stderr)
 	j, err := d.ListJobs(context.Background(), driver.ListParams{Type: "report", KeyPrefix: "r:3"})
 	require.NoError(t, err)
 	require.Len(t, j, 1)

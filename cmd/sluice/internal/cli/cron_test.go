@@ -2,7 +2,6 @@ package cli_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,10 +9,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,29 +18,9 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
 )
-
-// startLogged starts `sluice <args>` in the background and returns it with
-// its stderr, to be read once it has exited.
-func startLogged(t *testing.T, env []string, args ...string) (*exec.Cmd, *bytes.Buffer) {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(append(os.Environ(), "SLUICE_DB=", "SLUICE_PREFIX=", "SLUICE_CONFIG="), env...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-		if t.Failed() {
-			t.Logf("%s stderr:\n%s", strings.Join(args, " "), stderr.String())
-		}
-	})
-	return cmd, &stderr
-}
 
 // cronScript plays a job by its key: ok:* succeeds, flaky:* fails its
 // first attempt and succeeds on the second, perm:* fails with the
@@ -211,7 +188,7 @@ func TestCronPassOverHTTP(t *testing.T) {
 			d, tg := testdb.OpenURL(t, name)
 			cfg := writeCronConfig(t, tg.URL)
 			addr := testdb.FreeAddr(t)
-			srv, stderr := startLogged(t, []string{"SLUICE_PREFIX=" + tg.Prefix},
+			srv := startWorker(t, []string{"SLUICE_PREFIX=" + tg.Prefix},
 				"--config", cfg, "--log-level", "debug", "--log-format", "json", "serve", "--no-workers", "--listen", addr)
 			base := "http://" + addr
 
@@ -277,10 +254,9 @@ func TestCronPassOverHTTP(t *testing.T) {
 			require.Equal(t, fmt.Sprint(cronAttempts), metrics[`sluice_job_run_duration_seconds_count{queue="default",type="sync"}`])
 			require.Equal(t, cronOutcomes, rollups(t, d, "sync"), "an interrupted attempt is not a finished one")
 
-			require.NoError(t, srv.Process.Signal(syscall.SIGTERM))
-			require.NoError(t, srv.Wait())
+			require.NoError(t, srv.Term(t, 2*time.Minute))
 			// The interrupted attempt has its line too, with no outcome.
-			checkAttemptLog(t, stderr.String(), cronAttempts+1, cronFailures)
+			checkAttemptLog(t, srv.Stderr(), cronAttempts+1, cronFailures)
 		})
 	}
 }
@@ -305,9 +281,9 @@ func TestCronPassCommand(t *testing.T) {
 					waitRetriesDue(t, d)
 				}
 				r := run(t, env, "", "--config", cfg, "--log-level", "debug", "--log-format", "json", "run", "--type", "sync", "--max-jobs", "100")
-				require.Equal(t, 0, r.code, r.stderr)
-				require.Equal(t, want, passCounts(t, r.stdout))
-				log.WriteString(r.stderr)
+				require.Equal(t, 0, r.Code, r.Stderr)
+				require.Equal(t, want, passCounts(t, r.Stdout))
+				log.WriteString(r.Stderr)
 				if i == 0 {
 					require.Equal(t, map[string]int64{"success": 8, "retry": 5, "failed": 2}, rollups(t, d, "sync"))
 				}
@@ -330,9 +306,7 @@ func TestHandlerOutputStaysOutOfLogs(t *testing.T) {
 	}))
 	defer echo.Close()
 	d, tg := testdb.OpenURL(t, "sqlite")
-	cfg := filepath.Join(t.TempDir(), "sluice.yaml")
-	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`db: %q
-queues:
+	cfg := proctest.Config(t, tg.URL, fmt.Sprintf(`queues:
   default: { concurrency: 2 }
 types:
   echo:
@@ -341,7 +315,7 @@ types:
   hook:
     http: { url: %q }
     max_attempts: 1
-`, tg.URL, echo.URL)), 0o644))
+`, echo.URL))
 	c, err := sluice.NewClient(sluice.Config{Driver: d})
 	require.NoError(t, err)
 	enqueue := func() {
@@ -354,11 +328,10 @@ types:
 	env := []string{"SLUICE_PREFIX=" + tg.Prefix}
 
 	enqueue()
-	w, stderr := startLogged(t, env, "--config", cfg, "work")
+	w := startWorker(t, env, "--config", cfg, "work")
 	waitDone(t, d, 20*time.Second)
-	require.NoError(t, w.Process.Signal(syscall.SIGTERM))
-	require.NoError(t, w.Wait())
-	log := stderr.String()
+	require.NoError(t, w.Term(t, 2*time.Minute))
+	log := w.Stderr()
 	require.Contains(t, log, `error="command sh: exit code 1"`)
 	require.Contains(t, log, `error="HTTP 500"`)
 	require.NotContains(t, log, marker, "info level: no payload in the log")
@@ -371,6 +344,6 @@ types:
 
 	enqueue()
 	r := run(t, env, "", "--config", cfg, "--log-level", "debug", "run")
-	require.Equal(t, 0, r.code, r.stderr)
-	require.Equal(t, 2, strings.Count(r.stderr, marker), "debug level shows the output of each attempt:\n%s", r.stderr)
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Equal(t, 2, strings.Count(r.Stderr, marker), "debug level shows the output of each attempt:\n%s", r.Stderr)
 }

@@ -85,12 +85,12 @@ func TestExampleWebhookReceiver(t *testing.T) {
 	env := []string{"SLUICE_PREFIX=" + tg.Prefix, "SLUICE_EXAMPLE_DB=" + tg.URL, "SLUICE_EXAMPLE_APP=" + base,
 		"HOOK_SECRET=" + secret, "SLUICE_TOKEN=example-token"}
 	r := run(t, env, "", "--config", cfg, "migrate")
-	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 0, r.Code, r.Stderr)
 	r = run(t, env, "", "--config", cfg, "enqueue", "order_sync", "--key", "order:8", "--payload", `{"order":8}`)
-	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 0, r.Code, r.Stderr)
 	r = run(t, env, "", "--config", cfg, "run")
-	require.Equal(t, 0, r.code, r.stderr)
-	require.JSONEq(t, `{"ok":true,"done":1,"retried":0,"failed":0,"requeued":0}`, r.stdout)
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.JSONEq(t, `{"ok":true,"done":1,"retried":0,"failed":0,"requeued":0}`, r.Stdout)
 	jobs, err := d.ListJobs(context.Background(), driver.ListParams{})
 	require.NoError(t, err)
 	require.Len(t, jobs, 1, "the job is in the database the config's db: names")

@@ -6,12 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
 )
 
@@ -99,22 +98,19 @@ func TestFairQueueAcrossProcesses(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			fair := os.Getenv("SLUICE_FAIR_UNFAIR") == ""
 			d, tg := testdb.OpenURL(t, name)
-			dir := t.TempDir()
-			logPath := filepath.Join(dir, "exec.log")
-			cfg := filepath.Join(dir, "sluice.yaml")
-			require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`db: %s
-queues:
+			logPath := filepath.Join(t.TempDir(), "exec.log")
+			cfg := proctest.Config(t, tg.URL, fmt.Sprintf(`queues:
   tenants: { concurrency: 4, fair: %t }
 types:
   work: { queue: tenants, command: %s }
-`, tg.URL, fair, logCommand(logPath, "0"))), 0o644))
+`, fair, logCommand(logPath, "0")))
 			backlog := fairBacklog(t)
 			enqueueParts(t, d, "work", "A", backlog)
 			enqueueParts(t, d, "work", "B", 100)
 			enqueueParts(t, d, "work", "C", 100)
 
 			env := []string{"SLUICE_PREFIX=" + tg.Prefix}
-			var procs []*exec.Cmd
+			var procs []*proctest.Proc
 			for range 3 {
 				procs = append(procs, startWorker(t, env, "work", "--config", cfg))
 			}
@@ -136,8 +132,7 @@ types:
 				time.Sleep(200 * time.Millisecond)
 			}
 			for _, p := range procs {
-				require.NoError(t, p.Process.Signal(syscall.SIGTERM))
-				require.NoError(t, p.Wait(), "work exits 0 on SIGTERM")
+				require.NoError(t, p.Term(t, 2*time.Minute), "work exits 0 on SIGTERM")
 			}
 
 			var aBefore int // A's jobs started before the last of B's and C's
@@ -185,11 +180,11 @@ types:
 			require.Greater(t, pending, int64(backlog/2), "A's backlog was mostly still waiting")
 			// sluice stats shows the backlog by partition.
 			r := run(t, env, "", "--config", cfg, "stats", "--json")
-			require.Equal(t, 0, r.code, r.stderr)
+			require.Equal(t, 0, r.Code, r.Stderr)
 			var out struct {
 				Queues []sluice.QueueStats `json:"queues"`
 			}
-			require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
+			require.NoError(t, json.Unmarshal([]byte(r.Stdout), &out))
 			require.Len(t, out.Queues, 1)
 			require.True(t, out.Queues[0].Fair)
 			require.Equal(t, "A", out.Queues[0].Partitions[0].Partition)
@@ -205,11 +200,8 @@ func TestRunningCapsAcrossProcesses(t *testing.T) {
 	for _, name := range []string{"sqlite", "mysql", "postgres"} {
 		t.Run(name, func(t *testing.T) {
 			d, tg := testdb.OpenURL(t, name)
-			dir := t.TempDir()
-			logPath := filepath.Join(dir, "exec.log")
-			cfg := filepath.Join(dir, "sluice.yaml")
-			require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`db: %s
-queues:
+			logPath := filepath.Join(t.TempDir(), "exec.log")
+			cfg := proctest.Config(t, tg.URL, fmt.Sprintf(`queues:
   tenants:
     concurrency: 20
     fair: true
@@ -218,7 +210,7 @@ queues:
 types:
   capped: { queue: tenants, max_running: 5, command: %s }
   free: { queue: tenants, command: %s }
-`, tg.URL, logCommand(logPath, "0.5"), logCommand(logPath, "0.5"))), 0o644))
+`, logCommand(logPath, "0.5"), logCommand(logPath, "0.5")))
 			// Jobs of half a second, so that on a loaded machine the jobs a
 			// cap allows still overlap and the peaks below can reach it.
 			tenants := []string{"t1", "t2", "t3", "t4", "t5", "premium"}
@@ -227,14 +219,13 @@ types:
 				enqueueParts(t, d, "free", tn, 12)
 			}
 			env := []string{"SLUICE_PREFIX=" + tg.Prefix}
-			var procs []*exec.Cmd
+			var procs []*proctest.Proc
 			for range 4 {
 				procs = append(procs, startWorker(t, env, "work", "--config", cfg))
 			}
 			waitDone(t, d, 4*time.Minute)
 			for _, p := range procs {
-				require.NoError(t, p.Process.Signal(syscall.SIGTERM))
-				require.NoError(t, p.Wait(), "work exits 0 on SIGTERM")
+				require.NoError(t, p.Term(t, 2*time.Minute), "work exits 0 on SIGTERM")
 			}
 			events := readExecLog(t, logPath)
 			starts := 0

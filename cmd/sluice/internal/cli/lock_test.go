@@ -3,12 +3,10 @@
 package cli_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -22,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/dburl"
+	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/lock/locktest"
 )
 
@@ -43,38 +42,25 @@ func (lt lockTarget) args(name string, flagsAndCmd ...string) []string {
 
 // holder is a `sluice lock` running in the background.
 type holder struct {
-	cmd    *exec.Cmd
-	stderr bytes.Buffer
-	done   chan struct{}
-	ready  string // written by CMD once it runs: "PID NAME TOKEN"
+	*proctest.Proc
+	ready string // written by CMD once it runs: "PID NAME TOKEN"
 }
 
 // hold starts `sluice lock` with a CMD that reports itself in a file and
 // then sleeps for sleep, and returns once CMD runs: the lock is then held.
 func hold(t *testing.T, lt lockTarget, name, sleep string, flags ...string) *holder {
 	t.Helper()
-	h := &holder{done: make(chan struct{}), ready: filepath.Join(t.TempDir(), "ready")}
+	h := &holder{ready: filepath.Join(t.TempDir(), "ready")}
 	script := `echo "$$ $SLUICE_LOCK_NAME $SLUICE_LOCK_TOKEN" > "$0.tmp" && mv "$0.tmp" "$0"; exec sleep ` + sleep
 	args := lt.args(name, append(flags, "--", "sh", "-c", script, h.ready)...)
-	h.cmd = exec.Command(bin, args...)
-	h.cmd.Env = append(append(os.Environ(), "SLUICE_DB=", "SLUICE_PREFIX=", "SLUICE_CONFIG="), lt.env...)
-	h.cmd.Stderr = &h.stderr
-	require.NoError(t, h.cmd.Start())
-	go func() {
-		h.cmd.Wait()
-		close(h.done)
-	}()
-	t.Cleanup(func() {
-		h.cmd.Process.Kill()
-		<-h.done
-	})
+	h.Proc = proctest.Start(t, bin, "sluice lock", lt.env, args...)
 	waitFor(t, 15*time.Second, func() bool {
 		if _, err := os.Stat(h.ready); err == nil {
 			return true
 		}
 		select {
-		case <-h.done:
-			t.Fatalf("holder exited before its CMD ran (%v): %s", h.cmd.ProcessState, h.stderr.String())
+		case <-h.Done():
+			t.Fatalf("holder exited before its CMD ran (%v): %s", h.Cmd.ProcessState, h.Stderr())
 		default:
 		}
 		return false
@@ -97,11 +83,11 @@ func (h *holder) report(t *testing.T) (pid int, name, token string) {
 func (h *holder) wait(t *testing.T, within time.Duration) int {
 	t.Helper()
 	select {
-	case <-h.done:
+	case <-h.Done():
 	case <-time.After(within):
-		t.Fatalf("sluice lock still running after %s; stderr: %s", within, h.stderr.String())
+		t.Fatalf("sluice lock still running after %s; stderr: %s", within, h.Stderr())
 	}
-	return h.cmd.ProcessState.ExitCode()
+	return h.Cmd.ProcessState.ExitCode()
 }
 
 func waitFor(t *testing.T, within time.Duration, cond func() bool, msg string) {
@@ -155,8 +141,8 @@ func TestCLILock(t *testing.T) {
 			t.Run("ExitCode", func(t *testing.T) {
 				t.Parallel()
 				r := run(t, lt.env, "", lt.args(lockName(), "--", "sh", "-c", "exit 3")...)
-				require.Equal(t, 3, r.code, r.stderr)
-				require.Empty(t, r.stderr)
+				require.Equal(t, 3, r.Code, r.Stderr)
+				require.Empty(t, r.Stderr)
 			})
 			t.Run("HolderKilled", func(t *testing.T) {
 				t.Parallel()
@@ -192,20 +178,20 @@ func testBusy(t *testing.T, lt lockTarget) {
 
 	start := time.Now()
 	r := run(t, lt.env, "", lt.args(name, "--", "sh", "-c", "echo ran")...)
-	require.Equal(t, 0, r.code, r.stderr)
-	require.Empty(t, r.stdout, "CMD ran while the lock was held")
-	require.Regexp(t, busyLine(name, h.cmd.Process.Pid), r.stderr)
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Empty(t, r.Stdout, "CMD ran while the lock was held")
+	require.Regexp(t, busyLine(name, h.Cmd.Process.Pid), r.Stderr)
 	require.Less(t, time.Since(start), time.Second, "a busy lock should skip at once")
 
 	r = run(t, lt.env, "", lt.args(name, "--busy-exit", "75", "--", "true")...)
-	require.Equal(t, 75, r.code, r.stderr)
+	require.Equal(t, 75, r.Code, r.Stderr)
 
 	// The waiter's CMD fails if the holder's CMD still runs: sluice reaps
 	// its CMD before it releases the lock.
 	r = run(t, lt.env, "", lt.args(name, "--wait", "10s", "--", "sh", "-c", `kill -0 "$0" 2>/dev/null && exit 9; echo ran`, strconv.Itoa(cmdPid))...)
-	require.Equal(t, 0, r.code, r.stderr)
-	require.Equal(t, "ran\n", r.stdout)
-	require.Equal(t, 0, h.wait(t, 5*time.Second), h.stderr.String())
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Equal(t, "ran\n", r.Stdout)
+	require.Equal(t, 0, h.wait(t, 5*time.Second), h.Stderr())
 }
 
 // testHolderKilled SIGKILLs a holding sluice: a session lock is free at
@@ -215,7 +201,7 @@ func testHolderKilled(t *testing.T, lt lockTarget) {
 	const ttl = 2 * time.Second
 	h := hold(t, lt, name, "30", "--ttl", ttl.String())
 	cmdPid, _, _ := h.report(t)
-	require.NoError(t, h.cmd.Process.Signal(syscall.SIGKILL))
+	require.NoError(t, h.Cmd.Process.Signal(syscall.SIGKILL))
 	killed := time.Now()
 	h.wait(t, 5*time.Second)
 	if runtime.GOOS == "linux" {
@@ -227,17 +213,17 @@ func testHolderKilled(t *testing.T, lt lockTarget) {
 
 	if !ttlBackend[lt.Backend] {
 		r := run(t, lt.env, "", lt.args(name, "--wait", "3s", "--", "true")...)
-		require.Equal(t, 0, r.code, r.stderr)
-		require.Empty(t, r.stderr, "the dead holder's lock was not freed")
+		require.Equal(t, 0, r.Code, r.Stderr)
+		require.Empty(t, r.Stderr, "the dead holder's lock was not freed")
 		require.Less(t, time.Since(killed), time.Second, "the session lock outlived its holder")
 		return
 	}
 	r := run(t, lt.env, "", lt.args(name, "--", "true")...)
-	require.Equal(t, 0, r.code, r.stderr)
-	require.Regexp(t, busyLine(name, h.cmd.Process.Pid), r.stderr, "a TTL lock freed before its ttl")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Regexp(t, busyLine(name, h.Cmd.Process.Pid), r.Stderr, "a TTL lock freed before its ttl")
 	r = run(t, lt.env, "", lt.args(name, "--wait", "10s", "--", "true")...)
-	require.Equal(t, 0, r.code, r.stderr)
-	require.Empty(t, r.stderr)
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Empty(t, r.Stderr)
 	// The last renewal came at most ttl/3 before the kill.
 	took := time.Since(killed)
 	require.GreaterOrEqual(t, took, 2*ttl/3-100*time.Millisecond, "the lock lapsed before its ttl")
@@ -253,15 +239,15 @@ func testMinHold(t *testing.T, lt lockTarget) {
 	start := time.Now()
 	h := hold(t, lt, name, "0", "--min-hold", minHold.String())
 	if ttlBackend[lt.Backend] {
-		require.Equal(t, 0, h.wait(t, minHold), "sluice stayed for --min-hold on a backend that expires: %s", h.stderr.String())
+		require.Equal(t, 0, h.wait(t, minHold), "sluice stayed for --min-hold on a backend that expires: %s", h.Stderr())
 	}
 	r := run(t, lt.env, "", lt.args(name, "--", "true")...)
-	require.Equal(t, 0, r.code, r.stderr)
-	require.Regexp(t, busyLine(name, h.cmd.Process.Pid), r.stderr, "the lock went with CMD, before --min-hold")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Regexp(t, busyLine(name, h.Cmd.Process.Pid), r.Stderr, "the lock went with CMD, before --min-hold")
 	r = run(t, lt.env, "", lt.args(name, "--wait", "10s", "--", "true")...)
-	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 0, r.Code, r.Stderr)
 	require.GreaterOrEqual(t, time.Since(start), minHold, "the lock went before --min-hold")
-	require.Equal(t, 0, h.wait(t, 5*time.Second), h.stderr.String())
+	require.Equal(t, 0, h.wait(t, 5*time.Second), h.Stderr())
 }
 
 // testLost takes the lock away behind a running holder's back, as an
@@ -272,10 +258,10 @@ func testLost(t *testing.T, lt lockTarget) {
 	h := hold(t, lt, name, "30", "--ttl", "1s")
 	cmdPid, _, _ := h.report(t)
 	start := time.Now()
-	breakLock(t, lt, name, h.cmd.Process.Pid)
-	require.Equal(t, 1, h.wait(t, 10*time.Second), h.stderr.String())
-	require.Contains(t, h.stderr.String(), "lock lost")
-	require.Contains(t, h.stderr.String(), "CMD was stopped")
+	breakLock(t, lt, name, h.Cmd.Process.Pid)
+	require.Equal(t, 1, h.wait(t, 10*time.Second), h.Stderr())
+	require.Contains(t, h.Stderr(), "lock lost")
+	require.Contains(t, h.Stderr(), "CMD was stopped")
 	require.Less(t, time.Since(start), 5*time.Second)
 	require.ErrorIs(t, syscall.Kill(cmdPid, 0), syscall.ESRCH, "CMD still runs after the lock was lost")
 }
@@ -328,29 +314,29 @@ func TestCLILockProcess(t *testing.T) {
 	t.Run("SignalsAreForwarded", func(t *testing.T) {
 		t.Parallel()
 		h := hold(t, lt, lockName(), "30")
-		require.NoError(t, h.cmd.Process.Signal(syscall.SIGTERM))
+		require.NoError(t, h.Cmd.Process.Signal(syscall.SIGTERM))
 		// CMD is `sleep` (exec'd by sh), killed by the forwarded SIGTERM.
-		require.Equal(t, 128+int(syscall.SIGTERM), h.wait(t, 5*time.Second), h.stderr.String())
+		require.Equal(t, 128+int(syscall.SIGTERM), h.wait(t, 5*time.Second), h.Stderr())
 	})
 	t.Run("Timeout", func(t *testing.T) {
 		t.Parallel()
 		start := time.Now()
 		// The trap makes CMD ignore SIGTERM, so the SIGKILL after --kill-after is needed.
 		r := run(t, nil, "", lt.args(lockName(), "--timeout", "300ms", "--kill-after", "300ms", "--", "sh", "-c", `trap "" TERM; sleep 10 & wait; sleep 10`)...)
-		require.Equal(t, 124, r.code, r.stderr)
-		require.Contains(t, r.stderr, "timed out after 300ms")
+		require.Equal(t, 124, r.Code, r.Stderr)
+		require.Contains(t, r.Stderr, "timed out after 300ms")
 		require.Less(t, time.Since(start), 3*time.Second)
 	})
 	t.Run("InheritedTokenDropped", func(t *testing.T) {
 		t.Parallel()
 		r := run(t, []string{"SLUICE_LOCK_TOKEN=99"}, "", lt.args(lockName(), "--", "sh", "-c", `echo "[$SLUICE_LOCK_TOKEN]"`)...)
-		require.Equal(t, 0, r.code, r.stderr)
-		require.Equal(t, "[]\n", r.stdout)
+		require.Equal(t, 0, r.Code, r.Stderr)
+		require.Equal(t, "[]\n", r.Stdout)
 	})
 	t.Run("CommandNotFound", func(t *testing.T) {
 		t.Parallel()
 		r := run(t, nil, "", lt.args(lockName(), "--", "no-such-command-sluice")...)
-		require.Equal(t, 127, r.code, r.stderr)
+		require.Equal(t, 127, r.Code, r.Stderr)
 	})
 	t.Run("BadUsage", func(t *testing.T) {
 		t.Parallel()
@@ -372,9 +358,9 @@ func TestCLILockProcess(t *testing.T) {
 			{[]string{"lock", "", "--", "true"}, "missing NAME"},
 		} {
 			r := run(t, nil, "", c.args...)
-			require.Equal(t, 2, r.code, "%v: %s", c.args, r.stderr)
-			require.Contains(t, r.stderr, c.want, "%v", c.args)
-			require.Equal(t, 1, strings.Count(r.stderr, "\n"), "%v: %q", c.args, r.stderr)
+			require.Equal(t, 2, r.Code, "%v: %s", c.args, r.Stderr)
+			require.Contains(t, r.Stderr, c.want, "%v", c.args)
+			require.Equal(t, 1, strings.Count(r.Stderr, "\n"), "%v: %q", c.args, r.Stderr)
 		}
 	})
 }

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
 )
 
@@ -172,13 +172,7 @@ batches:
 	env := []string{"SLUICE_PREFIX=" + tg.Prefix}
 	srv := startWorker(t, env, "serve", "--config", cfg)
 	base := "http://" + addr
-	require.Eventually(t, func() bool {
-		resp, err := http.Get(base + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err == nil && resp.StatusCode == http.StatusOK
-	}, 15*time.Second, 50*time.Millisecond)
+	testdb.WaitFor(t, 15*time.Second, "serve answers /healthz", func() bool { return proctest.Healthy(base) })
 	api := func(method, path, body string) (int, string) {
 		t.Helper()
 		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
@@ -390,8 +384,7 @@ batches:
 		time.Sleep(200 * time.Millisecond)
 	}
 	require.Equal(t, int64(0), countWhere(t, d, items, "hits <> 1"), "the batch processed every row once")
-	require.NoError(t, srv.Process.Signal(syscall.SIGTERM))
-	require.NoError(t, srv.Wait())
+	require.NoError(t, srv.Term(t, 2*time.Minute))
 
 	// The roll-ups, flushed at shutdown, hold every completion that
 	// /metrics counted: this process made them all.

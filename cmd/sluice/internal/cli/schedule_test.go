@@ -3,16 +3,15 @@ package cli_test
 import (
 	"context"
 	"encoding/json"
-	"os/exec"
 	"sort"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
 )
 
@@ -24,14 +23,13 @@ func TestScheduleAcrossThreeNodes(t *testing.T) {
   tick: { cron: "@every 1s", type: append, overlap: allow }
 `))
 	env := []string{"SLUICE_PREFIX=" + tg.Prefix}
-	var nodes []*exec.Cmd
+	var nodes []*proctest.Proc
 	for i := 0; i < 3; i++ {
 		nodes = append(nodes, startWorker(t, env, "work", "--config", cfg))
 	}
 	time.Sleep(10 * time.Second)
 	for _, n := range nodes {
-		require.NoError(t, n.Process.Signal(syscall.SIGTERM))
-		require.NoError(t, n.Wait())
+		require.NoError(t, n.Term(t, 2*time.Minute))
 	}
 
 	jobs, err := d.ListJobs(context.Background(), driver.ListParams{Type: "append", Limit: 1000})
@@ -65,8 +63,8 @@ func TestSchedulesList(t *testing.T) {
 `))
 	env := []string{"SLUICE_PREFIX=" + tg.Prefix}
 	r := run(t, env, "", "schedules", "list", "--config", cfg, "--json", "--next", "2")
-	require.Equal(t, 0, r.code, r.stderr)
-	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
 	require.Len(t, lines, 2)
 	var nightly struct {
 		Name     string      `json:"name"`
@@ -85,6 +83,6 @@ func TestSchedulesList(t *testing.T) {
 	}
 	require.Equal(t, 24*time.Hour, nightly.Next[1].Sub(nightly.Next[0]))
 	r = run(t, env, "", "schedules", "list", "--config", cfg)
-	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stdout, "NEXT RUNS (UTC)")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Contains(t, r.Stdout, "NEXT RUNS (UTC)")
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -42,13 +41,12 @@ func TestTracingExportsFromConfig(t *testing.T) {
 	env := []string{"SLUICE_PREFIX=" + tg.Prefix}
 	w := startWorker(t, env, "work", "--config", cfg)
 	r := run(t, env, "", "--config", cfg, "enqueue", "append")
-	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 0, r.Code, r.Stderr)
 	testdb.WaitFor(t, 30*time.Second, "the job ran", func() bool {
 		b, _ := os.ReadFile(logPath)
 		return strings.TrimSpace(string(b)) != ""
 	})
-	require.NoError(t, w.Process.Signal(syscall.SIGTERM))
-	require.NoError(t, w.Wait())
+	require.NoError(t, w.Term(t, 2*time.Minute))
 
 	mu.Lock()
 	defer mu.Unlock()

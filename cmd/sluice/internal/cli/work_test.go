@@ -1,16 +1,13 @@
 package cli_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +15,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
 )
 
@@ -49,30 +47,15 @@ func dbConfig(tg testdb.Target, extra string) string {
 }
 
 // startWorker starts `sluice <args>` in the background and returns it.
-func startWorker(t *testing.T, env []string, args ...string) *exec.Cmd {
+func startWorker(t *testing.T, env []string, args ...string) *proctest.Proc {
 	t.Helper()
 	return startIn(t, "", env, args...)
 }
 
 // startIn is startWorker in the working directory dir ("" for a fresh empty one).
-func startIn(t *testing.T, dir string, env []string, args ...string) *exec.Cmd {
+func startIn(t *testing.T, dir string, env []string, args ...string) *proctest.Proc {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = workDir(t, dir)
-	cmd.Env = childEnv(env)
-	var errBuf bytes.Buffer
-	cmd.Stderr = &errBuf
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-		if t.Failed() {
-			t.Logf("%s stderr:\n%s", strings.Join(args, " "), errBuf.String())
-		}
-	})
-	return cmd
+	return proctest.StartCmd(t, "sluice "+strings.Join(args, " "), command(t, dir, env, args...))
 }
 
 func enqueueN(t *testing.T, d driver.Driver, typ string, n int) {
@@ -116,14 +99,13 @@ func TestWorkProcessesShareTheQueue(t *testing.T) {
 			const jobs = 2000
 			enqueueN(t, d, "append", jobs)
 			env := []string{"SLUICE_PREFIX=" + tg.Prefix}
-			var procs []*exec.Cmd
+			var procs []*proctest.Proc
 			for i := 0; i < 4; i++ {
 				procs = append(procs, startWorker(t, env, "work", "--config", cfg))
 			}
 			waitDone(t, d, 3*time.Minute)
 			for _, p := range procs {
-				require.NoError(t, p.Process.Signal(syscall.SIGTERM))
-				require.NoError(t, p.Wait(), "work exits 0 on SIGTERM")
+				require.NoError(t, p.Term(t, 2*time.Minute), "work exits 0 on SIGTERM")
 			}
 			b, err := os.ReadFile(logPath)
 			require.NoError(t, err)
@@ -155,11 +137,11 @@ func TestRunCommandBounds(t *testing.T) {
 	enqueueN(t, d, "append", 7)
 	env := []string{"SLUICE_PREFIX=" + tg.Prefix}
 	r := run(t, env, "", "run", "--config", cfg, "--max-jobs", "5")
-	require.Equal(t, 0, r.code, r.stderr)
-	require.JSONEq(t, `{"ok":true,"done":5,"retried":0,"failed":0,"requeued":0}`, r.stdout)
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.JSONEq(t, `{"ok":true,"done":5,"retried":0,"failed":0,"requeued":0}`, r.Stdout)
 	r = run(t, env, "", "run", "--config", cfg, "--max-jobs", "20")
-	require.Equal(t, 0, r.code, r.stderr)
-	require.JSONEq(t, `{"ok":true,"done":2,"retried":0,"failed":0,"requeued":0}`, r.stdout)
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.JSONEq(t, `{"ok":true,"done":2,"retried":0,"failed":0,"requeued":0}`, r.Stdout)
 	b, err := os.ReadFile(logPath)
 	require.NoError(t, err)
 	require.Len(t, strings.Fields(string(b)), 7)
@@ -167,16 +149,16 @@ func TestRunCommandBounds(t *testing.T) {
 	enqueueN(t, d, "sleep", 1)
 	start := time.Now()
 	r = run(t, env, "", "run", "--config", cfg, "--type", "sleep", "--max-seconds", "1")
-	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 0, r.Code, r.Stderr)
 	require.Less(t, time.Since(start), 15*time.Second, "the deadline stopped the 30 s command")
-	require.JSONEq(t, `{"ok":true,"done":0,"retried":0,"failed":0,"requeued":1}`, r.stdout)
+	require.JSONEq(t, `{"ok":true,"done":0,"retried":0,"failed":0,"requeued":1}`, r.Stdout)
 	jobs, err := d.ListJobs(context.Background(), driver.ListParams{Type: "sleep"})
 	require.NoError(t, err)
 	require.Equal(t, driver.StatusPending, jobs[0].Status)
 	require.Equal(t, 0, jobs[0].Attempts, "interrupted at the deadline: not charged")
 
 	r = run(t, env, "", "run", "--config", cfg, "--max-jobs", "0")
-	require.Equal(t, 2, r.code)
+	require.Equal(t, 2, r.Code)
 }
 
 // SIGTERM lets running jobs finish within the deadline, then returns the
@@ -189,14 +171,14 @@ func TestWorkShutdownAndPause(t *testing.T) {
 	w := startWorker(t, env, "work", "--config", cfg, "--shutdown-timeout", "1s")
 
 	r := run(t, env, "", "--config", cfg, "queues", "pause", "default")
-	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 0, r.Code, r.Stderr)
 	time.Sleep(1500 * time.Millisecond) // workers re-read paused flags every second
 	enqueueN(t, d, "append", 3)
 	time.Sleep(1500 * time.Millisecond)
 	_, err := os.Stat(logPath)
 	require.True(t, os.IsNotExist(err), "a paused queue ran jobs")
 	r = run(t, env, "", "--config", cfg, "queues", "resume", "default")
-	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 0, r.Code, r.Stderr)
 	waitDone(t, d, 20*time.Second)
 
 	enqueueN(t, d, "sleep", 2)
@@ -206,8 +188,7 @@ func TestWorkShutdownAndPause(t *testing.T) {
 		return len(st) > 0 && st[0].Processing == 2
 	}, 10*time.Second, 50*time.Millisecond)
 	start := time.Now()
-	require.NoError(t, w.Process.Signal(syscall.SIGTERM))
-	require.NoError(t, w.Wait())
+	require.NoError(t, w.Term(t, 2*time.Minute))
 	require.Less(t, time.Since(start), 8*time.Second)
 	jobs, err := d.ListJobs(context.Background(), driver.ListParams{Type: "sleep"})
 	require.NoError(t, err)
@@ -224,8 +205,8 @@ func TestServe(t *testing.T) {
 	cfg, _ := writeConfig(t, dbConfig(tg, ""))
 	env := []string{"SLUICE_PREFIX=" + tg.Prefix}
 	r := run(t, env, "", "serve", "--config", cfg, "--listen", "0.0.0.0:0")
-	require.Equal(t, 2, r.code)
-	require.Contains(t, r.stderr, "token")
+	require.Equal(t, 2, r.Code)
+	require.Contains(t, r.Stderr, "token")
 
 	addr := testdb.FreeAddr(t)
 	s := startWorker(t, env, "serve", "--config", cfg, "--listen", addr)
@@ -240,6 +221,5 @@ func TestServe(t *testing.T) {
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&res))
 	resp.Body.Close()
 	require.False(t, res.Duplicate)
-	require.NoError(t, s.Process.Signal(syscall.SIGTERM))
-	require.NoError(t, s.Wait())
+	require.NoError(t, s.Term(t, 2*time.Minute))
 }

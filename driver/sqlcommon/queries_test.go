@@ -1,0 +1,40 @@
+package sqlcommon_test
+
+import (
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/driver/sqlcommon"
+)
+
+// A driver's queries come with the shared ones, prefixed like its own; a
+// driver file that repeats a shared name, or a required query found
+// nowhere, is an error naming the file.
+func TestLoadQueriesAddsTheSharedOnes(t *testing.T) {
+	own := fstest.MapFS{"queries/claim.sql": {Data: []byte("SELECT id FROM sluice_jobs")}}
+	q, err := sqlcommon.LoadQueries(own, "app_", "claim", "partition_stats")
+	require.NoError(t, err)
+	require.Equal(t, "SELECT id FROM app_jobs", q["claim"])
+	require.Contains(t, q["partition_stats"], "app_jobs")
+	require.NotContains(t, q["partition_stats"], "sluice_")
+
+	_, err = sqlcommon.LoadQueries(own, "app_", "claim", "nowhere")
+	require.ErrorContains(t, err, "query nowhere.sql is missing")
+
+	own["queries/partition_stats.sql"] = &fstest.MapFile{Data: []byte("SELECT 1")}
+	_, err = sqlcommon.LoadQueries(own, "app_")
+	require.ErrorContains(t, err, "query partition_stats.sql is both the driver's and sqlcommon's")
+}
+
+// The shared queries are the ones no driver writes differently: none uses
+// PostgreSQL's numbered placeholders.
+func TestSharedQueriesUseNoNumberedPlaceholders(t *testing.T) {
+	q, err := sqlcommon.LoadQueries(fstest.MapFS{"queries/x.sql": {Data: []byte("SELECT 1")}}, "sluice_")
+	require.NoError(t, err)
+	for name, text := range q {
+		require.False(t, strings.Contains(text, "$1"), "%s.sql", name)
+	}
+}
