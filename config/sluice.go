@@ -106,14 +106,14 @@ func (f *File) SluiceTypes() (map[string]sluice.Type, error) {
 			return nil, fmt.Errorf("type %s: %w", name, err)
 		}
 		types[name] = sluice.Type{
-			Handler:     h,
-			Queue:       t.Queue,
-			Timeout:     t.Timeout,
-			Lease:       t.Lease,
-			MaxAttempts: t.MaxAttempts,
-			Backoff:     sluice.Backoff{Base: t.Backoff.Base, Max: t.Backoff.Max},
-			Dedupe:      t.Dedupe,
-			Circuit:     sluice.Circuit{Threshold: t.Circuit.Threshold, Cooldown: t.Circuit.Cooldown, MaxCooldown: t.Circuit.MaxCooldown},
+			Handler:      h,
+			Queue:        t.Queue,
+			Timeout:      t.Timeout,
+			Lease:        t.Lease,
+			MaxAttempts:  t.MaxAttempts,
+			Backoff:      sluice.Backoff{Base: t.Backoff.Base, Max: t.Backoff.Max},
+			Dedupe:       t.Dedupe,
+			Circuit:      sluice.Circuit{Threshold: t.Circuit.Threshold, Cooldown: t.Circuit.Cooldown, MaxCooldown: t.Circuit.MaxCooldown},
 			MaxRunning:   t.MaxRunning,
 			ClusterRate:  t.ClusterRate.PerSecond(),
 			ClusterBurst: t.ClusterBurst,

@@ -66,7 +66,7 @@ func (pr *producer) loop(ctx context.Context) {
 	poll := pr.p.cfg.PollMin
 	errWait := retryMin
 	claimed := 0
-	busy := false // the last claim was full: the queue has a backlog
+	busy := false         // the last claim was full: the queue has a backlog
 	var started time.Time // when a claim last got jobs, for Pace
 	for {
 		if pr.q.MaxJobs > 0 && claimed >= pr.q.MaxJobs {
