@@ -21,7 +21,7 @@ import (
 
 // TestClaimRates runs four `sluice work` processes, each on three queues,
 // against two start rates that the claim takes from database token buckets
-// (docs/design.md "Cluster-wide rate limits"):
+// (docs/design.md "Rate limits"):
 //
 //   - the type api has cluster_rate 20/s, and its jobs sit in two queues:
 //     the rate binds the type whatever queue a job is in;
