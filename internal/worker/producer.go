@@ -175,11 +175,12 @@ func (pr *producer) loop(ctx context.Context) {
 			started = start
 		} else {
 			poll = min(poll*2, pr.p.cfg.PollMax)
-			if pr.q.Pace > 0 && pr.p.cfg.Clock.Since(started) < time.Second {
-				// Short of tokens, most likely: the next one comes
-				// within Pace.
-				poll = min(poll, max(pr.q.Pace, pr.p.cfg.PollMin))
-			}
+		}
+		if pr.q.Pace > 0 && pr.p.cfg.Clock.Since(started) < time.Second {
+			// Short of tokens, most likely: claim again within half a
+			// token's refill, so that each token is taken before the
+			// next one is due (a bucket at its burst loses the refill).
+			poll = max(pr.q.Pace/2, pr.p.cfg.PollMin)
 		}
 		if !pr.idle(ctx, poll) {
 			return
