@@ -134,7 +134,8 @@ func (c *Client) queueList() []worker.Queue {
 		}
 		q := c.cfg.Queues[n]
 		out = append(out, worker.Queue{Name: n, Concurrency: q.Concurrency, Rate: q.Rate, Lease: lease,
-			ClusterRate: q.ClusterRate, ClusterBurst: q.ClusterBurst, Fair: q.Fair, Limits: c.limitsOf(q)})
+			ClusterRate: q.ClusterRate, ClusterBurst: q.ClusterBurst, Fair: q.Fair, Limits: c.limitsOf(q),
+			Pace: c.paceOf(q)})
 	}
 	return out
 }
@@ -150,6 +151,7 @@ func (c *Client) circuitFor(jobType string) driver.CircuitPolicy {
 // there are none, which keeps the claim on its single-statement path.
 func (c *Client) limitsOf(q QueueConfig) *driver.RunningCaps {
 	l := &driver.RunningCaps{Queue: q.MaxRunning, Partition: q.MaxRunningPerPartition, Partitions: q.PartitionMaxRunning}
+	l.PartitionRate, l.PartitionRates = q.partitionRates()
 	for name, t := range c.cfg.Types {
 		if t.MaxRunning > 0 {
 			if l.Types == nil {
@@ -157,11 +159,34 @@ func (c *Client) limitsOf(q QueueConfig) *driver.RunningCaps {
 			}
 			l.Types[name] = t.MaxRunning
 		}
+		if t.ClusterRate > 0 {
+			if l.TypeRates == nil {
+				l.TypeRates = map[string]driver.Rate{}
+			}
+			l.TypeRates[name] = driver.Rate{PerSecond: t.ClusterRate, Burst: t.ClusterBurst}
+		}
 	}
 	if !l.Active() {
 		return nil
 	}
 	return l
+}
+
+// paceOf is the refill interval of the fastest start rate that binds the
+// claims of queue q: its partitions' and every type's, since a type's jobs
+// may sit in any queue (limitsOf). Zero when none does.
+func (c *Client) paceOf(q QueueConfig) time.Duration {
+	fastest := q.ClusterRatePerPartition
+	for _, r := range q.PartitionClusterRate {
+		fastest = max(fastest, r)
+	}
+	for _, t := range c.cfg.Types {
+		fastest = max(fastest, t.ClusterRate)
+	}
+	if fastest == 0 {
+		return 0
+	}
+	return time.Duration(float64(time.Second) / fastest)
 }
 
 func (c *Client) leaseFor(jobType string) time.Duration {

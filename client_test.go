@@ -3,6 +3,7 @@ package sluice_test
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -269,5 +270,29 @@ func TestRetryAfterCappedAtBackoffMax(t *testing.T) {
 		wait := j.NextRunAt.Sub(now)
 		require.LessOrEqual(t, wait, 2*time.Second, "capped at backoff.max, not the hour asked for")
 		require.Greater(t, wait, time.Second, "the Retry-After still replaces the 1 ms backoff")
+	})
+}
+
+func TestClusterRatesRejected(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, d driver.Driver) {
+		h := sluice.HandlerFunc(func(context.Context, *sluice.Job) error { return nil })
+		for _, c := range []struct {
+			cfg   sluice.Config
+			field string
+		}{
+			{sluice.Config{Types: map[string]sluice.Type{"x": {Handler: h, ClusterRate: -1}}}, "cluster_rate"},
+			{sluice.Config{Types: map[string]sluice.Type{"x": {Handler: h, ClusterRate: math.NaN()}}}, "cluster_rate"},
+			{sluice.Config{Types: map[string]sluice.Type{"x": {Handler: h, ClusterBurst: 3}}}, "cluster_burst"},
+			{sluice.Config{Queues: map[string]sluice.QueueConfig{"q": {ClusterRatePerPartition: 5}}}, "cluster_rate_per_partition"},
+			{sluice.Config{Queues: map[string]sluice.QueueConfig{"q": {Fair: true, ClusterRatePerPartition: math.Inf(1)}}}, "cluster_rate_per_partition"},
+			{sluice.Config{Queues: map[string]sluice.QueueConfig{"q": {Fair: true, PartitionClusterRate: map[string]float64{"a": 0}}}}, "partition_cluster_rate"},
+			{sluice.Config{Queues: map[string]sluice.QueueConfig{"q": {Fair: true, ClusterBurstPerPartition: 2}}}, "cluster_burst_per_partition"},
+		} {
+			c.cfg.Driver = d
+			_, err := sluice.NewClient(c.cfg)
+			var ie *sluice.InputError
+			require.ErrorAs(t, err, &ie, "%+v", c.cfg)
+			require.Equal(t, c.field, ie.Field, "%v", err)
+		}
 	})
 }

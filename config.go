@@ -32,6 +32,14 @@ type Type struct {
 	// MaxRunning caps the running jobs of this type over every process
 	// and queue; 0 means no cap. Every process that claims must set it.
 	MaxRunning int
+	// ClusterRate caps the job starts per second of this type over every
+	// process and queue, through the token bucket "type:NAME" in the
+	// database that holds up to ClusterBurst tokens (default: a tenth of a
+	// second's worth, at least 1): in any span of T seconds at most
+	// ClusterBurst + ClusterRate*T of its jobs start. 0 means no cap.
+	// Every process that claims must set it, as MaxRunning.
+	ClusterRate  float64
+	ClusterBurst int
 }
 
 // Circuit configures a job type's circuit breaker (docs/design.md
@@ -77,6 +85,15 @@ type QueueConfig struct {
 	// single partitions (a premium tenant); 0 means no cap. Both need Fair.
 	MaxRunningPerPartition int
 	PartitionMaxRunning    map[string]int
+	// ClusterRatePerPartition caps each partition's job starts per second
+	// in this queue over every process, through a token bucket per
+	// partition ("partition:QUEUE#PARTITION") that holds up to
+	// ClusterBurstPerPartition tokens (default: a tenth of a second of the
+	// partition's rate, at least 1). PartitionClusterRate overrides the
+	// rate for single partitions. 0 means no cap. Both need Fair.
+	ClusterRatePerPartition  float64
+	ClusterBurstPerPartition int
+	PartitionClusterRate     map[string]float64
 }
 
 // Defaults for what a Type, a QueueConfig or Config.Retention leaves out.
@@ -207,6 +224,9 @@ func (c Config) withDefaults() Config {
 		if t.Circuit.MaxCooldown == 0 {
 			t.Circuit.MaxCooldown = max(DefaultCircuitMaxCooldown, t.Circuit.Cooldown)
 		}
+		if t.ClusterRate > 0 && t.ClusterBurst <= 0 {
+			t.ClusterBurst = defaultBurst(t.ClusterRate)
+		}
 		types[name] = t
 	}
 	c.Types = types
@@ -216,7 +236,7 @@ func (c Config) withDefaults() Config {
 			q.Concurrency = DefaultConcurrency
 		}
 		if q.ClusterRate > 0 && q.ClusterBurst <= 0 {
-			q.ClusterBurst = max(1, int(math.Ceil(q.ClusterRate/10)))
+			q.ClusterBurst = defaultBurst(q.ClusterRate)
 		}
 		queues[name] = q
 	}
@@ -237,8 +257,8 @@ func (c Config) validate() error {
 		}
 	}
 	for name, t := range c.Types {
-		if t.MaxRunning < 0 {
-			return fmt.Errorf("sluice config: type %s: %w", name, inputErr("max_running", "must not be negative"))
+		if err := checkTypeLimits(t); err != nil {
+			return fmt.Errorf("sluice config: type %s: %w", name, err)
 		}
 	}
 	for name, t := range c.Types {
@@ -323,8 +343,80 @@ func checkQueueLimits(q QueueConfig) error {
 			return inputErr("partition_max_running", "partition %q: must be at least 1, got %d", p, n)
 		}
 	}
+	if err := checkRate("cluster_rate_per_partition", q.ClusterRatePerPartition); err != nil {
+		return err
+	}
+	switch {
+	case q.ClusterBurstPerPartition < 0 || q.ClusterBurstPerPartition > 0 && q.ClusterRatePerPartition == 0 && len(q.PartitionClusterRate) == 0:
+		return inputErr("cluster_burst_per_partition", "must be positive and go with a cluster_rate_per_partition or partition_cluster_rate, got %d", q.ClusterBurstPerPartition)
+	case q.ClusterRatePerPartition > 0 && !q.Fair:
+		// In global order a claim would stall behind a partition out of
+		// tokens, as behind one at its running cap.
+		return inputErr("cluster_rate_per_partition", "needs fair: true")
+	case len(q.PartitionClusterRate) > 0 && !q.Fair:
+		return inputErr("partition_cluster_rate", "needs fair: true")
+	}
+	for p, r := range q.PartitionClusterRate {
+		if err := driver.CheckPartition(p); err != nil {
+			return inputErr("partition_cluster_rate", "partition %q: %v", p, err)
+		}
+		if r <= 0 || math.IsNaN(r) || math.IsInf(r, 0) {
+			return inputErr("partition_cluster_rate", "partition %q: must be a positive number of starts per second, got %v", p, r)
+		}
+	}
 	return nil
 }
+
+// checkTypeLimits is the one rule for a type's running cap and start
+// rate, shared with the config file.
+func checkTypeLimits(t Type) error {
+	switch {
+	case t.MaxRunning < 0:
+		return inputErr("max_running", "must not be negative, got %d", t.MaxRunning)
+	case t.ClusterBurst < 0 || t.ClusterBurst > 0 && t.ClusterRate == 0:
+		return inputErr("cluster_burst", "must be positive and go with a cluster_rate, got %d", t.ClusterBurst)
+	}
+	return checkRate("cluster_rate", t.ClusterRate)
+}
+
+// checkRate checks a start rate per second; 0 means none.
+func checkRate(field string, r float64) error {
+	if r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
+		return inputErr(field, "must be a positive number of starts per second, got %v", r)
+	}
+	return nil
+}
+
+// defaultBurst is the bucket size of a cluster-wide rate that sets none: a
+// tenth of a second's worth, at least 1.
+func defaultBurst(rate float64) int { return max(1, int(math.Ceil(rate/10))) }
+
+// partitionRates is the queue's per-partition start rates as the driver
+// takes them, each with its bucket size.
+func (q QueueConfig) partitionRates() (driver.Rate, map[string]driver.Rate) {
+	burst := func(r float64) int {
+		if q.ClusterBurstPerPartition > 0 {
+			return q.ClusterBurstPerPartition
+		}
+		return defaultBurst(r)
+	}
+	var def driver.Rate
+	if q.ClusterRatePerPartition > 0 {
+		def = driver.Rate{PerSecond: q.ClusterRatePerPartition, Burst: burst(q.ClusterRatePerPartition)}
+	}
+	var over map[string]driver.Rate
+	for p, r := range q.PartitionClusterRate {
+		if over == nil {
+			over = map[string]driver.Rate{}
+		}
+		over[p] = driver.Rate{PerSecond: r, Burst: burst(r)}
+	}
+	return def, over
+}
+
+// CheckTypeConfig checks a type's running cap and start rate as NewClient
+// does; the config file reports its errors under the type's keys.
+func CheckTypeConfig(t Type) error { return checkTypeLimits(t) }
 
 // CheckQueueConfig checks a queue's fairness and running caps as NewClient
 // does; the config file reports its errors under the queue's keys.

@@ -128,7 +128,7 @@ func (c *Client) RunOnce(ctx context.Context, p RunParams) (RunResult, error) {
 	// fair, within its running caps (the types' caps hold in any queue).
 	qc := c.cfg.Queues[p.Queue]
 	pass := worker.Queue{Name: p.Queue, Type: p.Type, Concurrency: p.Concurrency, MaxJobs: p.MaxJobs,
-		Fair: qc.Fair, Limits: c.limitsOf(qc)}
+		Fair: qc.Fair, Limits: c.limitsOf(qc), Pace: c.paceOf(qc)}
 	for _, q := range c.queueList() {
 		if q.Name == p.Queue {
 			lease = max(lease, q.Lease)

@@ -101,6 +101,12 @@ type Queue struct {
 	MaxRunning             int            `yaml:"max_running"`
 	MaxRunningPerPartition int            `yaml:"max_running_per_partition"`
 	PartitionMaxRunning    map[string]int `yaml:"partition_max_running"`
+	// The per-partition start rates are sluice.QueueConfig's
+	// ClusterRatePerPartition, ClusterBurstPerPartition and
+	// PartitionClusterRate (overrides by partition).
+	ClusterRatePerPartition  Rate            `yaml:"cluster_rate_per_partition"`
+	ClusterBurstPerPartition int             `yaml:"cluster_burst_per_partition"`
+	PartitionClusterRate     map[string]Rate `yaml:"partition_cluster_rate"`
 }
 
 // Rate is a limit of N jobs per period, written "5/s", "100/m", "1000/h"
@@ -112,6 +118,14 @@ type Rate struct {
 
 // IsZero reports whether r sets no limit.
 func (r Rate) IsZero() bool { return r.N == 0 }
+
+// PerSecond is r in jobs per second, 0 for no limit.
+func (r Rate) PerSecond() float64 {
+	if r.IsZero() {
+		return 0
+	}
+	return float64(r.N) / r.Per.Seconds()
+}
 
 // Type configures one job type. Exactly one of HTTP and Command is set.
 type Type struct {
@@ -127,6 +141,10 @@ type Type struct {
 	Dedupe      string        `yaml:"dedupe"` // "permanent" (default) or "active"
 	// MaxRunning caps the type's running jobs over every process; 0: none.
 	MaxRunning int `yaml:"max_running"`
+	// ClusterRate caps the type's job starts over every process and
+	// queue, as sluice.Type.ClusterRate; ClusterBurst is its bucket size.
+	ClusterRate  Rate `yaml:"cluster_rate"`
+	ClusterBurst int  `yaml:"cluster_burst"` // default: a tenth of a second's worth, at least 1
 	// PermanentExitCodes fail a command's job at once. Command types
 	// default to [65]; an explicit [] makes every failing exit transient.
 	PermanentExitCodes []int `yaml:"permanent_exit_codes"`

@@ -502,3 +502,41 @@ func TestRejectBadCaps(t *testing.T) {
 	requireRejected(t, "queues: { t: { max_running: -1 } }", "queues.t.max_running", "must not be negative")
 	requireRejected(t, "types: { x: { command: [x], max_running: -1 } }", "types.x.max_running", "must not be negative")
 }
+
+func TestClusterRatesOfTypesAndPartitions(t *testing.T) {
+	f, err := config.Parse("sluice.yaml", []byte(`
+queues:
+  tenants:
+    fair: true
+    cluster_rate_per_partition: 5/s
+    cluster_burst_per_partition: 2
+    partition_cluster_rate: { premium-co: 50/s }
+types:
+  mail: { command: [true], queue: tenants, cluster_rate: 20/s, cluster_burst: 4 }
+  sms: { command: [true], queue: tenants, cluster_rate: 120/m }
+`))
+	require.NoError(t, err)
+	require.Equal(t, sluice.QueueConfig{Concurrency: sluice.DefaultConcurrency, Fair: true, ClusterRatePerPartition: 5,
+		ClusterBurstPerPartition: 2, PartitionClusterRate: map[string]float64{"premium-co": 50}}, f.Queues["tenants"].SluiceQueue())
+	types, err := f.SluiceTypes()
+	require.NoError(t, err)
+	require.Equal(t, 20.0, types["mail"].ClusterRate)
+	require.Equal(t, 4, types["mail"].ClusterBurst)
+	require.Equal(t, 2.0, types["sms"].ClusterRate)
+	require.Zero(t, types["sms"].ClusterBurst, "the client fills in the default burst")
+}
+
+func TestRejectBadClusterRates(t *testing.T) {
+	requireRejected(t, "types: { x: { command: [x], cluster_rate: 0/s } }", "types.x.cluster_rate", "invalid rate")
+	requireRejected(t, "types: { x: { command: [x], cluster_rate: fast } }", "types.x.cluster_rate", "invalid rate")
+	requireRejected(t, "types: { x: { command: [x], cluster_burst: 3 } }", "types.x.cluster_burst", "go with a cluster_rate")
+	requireRejected(t, "types: { x: { command: [x], cluster_rate: 5/s, cluster_burst: -1 } }", "types.x.cluster_burst", "must be positive")
+	requireRejected(t, "queues: { t: { cluster_rate_per_partition: 5/s } }", "queues.t.cluster_rate_per_partition", "needs fair: true")
+	requireRejected(t, "queues: { t: { partition_cluster_rate: { a: 5/s } } }", "queues.t.partition_cluster_rate", "needs fair: true")
+	requireRejected(t, "queues: { t: { fair: true, cluster_rate_per_partition: 5/x } }", "queues.t.cluster_rate_per_partition", "invalid rate")
+	requireRejected(t, "queues: { t: { fair: true, partition_cluster_rate: { 'a b': 5/s } } }", "queues.t.partition_cluster_rate", `partition "a b"`)
+	requireRejected(t, "queues: { t: { fair: true, partition_cluster_rate: { a: 0/s } } }", "queues.t.partition_cluster_rate.a", "invalid rate")
+	requireRejected(t, "queues: { t: { fair: true, cluster_burst_per_partition: 2 } }", "queues.t.cluster_burst_per_partition", "go with a cluster_rate_per_partition")
+	requireRejected(t, "queues: { t: { fair: true, cluster_rate_per_partition: 5/s, cluster_burst_per_partition: -2 } }",
+		"queues.t.cluster_burst_per_partition", "must be positive")
+}

@@ -106,15 +106,17 @@ func (f *File) SluiceTypes() (map[string]sluice.Type, error) {
 			return nil, fmt.Errorf("type %s: %w", name, err)
 		}
 		types[name] = sluice.Type{
-			Handler:     h,
-			Queue:       t.Queue,
-			Timeout:     t.Timeout,
-			Lease:       t.Lease,
-			MaxAttempts: t.MaxAttempts,
-			Backoff:     sluice.Backoff{Base: t.Backoff.Base, Max: t.Backoff.Max},
-			Dedupe:      t.Dedupe,
-			Circuit:     sluice.Circuit{Threshold: t.Circuit.Threshold, Cooldown: t.Circuit.Cooldown, MaxCooldown: t.Circuit.MaxCooldown},
-			MaxRunning:  t.MaxRunning,
+			Handler:      h,
+			Queue:        t.Queue,
+			Timeout:      t.Timeout,
+			Lease:        t.Lease,
+			MaxAttempts:  t.MaxAttempts,
+			Backoff:      sluice.Backoff{Base: t.Backoff.Base, Max: t.Backoff.Max},
+			Dedupe:       t.Dedupe,
+			Circuit:      sluice.Circuit{Threshold: t.Circuit.Threshold, Cooldown: t.Circuit.Cooldown, MaxCooldown: t.Circuit.MaxCooldown},
+			MaxRunning:   t.MaxRunning,
+			ClusterRate:  t.ClusterRate.PerSecond(),
+			ClusterBurst: t.ClusterBurst,
 		}
 	}
 	return types, nil
@@ -148,12 +150,13 @@ func (t Type) NewHandler() (sluice.Handler, error) {
 func (q Queue) SluiceQueue() sluice.QueueConfig {
 	qc := sluice.QueueConfig{Concurrency: q.Concurrency, Fair: q.Fair, MaxRunning: q.MaxRunning,
 		MaxRunningPerPartition: q.MaxRunningPerPartition, PartitionMaxRunning: q.PartitionMaxRunning,
-		ClusterBurst: q.ClusterBurst}
-	if !q.Rate.IsZero() {
-		qc.Rate = float64(q.Rate.N) / q.Rate.Per.Seconds()
-	}
-	if !q.ClusterRate.IsZero() {
-		qc.ClusterRate = float64(q.ClusterRate.N) / q.ClusterRate.Per.Seconds()
+		Rate: q.Rate.PerSecond(), ClusterRate: q.ClusterRate.PerSecond(), ClusterBurst: q.ClusterBurst,
+		ClusterRatePerPartition: q.ClusterRatePerPartition.PerSecond(), ClusterBurstPerPartition: q.ClusterBurstPerPartition}
+	for p, r := range q.PartitionClusterRate {
+		if qc.PartitionClusterRate == nil {
+			qc.PartitionClusterRate = map[string]float64{}
+		}
+		qc.PartitionClusterRate[p] = r.PerSecond()
 	}
 	return qc
 }

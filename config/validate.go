@@ -193,8 +193,13 @@ func (d *decoder) validateType(f *File, name string, t *Type) error {
 	if err := d.checkQueue(f, path+".queue", t.Queue); err != nil {
 		return err
 	}
-	if t.MaxRunning < 0 {
-		return d.failf(path+".max_running", "must not be negative, got %d", t.MaxRunning)
+	if err := sluice.CheckTypeConfig(sluice.Type{MaxRunning: t.MaxRunning,
+		ClusterRate: t.ClusterRate.PerSecond(), ClusterBurst: t.ClusterBurst}); err != nil {
+		var in *sluice.InputError
+		if errors.As(err, &in) {
+			return d.failf(path+"."+in.Field, "%s", in.Msg)
+		}
+		return d.fail(path, err)
 	}
 	switch {
 	case t.HTTP == nil && t.Command == nil:

@@ -347,10 +347,11 @@ type ClaimParams struct {
 // partitions a queue holds; the next claim goes on from where it stopped.
 const MaxFairPartitions = 64
 
-// RunningCaps are caps on running (processing) jobs that hold across every
-// process: a claim counts the running jobs in its own transaction while it
-// holds its queue's claim-state row, so claims that enforce limits wait for
-// each other and each sees the ones before. Zero means no cap.
+// RunningCaps are caps on running (processing) jobs and on job starts per
+// second that hold across every process: a claim counts the running jobs
+// and takes the rate tokens in its own transaction while it holds its
+// queue's claim-state row, so claims that enforce limits wait for each
+// other and each sees the ones before. Zero means no cap.
 type RunningCaps struct {
 	// Queue caps the running jobs of the claimed queue.
 	Queue int
@@ -362,6 +363,46 @@ type RunningCaps struct {
 	Partitions map[string]int
 	// Types caps the running jobs of each listed type over all queues.
 	Types map[string]int
+	// TypeRates caps the job starts of each listed type over all queues,
+	// through the token bucket TypeBucket(type).
+	TypeRates map[string]Rate
+	// PartitionRate caps the job starts of each partition of the queue,
+	// through the token bucket PartitionBucket(queue, partition), and
+	// PartitionRates overrides it for single partitions. They need Fair,
+	// as Partition does.
+	PartitionRate  Rate
+	PartitionRates map[string]Rate
+}
+
+// Rate is a token bucket that refills at PerSecond tokens a second, on the
+// database clock, up to Burst; a job start takes a token. In any span of T
+// seconds at most Burst + PerSecond*T jobs start. A zero PerSecond means
+// no limit.
+type Rate struct {
+	PerSecond float64
+	Burst     int
+}
+
+// TypeBucket names the rate bucket of a type's starts.
+func TypeBucket(typ string) string { return "type:" + typ }
+
+// PartitionBucket names the rate bucket of a partition's starts in queue.
+// A partition has no '#' (CheckPartition) and comes last, so no two
+// (queue, partition) pairs share a name.
+func PartitionBucket(queue, partition string) string { return "partition:" + queue + "#" + partition }
+
+// PartitionRateOf is the start rate of partition p, zero for none.
+func (l *RunningCaps) PartitionRateOf(p string) Rate {
+	if r, ok := l.PartitionRates[p]; ok {
+		return r
+	}
+	return l.PartitionRate
+}
+
+// Partitioned reports whether a cap or rate of l counts per partition,
+// which makes the claim fair.
+func (l *RunningCaps) Partitioned() bool {
+	return l != nil && (l.Partition > 0 || len(l.Partitions) > 0 || l.PartitionRate.PerSecond > 0 || len(l.PartitionRates) > 0)
 }
 
 // PartitionCap is the cap of partition p, 0 for none.
@@ -374,7 +415,7 @@ func (l *RunningCaps) PartitionCap(p string) int {
 
 // Active reports whether any cap is set.
 func (l *RunningCaps) Active() bool {
-	return l != nil && (l.Queue > 0 || l.Partition > 0 || len(l.Partitions) > 0 || len(l.Types) > 0)
+	return l != nil && (l.Queue > 0 || l.Partitioned() || len(l.Types) > 0 || len(l.TypeRates) > 0)
 }
 
 // ReleaseClaimParams names the claim to hand back by its lease token. The

@@ -518,3 +518,24 @@ func TestCheckListen(t *testing.T) {
 	}
 	require.Error(t, server.CheckListen("nonsense", false))
 }
+
+func TestRateBucketsInStats(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, d driver.Driver) {
+		a := start(t, d, nil, nil)
+		buckets := func() []any {
+			r := a.do("GET", "/v1/stats", "")
+			require.Equal(t, http.StatusOK, r.code, r.raw)
+			return r.body["rate_buckets"].([]any)
+		}
+		require.Empty(t, buckets(), "no limit has taken a token yet")
+		for _, name := range []string{driver.TypeBucket("mail"), driver.PartitionBucket("tenants", "acme")} {
+			_, err := d.TakeTokens(context.Background(), driver.TakeTokensParams{Name: name, Rate: 1, Burst: 3, Want: 1})
+			require.NoError(t, err)
+		}
+		bs := buckets()
+		require.Len(t, bs, 2)
+		require.Equal(t, "partition:tenants#acme", bs[0].(map[string]any)["name"])
+		require.Equal(t, "type:mail", bs[1].(map[string]any)["name"])
+		require.InDelta(t, 2.0, bs[1].(map[string]any)["tokens"], 0.01)
+	})
+}

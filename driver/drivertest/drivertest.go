@@ -60,6 +60,7 @@ func Exercise(t *testing.T, open func(t *testing.T) driver.Driver) {
 		{"Drop", exerciseDrop},
 		{"Plans", exercisePlans},
 		{"Limits", exerciseLimits},
+		{"ClaimRates", exerciseClaimRates},
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {

@@ -32,6 +32,7 @@ var Required = []string{
 	// The fair and limited claim (fair.go).
 	"claim_state_lock", "claim_state_init", "claim_state_set",
 	"running_queue", "running_types", "running_parts",
+	"bucket_lock_many", "bucket_init_many", "bucket_put_many",
 	"fair_parts", "fair_parts_first", "claim_pick", "claim_pick_part", "claim_ids", "partition_stats",
 	"delete", "list_payload", "list_ids",
 }

@@ -17,9 +17,9 @@ import (
 
 // Scope names of sluice_claim_state rows.
 const (
-	// typesScope is locked by every claim that enforces a per-type cap:
-	// a type's jobs may sit in any queue, so those claims wait for each
-	// other whatever their queue.
+	// typesScope is locked by every claim that enforces a per-type cap
+	// or rate: a type's jobs may sit in any queue, so those claims wait
+	// for each other whatever their queue.
 	typesScope = "types"
 )
 
@@ -59,32 +59,39 @@ type candidate struct {
 // driver.ClaimParams), run in tx, which holds no other work:
 //
 //  1. lock the queue's claim-state row (and the types row for per-type
-//     caps), so that claims enforcing the same caps count one at a time;
-//  2. count the running jobs each cap covers, one indexed count each;
+//     caps or rates), so that claims enforcing the same caps count one at
+//     a time;
+//  2. count the running jobs each cap covers, one indexed count each, and
+//     lock the rate buckets of the rated types (rates.go): a type's room
+//     is the lesser of its cap's and its bucket's whole tokens;
 //  3. fair: find up to driver.MaxFairPartitions partitions with pending
 //     jobs, in byte order after the last one served, wrapping around once
 //     (a recursive skip scan of sluice_jobs_fair, one seek per partition),
-//     share the free slots between them in turns, and read each one's
-//     first jobs in priority order (one UNION ALL of per-partition
-//     LIMIT branches); otherwise read the queue's first jobs in its
-//     global order, skipping types at their cap;
+//     lock the rate buckets of those partitions if they are rated, share
+//     the free slots between them in turns within each one's cap and
+//     tokens, and read each one's first jobs in priority order (one UNION
+//     ALL of per-partition LIMIT branches); otherwise read the queue's
+//     first jobs in its global order, skipping types with no room;
 //  4. take the candidates in turns, one per partition a round, within the
-//     per-type caps, claim them with claim, and record the last partition
-//     served.
+//     per-type room, claim them with claim, debit the rate buckets by the
+//     jobs claimed (one statement), and record the last partition served.
 //
-// That is at most eleven statements, each an index lookup or a range
-// bounded by the claim's size, whatever the backlog.
+// That is at most eleven statements without rates, each an index lookup or
+// a range bounded by the claim's size, whatever the backlog. Rates add at
+// most eight (a bucket lock, the database clock, a partition bucket lock
+// and the debit; creating missing buckets and locking them again the first
+// time), each bounded by the rated types or the claim's partitions.
 func (b *Base) ClaimFair(ctx context.Context, tx *sql.Tx, p driver.ClaimParams, claim ClaimIDs) ([]driver.JobRow, error) {
 	lim := p.Limits
 	if lim == nil {
 		lim = &driver.RunningCaps{}
 	}
-	fair := p.Fair || lim.Partition > 0 || len(lim.Partitions) > 0
+	fair := p.Fair || lim.Partitioned()
 	last, err := b.lockScope(ctx, tx, queueScope(p.Queue))
 	if err != nil {
 		return nil, err
 	}
-	if len(lim.Types) > 0 {
+	if len(lim.Types) > 0 || len(lim.TypeRates) > 0 {
 		if _, err := b.lockScope(ctx, tx, typesScope); err != nil {
 			return nil, err
 		}
@@ -97,7 +104,8 @@ func (b *Base) ClaimFair(ctx context.Context, tx *sql.Tx, p driver.ClaimParams, 
 		}
 		free = min(free, lim.Queue-running)
 	}
-	typeLeft, capped, err := b.typeRoom(ctx, tx, lim.Types)
+	var rates claimBuckets
+	typeLeft, capped, err := b.typeRoom(ctx, tx, lim, &rates)
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +119,7 @@ func (b *Base) ClaimFair(ctx context.Context, tx *sql.Tx, p driver.ClaimParams, 
 	}
 	var cands [][]candidate // one list per partition, in turn order
 	if fair {
-		cands, err = b.fairCandidates(ctx, tx, p, lim, last, free, capped)
+		cands, err = b.fairCandidates(ctx, tx, p, lim, &rates, last, free, capped)
 	} else {
 		q, args := b.pickQuery(b.Q["claim_pick"], []any{p.Queue}, p.Type, capped, free)
 		var c []candidate
@@ -161,6 +169,15 @@ func (b *Base) ClaimFair(ctx context.Context, tx *sql.Tx, p driver.ClaimParams, 
 		pos[id] = i
 	}
 	slices.SortStableFunc(jobs, func(a, b driver.JobRow) int { return pos[a.ID] - pos[b.ID] })
+	if len(rates.held) > 0 {
+		for _, j := range jobs {
+			rates.take(driver.TypeBucket(j.Type))
+			rates.take(driver.PartitionBucket(p.Queue, j.Partition))
+		}
+		if err := b.putBuckets(ctx, tx, &rates); err != nil {
+			return nil, err
+		}
+	}
 	if fair && len(jobs) > 0 {
 		next := cands[served][0].part
 		if _, err := tx.ExecContext(ctx, b.Bind(b.Q["claim_state_set"], 0), next, queueScope(p.Queue)); err != nil {
@@ -189,33 +206,30 @@ func (b *Base) lockScope(ctx context.Context, tx *sql.Tx, scope string) (string,
 	return "", fmt.Errorf("lock claim state %s: row missing after creating it", scope)
 }
 
-// typeRoom returns how many more jobs of each capped type may start, and
-// the types with no room left.
-func (b *Base) typeRoom(ctx context.Context, tx *sql.Tx, caps map[string]int) (map[string]int, []string, error) {
-	if len(caps) == 0 {
+// typeRoom returns how many more jobs of each capped or rated type may
+// start, with the rated types' buckets locked in rates, and the types
+// with no room left.
+func (b *Base) typeRoom(ctx context.Context, tx *sql.Tx, lim *driver.RunningCaps, rates *claimBuckets) (map[string]int, []string, error) {
+	if len(lim.Types) == 0 && len(lim.TypeRates) == 0 {
 		return nil, nil, nil
 	}
-	left := make(map[string]int, len(caps))
-	args := make([]any, 0, len(caps))
-	for t, n := range caps {
-		left[t] = n
-		args = append(args, t)
-	}
-	rows, err := tx.QueryContext(ctx, b.Bind(b.Q["running_types"], len(args)), args...)
+	left, err := b.typeCapRoom(ctx, tx, lim.Types)
 	if err != nil {
-		return nil, nil, fmt.Errorf("count running jobs by type: %w", err)
+		return nil, nil, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var t string
-		var n int
-		if err := rows.Scan(&t, &n); err != nil {
-			return nil, nil, fmt.Errorf("count running jobs by type: %w", err)
+	want := make(map[string]driver.Rate, len(lim.TypeRates))
+	for t, r := range lim.TypeRates {
+		want[driver.TypeBucket(t)] = r
+	}
+	if err := b.lockBuckets(ctx, tx, rates, want); err != nil {
+		return nil, nil, err
+	}
+	for t := range lim.TypeRates {
+		n, _ := rates.room(driver.TypeBucket(t))
+		if c, ok := left[t]; ok {
+			n = min(n, c)
 		}
-		left[t] -= n
-	}
-	if err := rows.Err(); err != nil {
-		return nil, nil, fmt.Errorf("count running jobs by type: %w", err)
+		left[t] = n
 	}
 	var capped []string
 	for t, n := range left {
@@ -226,9 +240,39 @@ func (b *Base) typeRoom(ctx context.Context, tx *sql.Tx, caps map[string]int) (m
 	return left, capped, nil
 }
 
+// typeCapRoom returns how many more jobs of each capped type may run.
+func (b *Base) typeCapRoom(ctx context.Context, tx *sql.Tx, caps map[string]int) (map[string]int, error) {
+	left := make(map[string]int, len(caps))
+	if len(caps) == 0 {
+		return left, nil
+	}
+	args := make([]any, 0, len(caps))
+	for t, n := range caps {
+		left[t] = n
+		args = append(args, t)
+	}
+	rows, err := tx.QueryContext(ctx, b.Bind(b.Q["running_types"], len(args)), args...)
+	if err != nil {
+		return nil, fmt.Errorf("count running jobs by type: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var t string
+		var n int
+		if err := rows.Scan(&t, &n); err != nil {
+			return nil, fmt.Errorf("count running jobs by type: %w", err)
+		}
+		left[t] -= n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count running jobs by type: %w", err)
+	}
+	return left, nil
+}
+
 // fairCandidates returns, per partition in turn order, the jobs a fair
 // claim of free slots may take.
-func (b *Base) fairCandidates(ctx context.Context, tx *sql.Tx, p driver.ClaimParams, lim *driver.RunningCaps, last string, free int, capped []string) ([][]candidate, error) {
+func (b *Base) fairCandidates(ctx context.Context, tx *sql.Tx, p driver.ClaimParams, lim *driver.RunningCaps, rates *claimBuckets, last string, free int, capped []string) ([][]candidate, error) {
 	parts, err := b.partitions(ctx, tx, b.Q["fair_parts"], p.Queue, last, driver.MaxFairPartitions)
 	if err != nil {
 		return nil, err
@@ -259,6 +303,22 @@ func (b *Base) fairCandidates(ctx context.Context, tx *sql.Tx, p driver.ClaimPar
 		for i, pt := range parts {
 			if c := lim.PartitionCap(pt); c > 0 {
 				room[i] = c - running[pt]
+			}
+		}
+	}
+	if lim.PartitionRate.PerSecond > 0 || len(lim.PartitionRates) > 0 {
+		want := map[string]driver.Rate{}
+		for _, pt := range parts {
+			if r := lim.PartitionRateOf(pt); r.PerSecond > 0 {
+				want[driver.PartitionBucket(p.Queue, pt)] = r
+			}
+		}
+		if err := b.lockBuckets(ctx, tx, rates, want); err != nil {
+			return nil, err
+		}
+		for i, pt := range parts {
+			if n, ok := rates.room(driver.PartitionBucket(p.Queue, pt)); ok {
+				room[i] = min(room[i], n)
 			}
 		}
 	}

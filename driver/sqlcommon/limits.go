@@ -159,17 +159,8 @@ func (b *Base) changeBucket(ctx context.Context, name string, rate float64, burs
 		if err != nil {
 			return err
 		}
-		// The refill covers the time since the last write and never
-		// runs back: now was read before the row lock was granted (and
-		// PostgreSQL's now() is the transaction's start), so a taker
-		// that waited may hold an earlier time than the row's. Writing
-		// that earlier time back would credit the same span twice.
-		if d := now.Sub(at.Time); d > 0 {
-			tokens += d.Seconds() * rate
-		} else {
-			now = at.Time
-		}
-		tokens = change(min(tokens, float64(burst)))
+		tokens, now = refill(tokens, at.Time, now, driver.Rate{PerSecond: rate, Burst: burst})
+		tokens = change(tokens)
 		_, err = tx.ExecContext(ctx, b.Q["bucket_put"], tokens, b.Time(now), name)
 		return err
 	})

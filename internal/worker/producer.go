@@ -29,10 +29,11 @@ type producer struct {
 
 func newProducer(p *Pool, q Queue) *producer {
 	prefetch := q.Concurrency
-	if q.MaxJobs > 0 || q.ClusterRate > 0 {
+	if q.MaxJobs > 0 || q.ClusterRate > 0 || q.Pace > 0 {
 		// A bounded pass claims only what it can run now; so does a
-		// cluster-rated queue, whose tokens are spent at the claim: a
-		// prefetched job would start later, bunched with the next ones.
+		// cluster-rated or paced queue, whose tokens are spent at the
+		// claim: a prefetched job would start later, bunched with the
+		// next ones.
 		prefetch = 0
 	}
 	pr := &producer{p: p, q: q, slots: make(chan struct{}, q.Concurrency+prefetch),
@@ -65,7 +66,8 @@ func (pr *producer) loop(ctx context.Context) {
 	poll := pr.p.cfg.PollMin
 	errWait := retryMin
 	claimed := 0
-	busy := false // the last claim was full: the queue has a backlog
+	busy := false         // the last claim was full: the queue has a backlog
+	var started time.Time // when a claim last got jobs, for Pace
 	for {
 		if pr.q.MaxJobs > 0 && claimed >= pr.q.MaxJobs {
 			return
@@ -170,8 +172,15 @@ func (pr *producer) loop(ctx context.Context) {
 		}
 		if len(jobs) > 0 {
 			poll = pr.p.cfg.PollMin
+			started = start
 		} else {
 			poll = min(poll*2, pr.p.cfg.PollMax)
+		}
+		if pr.q.Pace > 0 && pr.p.cfg.Clock.Since(started) < time.Second {
+			// Short of tokens, most likely: claim again within half a
+			// token's refill, so that each token is taken before the
+			// next one is due (a bucket at its burst loses the refill).
+			poll = max(pr.q.Pace/2, pr.p.cfg.PollMin)
 		}
 		if !pr.idle(ctx, poll) {
 			return

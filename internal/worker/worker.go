@@ -72,6 +72,12 @@ type Queue struct {
 	// Fair and Limits are passed to every claim (driver.ClaimParams).
 	Fair   bool
 	Limits *driver.RunningCaps
+	// Pace, if set, is how often a start rate of Limits that binds this
+	// queue's jobs refills a token. The producer then claims only jobs it
+	// can start at once (tokens are spent at the claim), and while the
+	// queue keeps starting jobs it claims again every Pace/2 rather than
+	// backing off: its short claims are the rate's, not an empty queue's.
+	Pace time.Duration
 }
 
 // Hooks let the caller observe the pool; any may be nil.

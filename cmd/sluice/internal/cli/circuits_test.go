@@ -44,3 +44,25 @@ func TestCLICircuit(t *testing.T) {
 	require.Equal(t, 2, r.Code, "bad input")
 	require.Contains(t, r.Stderr, "type")
 }
+
+// TestCLIRateBuckets reads the cluster-wide rate limits' buckets from
+// `sluice stats`, in text and JSON.
+func TestCLIRateBuckets(t *testing.T) {
+	d, tg := testdb.OpenURL(t, "sqlite")
+	env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix}
+
+	r := run(t, env, "", "stats")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NotContains(t, r.stdout, "RATE BUCKET", "no limit has taken a token yet")
+
+	for _, name := range []string{driver.TypeBucket("mail"), driver.PartitionBucket("tenants", "acme")} {
+		_, err := d.TakeTokens(context.Background(), driver.TakeTokensParams{Name: name, Rate: 1, Burst: 3, Want: 1})
+		require.NoError(t, err)
+	}
+	r = run(t, env, "", "stats")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `RATE BUCKET\s+TOKENS AT LAST TAKE\s+LAST TAKE\npartition:tenants#acme\s+2\.0\s+\S+\ntype:mail\s+2\.0\s+\S+\n`, r.stdout)
+	r = run(t, env, "", "stats", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, `"rate_buckets":[{"name":"partition:tenants#acme","tokens":2,`)
+}

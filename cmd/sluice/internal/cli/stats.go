@@ -35,13 +35,17 @@ func (a *app) statsCommand() *cobra.Command {
 			if circuits == nil {
 				circuits = []sluice.CircuitState{}
 			}
+			buckets, err := c.RateBuckets(cmd.Context())
+			if err != nil {
+				return err
+			}
 			for i := range st {
 				if q, ok := a.cfg.Queues[st[i].Queue]; ok {
 					st[i].ApplyConfig(q.SluiceQueue())
 				}
 			}
 			if asJSON {
-				return json.NewEncoder(a.stdout).Encode(map[string]any{"queues": st, "circuits": circuits})
+				return json.NewEncoder(a.stdout).Encode(map[string]any{"queues": st, "circuits": circuits, "rate_buckets": buckets})
 			}
 			w := tabwriter.NewWriter(a.stdout, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "QUEUE\tPENDING\tPROCESSING\tFAILED\tOLDEST PENDING\tPAUSED\tDONE 1H\tFAILED 1H\tDONE 24H\tFAILED 24H")
@@ -54,6 +58,9 @@ func (a *app) statsCommand() *cobra.Command {
 				return err
 			}
 			if err := writeCircuits(a.stdout, circuits); err != nil {
+				return err
+			}
+			if err := writeRateBuckets(a.stdout, buckets); err != nil {
 				return err
 			}
 			return a.printPartitions(st)
@@ -86,6 +93,20 @@ func writeCircuits(out io.Writer, circuits []sluice.CircuitState) error {
 			until = c.Until.UTC().Format(time.RFC3339)
 		}
 		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\n", c.Type, c.State, c.Failures, c.Opens, until)
+	}
+	return w.Flush()
+}
+
+// writeRateBuckets lists the cluster-wide rate limits' buckets after the
+// circuits; nothing when no limit has taken a token yet.
+func writeRateBuckets(out io.Writer, buckets []sluice.RateBucket) error {
+	if len(buckets) == 0 {
+		return nil
+	}
+	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "\nRATE BUCKET\tTOKENS AT LAST TAKE\tLAST TAKE")
+	for _, b := range buckets {
+		fmt.Fprintf(w, "%s\t%.1f\t%s\n", b.Name, b.Tokens, b.UpdatedAt.UTC().Format("2006-01-02T15:04:05.000Z"))
 	}
 	return w.Flush()
 }
