@@ -52,17 +52,17 @@ func TestCLIRateBuckets(t *testing.T) {
 	env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix}
 
 	r := run(t, env, "", "stats")
-	require.Equal(t, 0, r.code, r.stderr)
-	require.NotContains(t, r.stdout, "RATE BUCKET", "no limit has taken a token yet")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.NotContains(t, r.Stdout, "RATE BUCKET", "no limit has taken a token yet")
 
 	for _, name := range []string{driver.TypeBucket("mail"), driver.PartitionBucket("tenants", "acme")} {
 		_, err := d.TakeTokens(context.Background(), driver.TakeTokensParams{Name: name, Rate: 1, Burst: 3, Want: 1})
 		require.NoError(t, err)
 	}
 	r = run(t, env, "", "stats")
-	require.Equal(t, 0, r.code, r.stderr)
-	require.Regexp(t, `RATE BUCKET\s+TOKENS AT LAST TAKE\s+LAST TAKE\npartition:tenants#acme\s+2\.0\s+\S+\ntype:mail\s+2\.0\s+\S+\n`, r.stdout)
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Regexp(t, `RATE BUCKET\s+TOKENS AT LAST TAKE\s+LAST TAKE\npartition:tenants#acme\s+2\.0\s+\S+\ntype:mail\s+2\.0\s+\S+\n`, r.Stdout)
 	r = run(t, env, "", "stats", "--json")
-	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stdout, `"rate_buckets":[{"name":"partition:tenants#acme","tokens":2,`)
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Contains(t, r.Stdout, `"rate_buckets":[{"name":"partition:tenants#acme","tokens":2,`)
 }
