@@ -276,8 +276,13 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 	if circuits == nil {
 		circuits = []sluice.CircuitState{}
 	}
+	types, err := s.client.TypeStats(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	// The same shape as `sluice stats --json`.
-	writeJSON(w, http.StatusOK, map[string]any{"queues": st, "circuits": circuits})
+	writeJSON(w, http.StatusOK, map[string]any{"queues": st, "types": types, "circuits": circuits})
 }
 
 func (s *Server) openCircuit(w http.ResponseWriter, r *http.Request) {
