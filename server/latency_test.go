@@ -55,3 +55,33 @@ func TestStatsQueueLatency(t *testing.T) {
 		require.Equal(t, map[string]any{"success": float64(10)}, types["late"]["finished_1h"])
 	})
 }
+
+// The overview's per-type table shows each type's queue latency p50 / p95
+// over the last hour and day, on the page and in /live.json.
+func TestOverviewShowsQueueLatency(t *testing.T) {
+	forEachDriver(t, func(t *testing.T, d driver.Driver) {
+		ctx := context.Background()
+		_, base := dashServer(t, d, "nightly")
+		u := newBrowser(t, base)
+		require.Equal(t, http.StatusSeeOther, u.login(token))
+		now := time.Now().Truncate(time.Minute)
+		// 100 attempts that waited ~3 s: the slot [2.048, 4.096) s, so p50
+		// is 3.072 s and p95 3.994 s; 100 more waited ~100 s earlier in the
+		// day, which moves the day's but not the hour's.
+		require.NoError(t, d.AddStats(ctx, driver.AddStatsParams{
+			Rows: []driver.StatRow{{Queue: "default", Type: "mail", Outcome: "success", Bucket: now, Count: 100},
+				{Queue: "default", Type: "mail", Outcome: "success", Bucket: now.Add(-5 * time.Hour), Count: 100}},
+			Latency: []driver.LatencyRow{{Queue: "default", Type: "mail", Bucket: now, Slot: driver.LatencySlot(3 * time.Second), Count: 100},
+				{Queue: "default", Type: "mail", Bucket: now.Add(-5 * time.Hour), Slot: driver.LatencySlot(100 * time.Second), Count: 100}},
+		}))
+		code, body, _ := u.get("/")
+		require.Equal(t, http.StatusOK, code, body)
+		require.Contains(t, body, "Wait p50 / p95 1h")
+		require.Contains(t, body, "<td>3.1s / 4.0s</td>", "the hour's p50 / p95")
+		require.Contains(t, body, "<td>4.1s / 2m5s</td>", "the day's p50 / p95: half waited ~3 s, half ~100 s")
+
+		code, body, _ = u.get("/live.json")
+		require.Equal(t, http.StatusOK, code, body)
+		require.Contains(t, body, `"latency_1h":{"count":100,"p50_s":3.072,"p95_s":3.9936}`)
+	})
+}
