@@ -94,7 +94,9 @@ func latencyText(l *sluice.LatencyStats) (p50, p95 string) {
 	if l == nil {
 		return "-", "-"
 	}
-	d := func(s float64) string { return time.Duration(s * float64(time.Second)).Round(time.Millisecond).String() }
+	d := func(s float64) string {
+		return time.Duration(s * float64(time.Second)).Round(time.Millisecond).String()
+	}
 	return d(l.P50), d(l.P95)
 }
 
