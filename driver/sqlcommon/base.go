@@ -34,7 +34,7 @@ var Required = []string{
 	"claim_state_lock", "claim_state_init", "claim_state_set",
 	"running_queue", "running_types", "running_parts",
 	"fair_parts", "fair_parts_first", "claim_pick", "claim_pick_part", "claim_ids", "partition_stats",
-	"delete", "list_payload", "list_ids",
+	"delete", "list_payload", "list_ids", "list_status",
 }
 
 // Dialect is what Base needs to know about a database beyond its SQL files.
