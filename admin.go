@@ -349,7 +349,9 @@ func LatencyOf(h *driver.Latency) *LatencyStats {
 		return nil
 	}
 	p95, _ := h.Quantile(0.95)
-	return &LatencyStats{Count: h.Count(), P50: p50.Seconds(), P95: p95.Seconds()}
+	// Microseconds: the interpolation's nanoseconds are noise, and they
+	// would show as 124.518399999 in JSON.
+	return &LatencyStats{Count: h.Count(), P50: p50.Round(time.Microsecond).Seconds(), P95: p95.Round(time.Microsecond).Seconds()}
 }
 
 // TypeStats reads per-type counts and queue latency percentiles over the
