@@ -110,9 +110,9 @@ func (c *Client) workerHooks() worker.Hooks {
 		Completed: func(job driver.JobRow, o worker.Outcome, ran time.Duration) {
 			outcome := outcomeOf(o)
 			if outcome != uncharged {
-				now := c.cfg.Clock()
-				c.metrics.Completed(job.Queue, job.Type, outcome, ran, now.Add(-ran).Sub(job.NextRunAt))
-				c.rollup.Add(job.Queue, job.Type, outcome, now)
+				now, waited := c.cfg.Clock(), job.QueueLatency()
+				c.metrics.Completed(job.Queue, job.Type, outcome, ran, waited)
+				c.rollup.Add(job.Queue, job.Type, outcome, now, waited)
 			}
 			c.logAttempt(job, o, outcome, ran)
 		},

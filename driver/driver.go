@@ -177,12 +177,16 @@ type Driver interface {
 	ListLeases(ctx context.Context) ([]Lease, error)
 
 	// AddStats adds each row's Count to its roll-up bucket (an upsert of
-	// count = count + n), so that no writer ever counts finished jobs.
+	// count = count + n), so that no writer ever counts finished jobs;
+	// the counts and the latency slots in one transaction.
 	AddStats(ctx context.Context, p AddStatsParams) error
 	// ReadStats returns the roll-up buckets at or after p.Since.
 	ReadStats(ctx context.Context, p ReadStatsParams) ([]StatRow, error)
+	// ReadLatency returns the queue-latency slots of the buckets at or
+	// after p.Since.
+	ReadLatency(ctx context.Context, p ReadStatsParams) ([]LatencyRow, error)
 	// CompactStats folds the minute buckets of the day before the hour of
-	// p.Before into hourly buckets.
+	// p.Before into hourly buckets, counts and latency slots alike.
 	CompactStats(ctx context.Context, p CompactStatsParams) error
 
 	// UpsertNode writes a process's heartbeat row with last_seen from the

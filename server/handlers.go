@@ -281,8 +281,13 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	types, err := s.client.TypeStats(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	// The same shape as `sluice stats --json`.
-	writeJSON(w, http.StatusOK, map[string]any{"queues": st, "circuits": circuits, "rate_buckets": buckets})
+	writeJSON(w, http.StatusOK, map[string]any{"queues": st, "types": types, "circuits": circuits, "rate_buckets": buckets})
 }
 
 func (s *Server) openCircuit(w http.ResponseWriter, r *http.Request) {

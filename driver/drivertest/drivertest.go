@@ -56,6 +56,7 @@ func Exercise(t *testing.T, open func(t *testing.T) driver.Driver) {
 		{"Bulk", exerciseBulk},
 		{"BulkActions", exerciseBulkActions},
 		{"Observe", exerciseObserve},
+		{"Latency", exerciseLatency},
 		{"Checkpoint", exerciseCheckpoint},
 		{"Drop", exerciseDrop},
 		{"Plans", exercisePlans},

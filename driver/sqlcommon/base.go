@@ -24,6 +24,7 @@ var Required = []string{
 	"lease_get", "lease_release", "schema_version",
 	"schedule_get", "schedule_init", "schedule_advance", "schedule_list", "schedule_fires",
 	"stats_add", "stats_read", "stats_range", "stats_delete_range", "lease_list",
+	"latency_add", "latency_read", "latency_range", "latency_delete_range",
 	"checkpoint_list", "checkpoint_get", "checkpoint_create", "checkpoint_take", "checkpoint_advance",
 	"checkpoint_finish", "checkpoint_release", "checkpoint_touch", "checkpoint_status", "checkpoint_delete",
 	"node_upsert", "node_delete", "node_list", "node_purge", "release_claim", "drop_list",
@@ -34,7 +35,7 @@ var Required = []string{
 	"running_queue", "running_types", "running_parts",
 	"bucket_lock_many", "bucket_init_many", "bucket_put_many",
 	"fair_parts", "fair_parts_first", "claim_pick", "claim_pick_part", "claim_ids", "partition_stats",
-	"delete", "list_payload", "list_ids",
+	"delete", "list_payload", "list_ids", "list_status",
 }
 
 // Dialect is what Base needs to know about a database beyond its SQL files.

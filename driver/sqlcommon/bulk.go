@@ -111,7 +111,13 @@ func (b *Base) ListQuery(p driver.ListParams) (string, []any) {
 	if limit <= 0 || limit > 1000 {
 		limit = 100
 	}
-	q := b.Q["list"] + f.sql()
+	from := b.Q["list"]
+	if p.Status != "" && p.Type == "" && p.Queue == "" && p.KeyPrefix == "" {
+		// Only a status and the page: the (status, id) index serves both,
+		// and MySQL's list_status says so (see its comment).
+		from = b.Q["list_status"]
+	}
+	q := from + f.sql()
 	if p.PayloadField != "" {
 		q = b.payloadScan(f, q, "*", p)
 	}
@@ -158,7 +164,7 @@ func (b *Base) bulkQueries(p driver.BulkParams, before int64, limit int) ([]stri
 		// No index serves a status with these filters: read the newest
 		// BulkScan jobs of the status (its index, newest first) and filter
 		// those, so that a filter matching few of many rows stays bounded.
-		inner := b.Q["list"] + f.sql() + " ORDER BY id DESC LIMIT " + strconv.Itoa(driver.BulkScan)
+		inner := b.Q["list_status"] + f.sql() + " ORDER BY id DESC LIMIT " + strconv.Itoa(driver.BulkScan)
 		outer := b.listFilter(driver.ListParams{Type: pf.Type, Queue: pf.Queue, KeyPrefix: pf.KeyPrefix}, nil, f.args)
 		if pf.PayloadField != "" {
 			b.addPayload(outer, pf)

@@ -9,11 +9,11 @@ import (
 	"github.com/sluicehq/sluice/driver"
 )
 
-// AddStats adds every row to its bucket in one transaction, so a flush is
-// counted whole or not at all.
+// AddStats adds every row, counts and latency slots, to its bucket in one
+// transaction, so a flush is counted whole or not at all.
 func (b *Base) AddStats(ctx context.Context, p driver.AddStatsParams) error {
-	rows := p.Rows
-	if len(rows) == 0 {
+	n := len(p.Rows) + len(p.Latency)
+	if n == 0 {
 		return nil
 	}
 	err := driver.RetryTransient(ctx, b.Transient, func() error {
@@ -22,13 +22,16 @@ func (b *Base) AddStats(ctx context.Context, p driver.AddStatsParams) error {
 			return err
 		}
 		defer tx.Rollback()
-		if err := b.addStatsTx(ctx, tx, rows); err != nil {
+		if err := b.addStatsTx(ctx, tx, p.Rows); err != nil {
+			return err
+		}
+		if err := b.addLatencyTx(ctx, tx, p.Latency); err != nil {
 			return err
 		}
 		return tx.Commit()
 	})
 	if err != nil {
-		return fmt.Errorf("add %d roll-up rows: %w", len(rows), err)
+		return fmt.Errorf("add %d roll-up rows: %w", n, err)
 	}
 	return nil
 }
@@ -72,13 +75,12 @@ func scanStats(rows *sql.Rows) ([]driver.StatRow, error) {
 }
 
 // CompactStats rewrites the day of buckets before the hour of before as
-// hourly buckets: it reads them, deletes them and inserts their sums, in
-// one transaction. Rewriting a whole day each pass makes it idempotent
-// (already hourly rows are summed into themselves) and bounded, and a
-// leader that was down for under a day catches up.
+// hourly buckets, in both roll-up tables: it reads them, deletes them and
+// inserts their sums, in one transaction. Rewriting a whole day each pass
+// makes it idempotent (already hourly rows are summed into themselves)
+// and bounded, and a leader that was down for under a day catches up.
 func (b *Base) CompactStats(ctx context.Context, p driver.CompactStatsParams) error {
-	before := p.Before
-	hi := before.UTC().Truncate(time.Hour)
+	hi := p.Before.UTC().Truncate(time.Hour)
 	lo := hi.Add(-24 * time.Hour)
 	err := driver.RetryTransient(ctx, b.Transient, func() error {
 		tx, err := b.Write.BeginTx(ctx, nil)
@@ -86,39 +88,10 @@ func (b *Base) CompactStats(ctx context.Context, p driver.CompactStatsParams) er
 			return err
 		}
 		defer tx.Rollback()
-		rows, err := tx.QueryContext(ctx, b.Q["stats_range"], b.Time(lo), b.Time(hi))
-		if err != nil {
+		if err := b.compactCountsTx(ctx, tx, lo, hi); err != nil {
 			return err
 		}
-		old, err := scanStats(rows)
-		if err != nil {
-			return err
-		}
-		type key struct {
-			queue, typ string
-			outcome    driver.Outcome
-			hour       time.Time
-		}
-		sums := map[key]int64{}
-		var order []key
-		for _, r := range old {
-			k := key{r.Queue, r.Type, r.Outcome, r.Bucket.UTC().Truncate(time.Hour)}
-			if _, ok := sums[k]; !ok {
-				order = append(order, k)
-			}
-			sums[k] += r.Count
-		}
-		if len(order) == len(old) {
-			return nil // every bucket is hourly already
-		}
-		if _, err := tx.ExecContext(ctx, b.Q["stats_delete_range"], b.Time(lo), b.Time(hi)); err != nil {
-			return err
-		}
-		hourly := make([]driver.StatRow, len(order))
-		for i, k := range order {
-			hourly[i] = driver.StatRow{Queue: k.queue, Type: k.typ, Outcome: k.outcome, Bucket: k.hour, Count: sums[k]}
-		}
-		if err := b.addStatsTx(ctx, tx, hourly); err != nil {
+		if err := b.compactLatencyTx(ctx, tx, lo, hi); err != nil {
 			return err
 		}
 		return tx.Commit()
@@ -127,6 +100,43 @@ func (b *Base) CompactStats(ctx context.Context, p driver.CompactStatsParams) er
 		return fmt.Errorf("compact roll-ups before %s: %w", hi.Format(time.RFC3339), err)
 	}
 	return nil
+}
+
+// compactCountsTx folds sluice_stats's buckets in [lo, hi) to hours.
+func (b *Base) compactCountsTx(ctx context.Context, tx *sql.Tx, lo, hi time.Time) error {
+	rows, err := tx.QueryContext(ctx, b.Q["stats_range"], b.Time(lo), b.Time(hi))
+	if err != nil {
+		return err
+	}
+	old, err := scanStats(rows)
+	if err != nil {
+		return err
+	}
+	type key struct {
+		queue, typ string
+		outcome    driver.Outcome
+		hour       time.Time
+	}
+	sums := map[key]int64{}
+	var order []key
+	for _, r := range old {
+		k := key{r.Queue, r.Type, r.Outcome, r.Bucket.UTC().Truncate(time.Hour)}
+		if _, ok := sums[k]; !ok {
+			order = append(order, k)
+		}
+		sums[k] += r.Count
+	}
+	if len(order) == len(old) {
+		return nil // every bucket is hourly already
+	}
+	if _, err := tx.ExecContext(ctx, b.Q["stats_delete_range"], b.Time(lo), b.Time(hi)); err != nil {
+		return err
+	}
+	hourly := make([]driver.StatRow, len(order))
+	for i, k := range order {
+		hourly[i] = driver.StatRow{Queue: k.queue, Type: k.typ, Outcome: k.outcome, Bucket: k.hour, Count: sums[k]}
+	}
+	return b.addStatsTx(ctx, tx, hourly)
 }
 
 // UpsertNode writes a heartbeat row; last_seen comes from the database clock.

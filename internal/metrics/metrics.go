@@ -98,7 +98,7 @@ func New(db *sql.DB) *Metrics {
 	m.batchRows = c("sluice_batch_rows_total", "Rows processed by batch jobs; type is the batch name.", "type")
 	m.batchChunks = c("sluice_batch_chunks_total", "Chunks committed by batch jobs; type is the batch name.", "type")
 	m.runDuration = h("sluice_job_run_duration_seconds", "Handler run time of one attempt.", longBuckets, "queue", "type")
-	m.queueLatency = h("sluice_job_queue_latency_seconds", "Time from a job's next_run_at to the start of its attempt.", longBuckets, "queue", "type")
+	m.queueLatency = h("sluice_job_queue_latency_seconds", "Time from a job's next_run_at to the claim that started its attempt, both database time.", longBuckets, "queue", "type")
 	m.claimDuration = h("sluice_claim_duration_seconds", "Duration of one claim query.", queryBuckets, "queue")
 	m.chunkDuration = h("sluice_batch_chunk_duration_seconds", "Duration of one batch chunk; type is the batch name.", longBuckets, "type")
 	m.pending = g("sluice_queue_pending", "Pending jobs per queue, refreshed on an interval.", "queue")
@@ -133,12 +133,16 @@ func (m *Metrics) Enqueued(queue, typ string, duplicate bool) {
 // waited from next_run_at to its start.
 func (m *Metrics) Completed(queue, typ string, outcome driver.Outcome, ran, waited time.Duration) {
 	m.completed.WithLabelValues(queue, typ, string(outcome)).Inc()
-	if outcome == driver.OutcomeCancelled {
-		return // an operator's cancel runs nothing
+	if !attempted(outcome) {
+		return
 	}
 	m.runDuration.WithLabelValues(queue, typ).Observe(ran.Seconds())
 	m.queueLatency.WithLabelValues(queue, typ).Observe(max(waited, 0).Seconds())
 }
+
+// attempted reports whether an outcome's attempt ran, and so has a run time and
+// a queue latency: an operator's cancel runs nothing.
+func attempted(o driver.Outcome) bool { return o != driver.OutcomeCancelled }
 
 // Claimed records one claim query's duration.
 func (m *Metrics) Claimed(queue string, took time.Duration) {

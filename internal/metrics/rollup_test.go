@@ -41,7 +41,7 @@ func TestFlushWritesEachCountOnceAndBeforeReturning(t *testing.T) {
 			for range flushers {
 				wg.Go(func() {
 					for range rounds {
-						r.Add("default", "t", driver.OutcomeSuccess, time.Now())
+						r.Add("default", "t", driver.OutcomeSuccess, time.Now(), time.Second)
 						before := added.Add(1)
 						if !assert.NoError(t, r.Flush(ctx, d)) {
 							return
@@ -52,6 +52,33 @@ func TestFlushWritesEachCountOnceAndBeforeReturning(t *testing.T) {
 			}
 			wg.Wait()
 			require.Equal(t, int64(flushers*rounds), total())
+			// Each attempt's wait went out with its count, once.
+			lat, err := d.ReadLatency(ctx, driver.ReadStatsParams{Since: time.Now().Add(-time.Hour)})
+			require.NoError(t, err)
+			waits := int64(0)
+			for _, row := range lat {
+				require.Equal(t, driver.LatencySlot(time.Second), row.Slot)
+				waits += row.Count
+			}
+			require.Equal(t, int64(flushers*rounds), waits)
 		})
 	}
+}
+
+// A cancel is counted but ran nothing, so it adds no wait to the latency
+// histogram; every other outcome does.
+func TestRollupLatencyOnlyForAttemptsThatRan(t *testing.T) {
+	d := testdb.Open(t, "sqlite")
+	ctx := context.Background()
+	r := metrics.NewRollup()
+	now := time.Now()
+	r.Add("q", "t", driver.OutcomeSuccess, now, 3*time.Millisecond)
+	r.Add("q", "t", driver.OutcomeRetry, now, 3*time.Millisecond)
+	r.Add("q", "t", driver.OutcomeCancelled, now, time.Hour)
+	require.NoError(t, r.Flush(ctx, d))
+	lat, err := d.ReadLatency(ctx, driver.ReadStatsParams{Since: now.Add(-time.Hour)})
+	require.NoError(t, err)
+	require.Len(t, lat, 1, "%+v", lat)
+	require.Equal(t, driver.LatencySlot(3*time.Millisecond), lat[0].Slot)
+	require.EqualValues(t, 2, lat[0].Count)
 }

@@ -284,6 +284,7 @@ var funcs = template.FuncMap{
 	"perMin": func(done, failed int64, minutes float64) string {
 		return strconv.FormatFloat(float64(done+failed)/minutes, 'f', 2, 64) + "/min"
 	},
-	"secs": func(s float64) string { return (time.Duration(s * float64(time.Second))).Round(time.Second).String() },
+	"secs": secs,
+	"wait": wait,
 	"clip": func(s string, n int) string { return driver.Truncate(s, n, false) },
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
 )
 
@@ -17,7 +18,9 @@ import (
 //   - every liveTick, the live-rows Stats query (one read of the partial
 //     indexes over pending, processing and failed jobs);
 //   - every rollTick, the database clock, the paused flags and the day of
-//     roll-ups (sluice_stats, one row per queue, type, outcome and minute).
+//     roll-ups (sluice_stats, one row per queue, type, outcome and minute,
+//     and sluice_stats_latency, one per queue, type, minute and latency
+//     histogram slot).
 //
 // Polling rather than server-sent events: it needs no long-lived
 // connections through proxies, and the cost is the same shared snapshot.
@@ -54,13 +57,16 @@ type liveQueue struct {
 }
 
 // liveType is one job type's finished attempts over the last hour and day:
-// Done succeeded, Failed failed (for good or to be retried).
+// Done succeeded, Failed failed (for good or to be retried); and the queue
+// latency of the attempts that started (nil: none did).
 type liveType struct {
-	Type       string `json:"type"`
-	DoneHour   int64  `json:"done_1h"`
-	FailedHour int64  `json:"failed_1h"`
-	DoneDay    int64  `json:"done_24h"`
-	FailedDay  int64  `json:"failed_24h"`
+	Type        string               `json:"type"`
+	DoneHour    int64                `json:"done_1h"`
+	FailedHour  int64                `json:"failed_1h"`
+	DoneDay     int64                `json:"done_24h"`
+	FailedDay   int64                `json:"failed_24h"`
+	LatencyHour *sluice.LatencyStats `json:"latency_1h"`
+	LatencyDay  *sluice.LatencyStats `json:"latency_24h"`
 }
 
 type typeSeries struct {
@@ -82,6 +88,7 @@ type live struct {
 	dbNow   time.Time // the database clock at rollAt
 	paused  map[string]bool
 	rolls   []driver.StatRow
+	latency []driver.LatencyRow
 	queries int64 // queries run, for the cost test
 }
 
@@ -114,8 +121,12 @@ func (l *live) get(ctx context.Context) (*snapshot, error) {
 		if err != nil {
 			return nil, err
 		}
-		l.queries += 3
-		l.rollAt, l.dbNow, l.paused, l.rolls = local, now, paused, rolls
+		latency, err := l.d.ReadLatency(ctx, driver.ReadStatsParams{Since: day})
+		if err != nil {
+			return nil, err
+		}
+		l.queries += 4
+		l.rollAt, l.dbNow, l.paused, l.rolls, l.latency = local, now, paused, rolls, latency
 	}
 	st, err := l.d.Stats(ctx)
 	if err != nil {
@@ -123,11 +134,11 @@ func (l *live) get(ctx context.Context) (*snapshot, error) {
 	}
 	l.queries++
 	l.liveAt = local
-	l.snap = build(st, l.paused, l.rolls, l.dbNow.Add(time.Since(l.rollAt)))
+	l.snap = build(st, l.paused, l.rolls, l.latency, l.dbNow.Add(time.Since(l.rollAt)))
 	return l.snap, nil
 }
 
-func build(st []driver.QueueStats, paused map[string]bool, rolls []driver.StatRow, now time.Time) *snapshot {
+func build(st []driver.QueueStats, paused map[string]bool, rolls []driver.StatRow, latency []driver.LatencyRow, now time.Time) *snapshot {
 	hourStart := now.Truncate(time.Minute).Add(-59 * time.Minute)
 	dayStart := now.Truncate(time.Hour).Add(-23 * time.Hour)
 	s := &snapshot{At: now.UnixMilli(), HourStart: hourStart.UnixMilli(), DayStart: dayStart.UnixMilli(),
@@ -152,6 +163,14 @@ func build(st []driver.QueueStats, paused map[string]bool, rolls []driver.StatRo
 		queue(name)
 	}
 	types := map[string]*liveType{}
+	typ := func(name string) *liveType {
+		t := types[name]
+		if t == nil {
+			t = &liveType{Type: name}
+			types[name] = t
+		}
+		return t
+	}
 	series := func(t string) *typeSeries {
 		ts := s.Series[t]
 		if ts == nil {
@@ -172,11 +191,7 @@ func build(st []driver.QueueStats, paused map[string]bool, rolls []driver.StatRo
 			continue // cancellations ran nothing
 		}
 		q := queue(r.Queue)
-		t := types[r.Type]
-		if t == nil {
-			t = &liveType{Type: r.Type}
-			types[r.Type] = t
-		}
+		t := typ(r.Type)
 		q.DoneDay += done
 		q.FailedDay += failed
 		t.DoneDay += done
@@ -198,6 +213,13 @@ func build(st []driver.QueueStats, paused map[string]bool, rolls []driver.StatRo
 				ts.HourFailed[i] += failed
 			}
 		}
+	}
+	// The same windows as the counts: the hour's minutes and the day's hours.
+	for name, h := range driver.LatencyByType(latency, dayStart) {
+		typ(name).LatencyDay = sluice.LatencyOf(h)
+	}
+	for name, h := range driver.LatencyByType(latency, hourStart) {
+		typ(name).LatencyHour = sluice.LatencyOf(h)
 	}
 	s.Queues = make([]liveQueue, 0, len(queues))
 	for _, q := range queues {

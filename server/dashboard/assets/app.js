@@ -58,6 +58,15 @@
     return all ? (100 * failed / all).toFixed(1) + "%" : "—";
   };
   var perMin = function (n, minutes) { return (n / minutes).toFixed(2) + "/min"; };
+  // wait shows a queue latency's p50 / p95 as the server's wait does.
+  var wait = function (l) {
+    if (!l) { return "—"; }
+    var d = function (s) {
+      if (s < 1) { return Math.round(s * 1000) + "ms"; }
+      return s < 60 ? s.toFixed(1) + "s" : secs(s);
+    };
+    return d(l.p50_s) + " / " + d(l.p95_s);
+  };
   // niceStep is the smallest 1, 2 or 5 times a power of ten at or above
   // x, so that axis ticks fall on round numbers.
   var niceStep = function (x) {
@@ -208,8 +217,9 @@
     }, "No queues yet: no live jobs and no finished ones in the last day.");
     fillTable("types", snap.types, function (t) {
       return [{ text: t.type, href: "/jobs?type=" + encodeURIComponent(t.type) }, { text: t.done_1h }, { text: t.failed_1h },
-        { text: rate(t.failed_1h, t.done_1h) }, { text: perMin(t.done_1h + t.failed_1h, 60) }, { text: t.done_24h }, { text: t.failed_24h },
-        { text: rate(t.failed_24h, t.done_24h) }, { text: perMin(t.done_24h + t.failed_24h, 1440) }];
+        { text: rate(t.failed_1h, t.done_1h) }, { text: perMin(t.done_1h + t.failed_1h, 60) }, { text: wait(t.latency_1h) },
+        { text: t.done_24h }, { text: t.failed_24h }, { text: rate(t.failed_24h, t.done_24h) },
+        { text: perMin(t.done_24h + t.failed_24h, 1440) }, { text: wait(t.latency_24h) }];
     }, "No finished jobs in the last day.");
     if (picker) {
       var have = {};

@@ -17,7 +17,7 @@ func (a *app) statsCommand() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "stats",
-		Short: "Per-queue counts of pending, processing and failed jobs, and finished jobs in the last hour and day",
+		Short: "Per-queue counts of pending, processing and failed jobs and finished jobs in the last hour and day; per type, finished jobs and queue latency p50/p95",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := a.client(cmd.Context())
@@ -39,13 +39,17 @@ func (a *app) statsCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			types, err := c.TypeStats(cmd.Context())
+			if err != nil {
+				return err
+			}
 			for i := range st {
 				if q, ok := a.cfg.Queues[st[i].Queue]; ok {
 					st[i].ApplyConfig(q.SluiceQueue())
 				}
 			}
 			if asJSON {
-				return json.NewEncoder(a.stdout).Encode(map[string]any{"queues": st, "circuits": circuits, "rate_buckets": buckets})
+				return json.NewEncoder(a.stdout).Encode(map[string]any{"queues": st, "types": types, "circuits": circuits, "rate_buckets": buckets})
 			}
 			w := tabwriter.NewWriter(a.stdout, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "QUEUE\tPENDING\tPROCESSING\tFAILED\tOLDEST PENDING\tPAUSED\tDONE 1H\tFAILED 1H\tDONE 24H\tFAILED 24H")
@@ -55,6 +59,9 @@ func (a *app) statsCommand() *cobra.Command {
 					s.FinishedHour[string(driver.OutcomeSuccess)], s.FinishedHour[string(driver.OutcomeFailed)], s.FinishedDay[string(driver.OutcomeSuccess)], s.FinishedDay[string(driver.OutcomeFailed)])
 			}
 			if err := w.Flush(); err != nil {
+				return err
+			}
+			if err := writeTypes(a.stdout, types); err != nil {
 				return err
 			}
 			if err := writeCircuits(a.stdout, circuits); err != nil {
@@ -68,6 +75,36 @@ func (a *app) statsCommand() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "JSON output")
 	return cmd
+}
+
+// writeTypes lists each job type's finished attempts and queue latency
+// percentiles over the last hour and day, after the queue table.
+func writeTypes(out io.Writer, types []sluice.TypeStats) error {
+	if len(types) == 0 {
+		return nil
+	}
+	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "\nTYPE\tDONE 1H\tFAILED 1H\tWAIT P50 1H\tWAIT P95 1H\tDONE 24H\tFAILED 24H\tWAIT P50 24H\tWAIT P95 24H")
+	for _, t := range types {
+		p50h, p95h := latencyText(t.LatencyHour)
+		p50d, p95d := latencyText(t.LatencyDay)
+		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%d\t%d\t%s\t%s\n", t.Type,
+			t.FinishedHour[string(driver.OutcomeSuccess)], t.FinishedHour[string(driver.OutcomeFailed)], p50h, p95h,
+			t.FinishedDay[string(driver.OutcomeSuccess)], t.FinishedDay[string(driver.OutcomeFailed)], p50d, p95d)
+	}
+	return w.Flush()
+}
+
+// latencyText shows percentiles to the millisecond; "-" when no attempt
+// started.
+func latencyText(l *sluice.LatencyStats) (p50, p95 string) {
+	if l == nil {
+		return "-", "-"
+	}
+	d := func(s float64) string {
+		return time.Duration(s * float64(time.Second)).Round(time.Millisecond).String()
+	}
+	return d(l.P50), d(l.P95)
 }
 
 // writeCircuits lists the circuit breakers that are not plainly closed

@@ -1,0 +1,14 @@
+-- Queue latency roll-ups: per queue, type and minute (hours once compacted,
+-- as sluice_stats), how many attempts waited a time in each slot of a fixed
+-- histogram (driver.LatencySlots: slot i holds waits in [2^(i-1), 2^i) ms)
+-- between becoming runnable and starting. Percentiles over an hour or a
+-- day are read from the summed slots; no one reads finished rows.
+CREATE TABLE IF NOT EXISTS sluice_stats_latency (
+  queue  VARCHAR(64) NOT NULL,
+  type   VARCHAR(64) NOT NULL,
+  bucket DATETIME(6) NOT NULL,
+  slot   SMALLINT    NOT NULL,
+  count  BIGINT      NOT NULL DEFAULT 0,
+  PRIMARY KEY (queue, type, bucket, slot),
+  KEY sluice_stats_latency_bucket (bucket)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;

@@ -1,0 +1,1 @@
+DELETE FROM sluice_stats_latency WHERE bucket >= ? AND bucket < ?
