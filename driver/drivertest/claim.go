@@ -77,6 +77,58 @@ func exerciseClaim(t *testing.T, open Opener) {
 		require.Equal(t, []int64{res[6].ID, res[5].ID, res[2].ID, res[3].ID, res[1].ID, res[4].ID, res[0].ID}, gotIDs)
 	})
 
+	// A queue that is not fair claims in its global order whatever the
+	// jobs' partitions: PostgreSQL and SQLite read the jobs without a
+	// partition and those with one from two indexes and merge them, so
+	// every batch below needs both.
+	t.Run("GlobalOrderAcrossPartitions", func(t *testing.T) {
+		t.Parallel()
+		claims := map[string]driver.ClaimParams{
+			"plain":           {},
+			"by type":         {Type: "t"},
+			"limited":         {Limits: &driver.RunningCaps{Queue: 100}},
+			"limited by type": {Type: "t", Limits: &driver.RunningCaps{Queue: 100}},
+		}
+		for name, p := range claims {
+			b := setup(t, open)
+			now := b.now()
+			at := func(part string, prio int, age time.Duration) driver.InsertJob {
+				j := inPart("t", part)
+				j.Priority, j.RunAt = prio, now.Add(-age)
+				return j
+			}
+			res := b.insert(
+				at("", 0, time.Minute),
+				at("A", 0, 3*time.Minute),
+				at("", -1, 0),
+				at("B", 0, 2*time.Minute),
+				at("", 0, 2*time.Minute), // ties with the one above: id decides
+				at("A", 1, time.Hour),
+				at("", 1, 2*time.Hour),
+				at("B", -1, time.Minute),
+				at("", 2, 0),
+			)
+			id := func(i int) int64 { return res[i].ID }
+			want := [][]int64{{id(7), id(2), id(1)}, {id(3), id(4), id(0)}, {id(6), id(5), id(8)}}
+			// Another type's jobs, one in each index, come first unless
+			// the claim filters them out.
+			o1, o2 := at("", -5, 0), at("C", -5, 0)
+			o1.Type, o2.Type = "other", "other"
+			var others []int64
+			for _, r := range b.insert(o1, o2) {
+				others = append(others, r.ID)
+			}
+			if p.Type == "" {
+				want = append([][]int64{others}, want...)
+			}
+			for i, w := range want {
+				p.Queue, p.Limit, p.Lease, p.Token = "default", len(w), time.Minute, newToken()
+				require.ElementsMatch(t, w, ids(b.claim(p)), "%s claim, batch %d", name, i)
+			}
+			require.Empty(t, b.claim(p), "%s claim after the last batch", name)
+		}
+	})
+
 	t.Run("BatchTakesTheFirstInOrder", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)

@@ -2,8 +2,10 @@ package drivertest
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -24,7 +26,10 @@ type querier interface {
 // queries, the idle workers' runnable probe and the hand-back of a failed
 // claim, on a table that holds mostly finished rows, and fails on a full
 // scan of the jobs table: those rows grow without bound, so every such
-// query must go through an index.
+// query must go through an index. The claims, the runnable probe and the
+// counts of pending and running jobs must moreover read through the
+// indexes pendingIndexes names, and a read in claim order must not sort
+// what it reads.
 func exercisePlans(t *testing.T, open Opener) {
 	t.Run("NoFullScanOfJobs", func(t *testing.T) {
 		t.Parallel()
@@ -52,29 +57,41 @@ func exercisePlans(t *testing.T, open Opener) {
 			require.False(t, fullScan(b.d.Name(), jobs, plan, ordered), "%s: full scan of %s:\n%s", name, jobs, strings.Join(plan, "\n"))
 			return plan
 		}
-		// onlyFair requires every read of the jobs table in plan to go
-		// through sluice_jobs_fair, whose (queue, status, partition_key)
-		// prefix makes each step a seek within one partition: any other
-		// index would walk a partition's whole backlog.
-		onlyFair := func(name string, plan []string) {
-			n := 0
-			for _, line := range plan {
-				if !strings.Contains(line, jobs) {
-					continue
-				}
-				n++
-				require.Contains(t, line, jobs+"_fair", "%s reads the jobs table through another index:\n%s", name, strings.Join(plan, "\n"))
+		idx := pendingIndexes(b.d.Name(), jobs)
+		// through requires every read of the jobs table in plan to go
+		// through one of want (or also), each of want at least once, and,
+		// for a read in claim order, no sort of the rows it reads: the
+		// index's order is the claim's, so a sort would read a whole
+		// backlog (or a whole partition) to return its head.
+		through := func(name string, plan []string, ordered bool, want []string, also ...string) {
+			reads := planReads(b.d.Name(), jobs, plan)
+			require.NotEmpty(t, reads, "%s: no read of %s in the plan", name, jobs)
+			seen := map[string]bool{}
+			for _, r := range reads {
+				require.Contains(t, append(slices.Clone(want), also...), r.index, "%s reads %s through another index:\n%s", name, jobs, strings.Join(plan, "\n"))
+				require.False(t, ordered && r.sorted, "%s sorts the rows it reads through %s:\n%s", name, r.index, strings.Join(plan, "\n"))
+				seen[r.index] = true
 			}
-			require.Positive(t, n, "%s: no read of %s in the plan", name, jobs)
+			for _, w := range want {
+				require.True(t, seen[w], "%s does not read %s:\n%s", name, w, strings.Join(plan, "\n"))
+			}
 		}
-		check("pending count (stats)", qd.Query("stats"), nil, false)
+		if idx.probe != nil {
+			through("pending count (stats)", check("pending count (stats)", qd.Query("stats"), nil, false), false, idx.probe, idx.running, jobs+"_failed")
+		} else {
+			check("pending count (stats)", qd.Query("stats"), nil, false)
+		}
 		// Workers hand back a claim after every failed one, usually for a
 		// token that holds nothing: an index lookup, never a scan.
 		check("release claim", qd.Query("release_claim"), []any{newToken()}, false)
 		if _, ok := b.d.(driver.Prober); ok {
 			// Idle workers run the probe many times a second.
-			check("runnable probe", qd.Query("runnable"), []any{"default"}, false)
-			check("runnable probe by type", qd.Query("runnable_type"), []any{"default", "noop"}, false)
+			for name, args := range map[string][]any{"runnable": {"default"}, "runnable_type": {"default", "noop"}} {
+				plan := check(name+" probe", qd.Query(name), args, false)
+				if idx.probe != nil {
+					through(name+" probe", plan, false, idx.probe)
+				}
+			}
 		}
 		// A bulk action's count and chunks read each status's index, so a
 		// few failed jobs among many finished ones cost only themselves.
@@ -107,16 +124,80 @@ func exercisePlans(t *testing.T, open Opener) {
 		// comes last, as it changes what the counts above should plan.
 		fillFairBacklog(b, jobs)
 		bind := func(name string, n int) string { return qd.Bind(qd.Query(name), n) }
-		onlyFair("fair partitions", check("fair partitions", bind("fair_parts", 0), []any{"fair", "", "fair", driver.MaxFairPartitions}, false))
-		onlyFair("fair partitions from the first", check("fair partitions from the first", bind("fair_parts_first", 0), []any{"fair", "fair", driver.MaxFairPartitions}, false))
+		part := []string{idx.partition}
+		through("fair partitions", check("fair partitions", bind("fair_parts", 0), []any{"fair", "", "fair", driver.MaxFairPartitions}, false), false, part)
+		through("fair partitions from the first", check("fair partitions from the first", bind("fair_parts_first", 0), []any{"fair", "fair", driver.MaxFairPartitions}, false), false, part)
 		branch := strings.Replace(qd.Query("claim_pick_part"), "/*FILTER*/", "", 1)
-		onlyFair("fair pick", check("fair pick", qd.Bind(branch+"\nUNION ALL\n"+branch, 0), []any{"fair", "A", 10, "fair", "p3", 10}, false))
-		check("limited pick", qd.Bind(strings.Replace(qd.Query("claim_pick"), "/*FILTER*/", "", 1), 0), []any{"default", 10}, false)
-		onlyFair("running by partition", check("running by partition", bind("running_parts", 2), []any{"fair", "A", "p3"}, false))
-		check("running in queue", bind("running_queue", 0), []any{"fair"}, false)
-		onlyFair("partition stats", check("partition stats", bind("partition_stats", 0), []any{"fair", 10}, false))
+		through("fair pick", check("fair pick", qd.Bind(branch+"\nUNION ALL\n"+branch, 0), []any{"fair", "A", 10, "fair", "p3", 10}, false), true, part)
+		// claim_pick repeats the queue and the LIMIT per branch, and a
+		// merge of branches ends with a LIMIT of its own (sqlcommon's
+		// pickQuery).
+		pick := qd.Query("claim_pick")
+		var pickArgs []any
+		for range strings.Count(pick, "/*FILTER*/") {
+			pickArgs = append(pickArgs, "default", 10)
+		}
+		if len(pickArgs) > 2 {
+			pickArgs = append(pickArgs, 10)
+		}
+		plan := check("limited pick", qd.Bind(strings.ReplaceAll(pick, "/*FILTER*/", ""), 0), pickArgs, false)
+		if idx.order != nil {
+			through("limited pick", plan, true, idx.order)
+			// The single-statement claims read the same merge, then update
+			// the rows they picked by primary key.
+			for name, args := range map[string][]any{
+				"claim":      {newToken(), int64(time.Minute / time.Microsecond), "default", 10},
+				"claim_type": {newToken(), int64(time.Minute / time.Microsecond), "default", "plan", 10},
+			} {
+				through(name, check(name, qd.Query(name), args, false), true, idx.order, idx.primary)
+			}
+		}
+		plan = check("running by partition", bind("running_parts", 2), []any{"fair", "A", "p3"}, false)
+		through("running by partition", plan, false, []string{idx.running})
+		plan = check("running in queue", bind("running_queue", 0), []any{"fair"}, false)
+		if idx.order != nil {
+			through("running in queue", plan, false, []string{idx.running})
+		}
+		plan = check("partition stats", bind("partition_stats", 0), []any{"fair", 10}, false)
+		through("partition stats", plan, false, idx.stats)
 		check("running by type", bind("running_types", 1), []any{"plan"}, false)
 	})
+}
+
+// planIndexes are the indexes the claim's reads must go through.
+type planIndexes struct {
+	partition string   // one partition's pending jobs in claim order
+	running   string   // the running jobs, counted per partition
+	stats     []string // partition stats reads each of these
+	primary   string   // the primary key, as plans name it
+	// order, read in the queue's global order by the claims (nil: not
+	// checked) and probe, read by the runnable probes and the pending
+	// count (nil: not checked).
+	order, probe []string
+}
+
+// pendingIndexes names the indexes of pending and running jobs per database.
+// PostgreSQL and SQLite keep one partial index of pending jobs by
+// partition, which serves the jobs without one (the partition "") in
+// claim order, and one of the pending jobs with a partition in claim
+// order; claims in global order merge the two. MySQL, which has no partial
+// indexes, keeps sluice_jobs_fair over pending and running jobs.
+func pendingIndexes(name, jobs string) planIndexes {
+	if name == "mysql" {
+		return planIndexes{partition: jobs + "_fair", running: jobs + "_fair", stats: []string{jobs + "_fair"}}
+	}
+	pk := "PRIMARY KEY"
+	if name == "postgres" {
+		pk = jobs + "_pkey"
+	}
+	return planIndexes{
+		partition: jobs + "_pending",
+		running:   jobs + "_rescue",
+		stats:     []string{jobs + "_pending", jobs + "_rescue"},
+		primary:   pk,
+		order:     []string{jobs + "_pending", jobs + "_partitioned_pending"},
+		probe:     []string{jobs + "_pending"},
+	}
 }
 
 // jobsTable finds the prefixed jobs table in the listing query.

@@ -420,6 +420,11 @@ func (b *Base) runningParts(ctx context.Context, tx *sql.Tx, queue string, parts
 // pickQuery fills the template q (claim_pick or claim_pick_part, whose
 // leading arguments are args) for up to n jobs of typ if set and of no
 // type in capped. Its ? are left for Bind.
+//
+// Each /*FILTER*/ marker ends the WHERE of one branch, whose arguments are
+// args, the filter's and n, in that order. A template of several branches
+// (claim_pick on PostgreSQL and SQLite merges two indexes) repeats them per
+// branch and ends with a LIMIT of its own, n again.
 func (b *Base) pickQuery(q string, args []any, typ string, capped []string, n int) (string, []any) {
 	var filter strings.Builder
 	if typ != "" {
@@ -432,7 +437,12 @@ func (b *Base) pickQuery(q string, args []any, typ string, capped []string, n in
 			args = append(args, t)
 		}
 	}
-	return strings.Replace(q, "/*FILTER*/", filter.String(), 1), append(args, n)
+	branch := append(args, n)
+	all := slices.Repeat(branch, strings.Count(q, "/*FILTER*/"))
+	if len(all) > len(branch) {
+		all = append(all, n)
+	}
+	return strings.ReplaceAll(q, "/*FILTER*/", filter.String()), all
 }
 
 // pick runs a bound pick query.

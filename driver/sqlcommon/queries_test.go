@@ -15,18 +15,18 @@ import (
 // nowhere, is an error naming the file.
 func TestLoadQueriesAddsTheSharedOnes(t *testing.T) {
 	own := fstest.MapFS{"queries/claim.sql": {Data: []byte("SELECT id FROM sluice_jobs")}}
-	q, err := sqlcommon.LoadQueries(own, "app_", "claim", "partition_stats")
+	q, err := sqlcommon.LoadQueries(own, "app_", "claim", "list")
 	require.NoError(t, err)
 	require.Equal(t, "SELECT id FROM app_jobs", q["claim"])
-	require.Contains(t, q["partition_stats"], "app_jobs")
-	require.NotContains(t, q["partition_stats"], "sluice_")
+	require.Contains(t, q["list"], "app_jobs")
+	require.NotContains(t, q["list"], "sluice_")
 
 	_, err = sqlcommon.LoadQueries(own, "app_", "claim", "nowhere")
 	require.ErrorContains(t, err, "query nowhere.sql is missing")
 
-	own["queries/partition_stats.sql"] = &fstest.MapFile{Data: []byte("SELECT 1")}
+	own["queries/list.sql"] = &fstest.MapFile{Data: []byte("SELECT 1")}
 	_, err = sqlcommon.LoadQueries(own, "app_")
-	require.ErrorContains(t, err, "query partition_stats.sql is both the driver's and sqlcommon's")
+	require.ErrorContains(t, err, "query list.sql is both the driver's and sqlcommon's")
 }
 
 // The shared queries are the ones no driver writes differently: none uses

@@ -1,6 +1,7 @@
--- A skip scan of sluice_jobs_fair: each step is one index seek to the next
+-- A skip scan of sluice_jobs_pending: each step is one index seek to the next
 -- partition of the queue with a pending job, so finding n partitions costs
--- n seeks however many jobs each one holds.
+-- n seeks however many jobs each one holds. The partition '' (jobs without
+-- a partition) is a partition like any other.
 -- Arguments: queue, queue, how many.
 WITH RECURSIVE p(pk, n) AS (
   SELECT (SELECT partition_key FROM sluice_jobs WHERE queue = ? AND status = 'pending' ORDER BY partition_key LIMIT 1), 1

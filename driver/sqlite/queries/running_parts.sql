@@ -1,3 +1,5 @@
+-- Reads the running jobs only (the rescue index), whose number the
+-- cluster's concurrency bounds.
 SELECT partition_key, count(*) FROM sluice_jobs
-WHERE queue = ? AND status IN ('pending', 'processing') AND status = 'processing' AND partition_key IN (/*IN*/)
+WHERE status = 'processing' AND queue = ? AND partition_key IN (/*IN*/)
 GROUP BY partition_key

@@ -1,1 +1,3 @@
-SELECT count(*) FROM sluice_jobs WHERE queue = ? AND status IN ('pending', 'processing') AND status = 'processing'
+-- Reads the running jobs only (the rescue index), whose number the
+-- cluster's concurrency bounds.
+SELECT count(*) FROM sluice_jobs WHERE status = 'processing' AND queue = ?

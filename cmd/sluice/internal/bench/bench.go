@@ -353,9 +353,10 @@ func (r *runner) enqueue(ctx context.Context, c *sluice.Client) (float64, error)
 	}
 	rate := float64(r.cfg.Jobs) / time.Since(t0).Seconds()
 	if r.cfg.Partitions > 0 {
-		// A fair claim reads each partition's head through sluice_jobs_fair;
-		// PostgreSQL picks that index once it has statistics of the
-		// partitions, which autovacuum gathers on a live table.
+		// A fair claim reads each partition's head through the index of
+		// pending jobs by partition (sluice_jobs_pending; sluice_jobs_fair
+		// on MySQL); PostgreSQL picks that index once it has statistics of
+		// the partitions, which autovacuum gathers on a live table.
 		if _, err := r.d.DB().ExecContext(ctx, r.sql.query("bench_analyze")); err != nil {
 			return 0, fmt.Errorf("analyze after enqueue: %w", err)
 		}

@@ -1,6 +1,7 @@
 -- The partitions of a queue with the largest backlog, for stats and the
--- dashboard: an index-only range of sluice_jobs_fair over the queue's live
--- rows (the status IN term also lets SQLite use that partial index).
+-- dashboard: an index-only range of sluice_jobs_fair, whose (queue, status,
+-- partition_key) prefix holds the queue's pending and running jobs. (The
+-- drivers with partial indexes read two smaller ones instead.)
 SELECT partition_key,
        SUM(CASE WHEN status = 'pending' THEN 1 ELSE 0 END) AS pending,
        SUM(CASE WHEN status = 'processing' THEN 1 ELSE 0 END) AS running
