@@ -18,6 +18,9 @@ func exerciseHistory(t *testing.T, open Opener) {
 		id := b.insertOne(p)
 
 		claimed, tok := b.claimOne(p, id, time.Minute)
+		// An attempt takes time: SQLite's clock has millisecond steps, and a
+		// completion in the claim's millisecond would record a zero duration.
+		time.Sleep(5 * time.Millisecond)
 		before := b.now()
 		require.Empty(t, b.complete(driver.Completion{ID: id, Token: tok, Status: driver.StatusPending, Error: strPtr("HTTP 503"),
 			Attempt: &driver.Attempt{Number: 1, Node: "host-a:11", Start: claimed.UpdatedAt, Outcome: driver.OutcomeRetry,
