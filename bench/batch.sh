@@ -49,6 +49,8 @@
 #   DB [sluice_batchbench] the database used on every server (created if missing;
 #                     only its orders tables are dropped, never the database)
 #   DEST_PORT [free port] the second MariaDB's port; PG_DEST_PORT [free port] the second PostgreSQL's
+#   PG_BIN [/usr/lib/postgresql/N/bin for the shared server's major version N, else
+#                     the directory of initdb on PATH] initdb and pg_ctl for the second PostgreSQL
 #   LABEL [""]        a note printed with the figures (e.g. "machine loaded by other jobs")
 #   OUT [BENCHMARKS.md]; OUT=- prints the section instead
 set -euo pipefail
@@ -88,7 +90,7 @@ for e in $ENGINES; do
 done
 need=(python3)
 engine mariadb && need+=(mysql mysqladmin pt-archiver mariadbd mariadb-install-db)
-engine postgres && need+=(psql initdb pg_ctl)
+engine postgres && need+=(psql)
 for tool in "${need[@]}"; do
   command -v "$tool" >/dev/null || [ -x "/usr/sbin/$tool" ] ||
     die "$tool is required (apt-get install -y percona-toolkit mariadb-server postgresql)"
@@ -110,7 +112,7 @@ cleanup() {
     wait "$DEST_PID" 2>/dev/null || true
   fi
   if [ -n "$PG_DEST_UP" ]; then
-    as_postgres pg_ctl -D "$WORK/pgdest/data" -m fast -w stop >/dev/null 2>&1 || true
+    as_postgres "$PG_BIN/pg_ctl" -D "$WORK/pgdest/data" -m fast -w stop >/dev/null 2>&1 || true
   fi
   rm -rf "$WORK"
 }
@@ -210,17 +212,29 @@ if [[ " $WORKLOADS " == *" remote "* ]] && engine mariadb; then
   dst -e "CREATE DATABASE IF NOT EXISTS $DB CHARACTER SET utf8mb4"
 fi
 if [[ " $WORKLOADS " == *" remote "* ]] && engine postgres; then
+  # The shared server's version, from Debian's versioned directory, which
+  # is not on PATH.
+  pg_major=$(pg -d postgres -c "SELECT current_setting('server_version_num')::int / 10000")
+  if [ -z "${PG_BIN:-}" ]; then
+    if [ -x "/usr/lib/postgresql/$pg_major/bin/initdb" ]; then
+      PG_BIN=/usr/lib/postgresql/$pg_major/bin
+    elif command -v initdb >/dev/null; then
+      PG_BIN=$(dirname "$(command -v initdb)")
+    else
+      die "initdb is required for the second PostgreSQL (apt-get install -y postgresql; or set PG_BIN)"
+    fi
+  fi
   PG_DEST_PORT=${PG_DEST_PORT:-$(free_port)}
-  log "starting a second PostgreSQL cluster on port $PG_DEST_PORT"
+  log "starting a second PostgreSQL cluster on port $PG_DEST_PORT ($PG_BIN)"
   mkdir -p "$WORK/pgdest"
   [ "$(id -u)" != 0 ] || chown postgres:postgres "$WORK/pgdest"
-  as_postgres initdb -D "$WORK/pgdest/data" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >"$WORK/pgdest-init.log" 2>&1 ||
+  as_postgres "$PG_BIN/initdb" -D "$WORK/pgdest/data" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >"$WORK/pgdest-init.log" 2>&1 ||
     die "initdb failed: $(tail -5 "$WORK/pgdest-init.log")"
   # The shared server's settings that matter here: its buffers, WAL size,
   # durability (fsync and synchronous commit on), no autovacuum, and the
   # DateStyle the checksum's text of created_at depends on.
   PG_DEST_UP=1
-  as_postgres pg_ctl -D "$WORK/pgdest/data" -l "$WORK/pgdest/log" -w -t 120 start -o "-p $PG_DEST_PORT -k $WORK/pgdest \
+  as_postgres "$PG_BIN/pg_ctl" -D "$WORK/pgdest/data" -l "$WORK/pgdest/log" -w -t 120 start -o "-p $PG_DEST_PORT -k $WORK/pgdest \
     -c listen_addresses=127.0.0.1 -c shared_buffers=128MB -c max_wal_size=1GB -c autovacuum=off -c fsync=on \
     -c synchronous_commit=on -c TimeZone=UTC -c DateStyle=ISO,MDY" >/dev/null 2>&1 ||
     die "the second PostgreSQL did not start: $(tail -5 "$WORK/pgdest/log")"
@@ -454,7 +468,7 @@ if e.get("LABEL"):
 out += ["",
         f"- Date: {e['M_DATE']}, sluice commit {e['M_COMMIT']}, {e['M_NPROC']} CPUs, {', '.join(versions)}",
         f"- orders(id, tenant_id, created_at, status, body) with an index on (created_at, id): {int(e['ROWS']):,} rows, "
-        f"{purged:,} older than the cutoff ({e['DATA']} over the ids), the same rows on every engine; "
+        f"{purged:,} older than the cutoff ({e['DATA']} over the ids){', the same rows on both engines' if len(versions) == 2 else ''}; "
         f"medians of {e['RUNS']} runs, the tools alternating on fresh copies of one table",
         f"- Both tools commit once per chunk of {int(chunk):,} rows (adaptive: from {int(chunk):,} up to {int(e['MAXCHUNK']):,}, target {e['TARGET']} per chunk); "
         "rows/s is the rows moved over the wall time of the whole command",
