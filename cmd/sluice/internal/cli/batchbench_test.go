@@ -19,14 +19,19 @@ import (
 
 // bench/batch.sh at a tiny size: pt-archiver and sluice side by side on
 // each workload (purge, archive to a second table, archive to a second
-// MariaDB instance), each run's rows checked by the script, which exits
-// non-zero (STRICT=1) if any run failed or left wrong rows. Skipped, loudly,
-// without pt-archiver or MariaDB's server binaries, unless
-// SLUICE_TEST_REQUIRE_ALL=1.
+// MariaDB instance), and sluice alone on the same workloads on PostgreSQL
+// (archiving to a second PostgreSQL cluster), each run's rows checked by
+// the script, which exits non-zero (STRICT=1) if any run failed or left
+// wrong rows. Skipped, loudly, without pt-archiver or the MariaDB and
+// PostgreSQL server binaries, unless SLUICE_TEST_REQUIRE_ALL=1.
 func TestBatchBenchSmoke(t *testing.T) {
-	for _, tool := range []string{"pt-archiver", "mariadb-install-db", "/usr/sbin/mariadbd", "mysql"} {
+	for _, tool := range []string{"pt-archiver", "mariadb-install-db", "/usr/sbin/mariadbd", "mysql", "psql", "initdb"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			msg := fmt.Sprintf("bench/batch.sh smoke run needs %s (apt-get install -y percona-toolkit mariadb-server): %v", tool, err)
+			// Debian keeps initdb in its versioned directory, where the script looks too.
+			if found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/" + tool); len(found) > 0 {
+				continue
+			}
+			msg := fmt.Sprintf("bench/batch.sh smoke run needs %s (apt-get install -y percona-toolkit mariadb-server postgresql): %v", tool, err)
 			if testdb.RequireAll() {
 				t.Fatalf("%s (SLUICE_TEST_REQUIRE_ALL=1)", msg)
 			}
@@ -36,20 +41,25 @@ func TestBatchBenchSmoke(t *testing.T) {
 	}
 	u, err := url.Parse(testdb.URL("mysql", ""))
 	require.NoError(t, err)
-	// A database of its own, so that a bench run at the same time is untouched.
-	db := "sluice_bbs_" + strings.TrimSuffix(testdb.Prefix(), "_")
-	d, err := dburl.Open(testdb.URL("mysql", ""), dburl.Options{})
+	pu, err := url.Parse(testdb.URL("postgres", ""))
 	require.NoError(t, err)
-	t.Cleanup(func() {
-		d.DB().ExecContext(context.Background(), "DROP DATABASE IF EXISTS "+db)
-		d.Close()
-	})
+	// A database of its own on each server, so that a bench run at the same
+	// time is untouched; the script creates it on PostgreSQL.
+	db := "sluice_bbs_" + strings.TrimSuffix(testdb.Prefix(), "_")
+	for _, name := range []string{"mysql", "postgres"} {
+		d, err := dburl.Open(testdb.URL(name, ""), dburl.Options{})
+		require.NoError(t, err)
+		t.Cleanup(func() {
+			d.DB().ExecContext(context.Background(), "DROP DATABASE IF EXISTS "+db)
+			d.Close()
+		})
+	}
 	out := filepath.Join(t.TempDir(), "BENCHMARKS.md")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "../../../../bench/batch.sh")
 	cmd.Env = append(os.Environ(), "ROWS=2000", "RUNS=1", "CHUNK=200", "SIZES=", "FORMS=range", "ADAPTIVE=0", "STRICT=1",
-		"MYSQL_HOST="+u.Hostname(), "MYSQL_PORT="+u.Port(), "DB="+db, "SLUICE_BIN="+bin, "OUT="+out,
+		"ENGINES=mariadb postgres", "MYSQL_HOST="+u.Hostname(), "MYSQL_PORT="+u.Port(), "PG_HOST="+pu.Hostname(), "PG_PORT="+pu.Port(), "DB="+db, "SLUICE_BIN="+bin, "OUT="+out,
 		"SLUICE_DB=", "SLUICE_CONFIG=", "SLUICE_PREFIX=")
 	res, err := cmd.CombinedOutput()
 	require.NoError(t, err, "bench/batch.sh:\n%s", res)
@@ -60,4 +70,10 @@ func TestBatchBenchSmoke(t *testing.T) {
 	}
 	require.Equal(t, 3, strings.Count(string(md), "| pt-archiver | pt-archiver | 200 | 1 | 0 |"), "pt-archiver ran each workload once, with correct results:\n%s", md)
 	require.Equal(t, 3, strings.Count(string(md), "| sluice | key range | 200 | 1 | 0 |"), "sluice ran each workload once, with correct results:\n%s", md)
+	pgHead := "### PostgreSQL (sluice alone; pt-archiver runs only on MySQL)"
+	require.Contains(t, string(md), pgHead)
+	pg := string(md)[strings.Index(string(md), pgHead):]
+	for _, w := range []string{"Purge", "Archive to a second table, same database", "Archive to a second PostgreSQL cluster"} {
+		require.Equal(t, 1, strings.Count(pg, "| "+w+" | key range | 200 | 1 | 0 |"), "sluice ran %s once on PostgreSQL, with correct results:\n%s", w, md)
+	}
 }
