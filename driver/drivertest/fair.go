@@ -229,25 +229,7 @@ func exerciseFair(t *testing.T, open Opener) {
 		lim := &driver.RunningCaps{Partition: 2, Partitions: map[string]int{"p0": 4}, Types: map[string]int{"t1": 3}}
 		// Claimers on separate connections race; the database must count
 		// each claim's jobs before the next one's.
-		var wg sync.WaitGroup
-		errs := make(chan error, 16)
-		for range 16 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for range 5 {
-					if _, err := b.d.Claim(b.ctx, driver.ClaimParams{Queue: "default", Limit: 3, Lease: time.Minute, Token: newToken(), Fair: true, Limits: lim}); err != nil {
-						errs <- err
-						return
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			require.NoError(t, err)
-		}
+		raceFairClaims(t, b, lim)
 		require.Equal(t, 4, b.running("p0", ""))
 		for _, p := range []string{"p1", "p2", "p3", "p4"} {
 			require.Equal(t, 2, b.running(p, ""), "partition %s", p)
@@ -270,4 +252,29 @@ func exerciseFair(t *testing.T, open Opener) {
 		require.NoError(t, err)
 		require.Len(t, st, 1)
 	})
+}
+
+// raceFairClaims runs 16 claimers on separate connections, 5 fair claims
+// of 3 jobs each under lim, at once, and fails on any claim error.
+func raceFairClaims(t *testing.T, b *bundle, lim *driver.RunningCaps) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 5 {
+				if _, err := b.d.Claim(b.ctx, driver.ClaimParams{Queue: "default", Limit: 3, Lease: time.Minute, Token: newToken(), Fair: true, Limits: lim}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
 }

@@ -119,25 +119,7 @@ func exerciseClaimRates(t *testing.T, open Opener) {
 			TypeRates:      map[string]driver.Rate{"t1": {PerSecond: slow, Burst: 4}}}
 		// Claimers on separate connections race; the buckets must give
 		// each token once.
-		var wg sync.WaitGroup
-		errs := make(chan error, 16)
-		for range 16 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for range 5 {
-					if _, err := b.d.Claim(b.ctx, driver.ClaimParams{Queue: "default", Limit: 3, Lease: time.Minute, Token: newToken(), Fair: true, Limits: lim}); err != nil {
-						errs <- err
-						return
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			require.NoError(t, err)
-		}
+		raceFairClaims(t, b, lim)
 		require.Equal(t, 5, b.running("p0", ""))
 		for _, p := range []string{"p1", "p2", "p3", "p4"} {
 			require.Equal(t, 3, b.running(p, ""), "partition %s", p)
