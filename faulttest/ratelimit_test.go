@@ -6,7 +6,6 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
-	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -102,22 +101,7 @@ types:
 
 	mu.Lock()
 	defer mu.Unlock()
-	sort.Slice(starts, func(i, j int) bool { return starts[i].Before(starts[j]) })
-	var in []time.Time
-	for _, s := range starts {
-		if s.Sub(first) < period {
-			in = append(in, s)
-		}
-	}
-	// The densest 1-second window, sliding over every start.
-	densest, j := 0, 0
-	for i := range in {
-		for in[i].Sub(in[j]) >= time.Second {
-			j++
-		}
-		densest = max(densest, i-j+1)
-	}
-	total := len(in)
+	densest, total := densestSecond(starts, first, period)
 	for id, n := range calls {
 		require.Equal(t, 1, n, "job %s started once", id)
 	}
