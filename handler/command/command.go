@@ -124,12 +124,16 @@ func (h *Handler) Work(ctx context.Context, job *sluice.Job) error {
 	}
 	errText := strings.TrimSpace(stderr.String())
 	switch {
+	case state.Success():
+		// Even after a stop: the command finished, or says it did. A run
+		// that ends on its own just as a deadline passes lands here too,
+		// whichever of the two the wait saw first, and must not be run
+		// again.
+		job.SetResult(strings.ToValidUTF8(stdout.String(), "\uFFFD"))
+		return nil
 	case stopped:
 		return withStderr(fmt.Errorf("command %s: stopped after %s: %w; %s", h.argv[0], time.Since(start).Round(time.Millisecond),
 			ctx.Err(), howEnded(state)), errText)
-	case state.Success():
-		job.SetResult(strings.ToValidUTF8(stdout.String(), "\uFFFD"))
-		return nil
 	case slices.Contains(h.permanent, state.ExitCode()):
 		return sluice.Permanent(withStderr(fmt.Errorf("command %s: %s", h.argv[0], howEnded(state)), errText))
 	}

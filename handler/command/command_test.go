@@ -197,3 +197,17 @@ func resultOf(t *testing.T, job *sluice.Job) string {
 	require.True(t, ok, "no result stored")
 	return r
 }
+
+// Exit 0 is success even when it comes after a stop: the command finished
+// (or says it did), and running it again would repeat done work. This is
+// also what a command that ends on its own just as a shutdown deadline
+// passes gets, whichever of the two the handler sees first.
+func TestExitZeroAfterStopIsSuccess(t *testing.T) {
+	h := shell(t, `trap "echo stopped cleanly; exit 0" TERM; sleep 60 & wait`,
+		command.Config{Timeout: 300 * time.Millisecond, KillGrace: 5 * time.Second})
+	job := testJob()
+	start := time.Now()
+	require.NoError(t, h.Work(context.Background(), job))
+	require.Less(t, time.Since(start), 3*time.Second, "the trap ended it on SIGTERM")
+	require.Equal(t, "stopped cleanly\n", resultOf(t, job))
+}

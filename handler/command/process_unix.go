@@ -108,8 +108,12 @@ func (p *process) wait(ctx context.Context, grace time.Duration) (stopped bool) 
 	select {
 	case <-p.exited:
 	case <-ctx.Done():
-		stopped = true
-		p.stopGroup(pgid, grace)
+		select {
+		case <-p.exited: // it ended on its own as ctx ended
+		default:
+			stopped = true
+			p.stopGroup(pgid, grace)
+		}
 	}
 	// The job is over: whatever is left in its group was orphaned by it.
 	// An empty group finds nothing: its id goes back to the kernel only

@@ -355,7 +355,7 @@ func (pr *producer) start(j driver.JobRow) {
 		if !pr.acquireRun(p.stopping) {
 			// A prefetched job that never started goes straight back.
 			cancel(nil)
-			p.completer.add(x, Outcome{Status: driver.StatusPending, Refund: true})
+			p.finish(x, Outcome{Status: driver.StatusPending, Refund: true})
 			return
 		}
 		var pol driver.CircuitPolicy
@@ -369,7 +369,7 @@ func (pr *producer) start(j driver.JobRow) {
 			if g = p.admit(ctx, j, pol); !g.run {
 				pr.run <- struct{}{}
 				cancel(nil)
-				p.completer.add(x, Outcome{Status: driver.StatusPending, Refund: true, Delay: g.wait})
+				p.finish(x, Outcome{Status: driver.StatusPending, Refund: true, Delay: g.wait})
 				return
 			}
 		}
@@ -398,12 +398,24 @@ func (pr *producer) start(j driver.JobRow) {
 		if h := p.cfg.Hooks.Completed; h != nil {
 			h(j, o, p.cfg.Clock.Since(began))
 		}
-		if o.Tx != nil {
-			p.completeInTx(x, o)
-			return
-		}
-		p.completer.add(x, o)
+		p.finish(x, o)
 	}()
+}
+
+// finish writes the outcome of a handler that returned, unless shutdown
+// has already requeued its job: that write would be fenced out anyway.
+func (p *Pool) finish(x *running, o Outcome) {
+	if !p.running.settle(x) {
+		if o.Tx != nil {
+			o.Tx.Rollback()
+		}
+		return
+	}
+	if o.Tx != nil {
+		p.completeInTx(x, o)
+		return
+	}
+	p.completer.add(x, o)
 }
 
 // acquireRun waits for a handler slot, and reports false once the pool is

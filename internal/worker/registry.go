@@ -15,6 +15,11 @@ type running struct {
 	lastBeat time.Time
 	claimed  time.Time // for the duration in job log lines
 	cancel   context.CancelCauseFunc
+	// settled: the handler returned and its outcome is on the way to the
+	// database. abandoned: shutdown gave up on the handler and requeued
+	// the job. The registry's lock makes them exclusive, so a job is never
+	// both requeued and written with its own outcome.
+	settled, abandoned bool
 }
 
 // registry tracks running jobs for the heartbeat and for shutdown.
@@ -73,6 +78,30 @@ func (r *registry) snapshot() []*running {
 	out := make([]*running, 0, len(r.jobs))
 	for _, x := range r.jobs {
 		out = append(out, x)
+	}
+	return out
+}
+
+// settle marks x's handler as returned, and reports false when shutdown
+// has already requeued the job: its outcome must then not be written.
+func (r *registry) settle(x *running) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	x.settled = !x.abandoned
+	return x.settled
+}
+
+// abandonUnsettled marks every job whose handler has not returned as
+// abandoned and returns them: shutdown requeues exactly these.
+func (r *registry) abandonUnsettled() []*running {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*running
+	for _, x := range r.jobs {
+		if !x.settled {
+			x.abandoned = true
+			out = append(out, x)
+		}
 	}
 	return out
 }

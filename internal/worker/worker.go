@@ -256,9 +256,12 @@ func (p *Pool) Stop(ctx context.Context) {
 	p.bgWG.Wait()
 }
 
-// requeueStuck returns every job still registered as running to pending.
+// requeueStuck returns to pending every job whose handler has not
+// returned. A handler that returned has its outcome queued; requeueing its
+// job too would race that write and, when the requeue won, run finished
+// work again.
 func (p *Pool) requeueStuck() {
-	jobs := p.running.snapshot()
+	jobs := p.running.abandonUnsettled()
 	if len(jobs) == 0 {
 		return
 	}
