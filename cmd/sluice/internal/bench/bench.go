@@ -543,15 +543,15 @@ func (r *runner) workWith(ctx context.Context, c *sluice.Client, feed func(conte
 		if err != nil {
 			return 0, fmt.Errorf("work phase: stats: %w", err)
 		}
-		if failed > 0 {
-			return 0, fmt.Errorf("work phase: %d jobs failed", failed)
+		if failed {
+			return 0, errors.New("work phase: jobs failed")
 		}
-		if live == 0 {
+		if !live {
 			break
 		}
 		select {
 		case <-ctx.Done():
-			return 0, fmt.Errorf("work phase: %d jobs still pending or processing: %w", live, ctx.Err())
+			return 0, fmt.Errorf("work phase: jobs still pending or processing: %w", ctx.Err())
 		case <-time.After(2 * time.Millisecond):
 		}
 	}
