@@ -24,32 +24,18 @@ func (a *app) statsCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			st, err := c.Stats(cmd.Context())
+			snap, err := c.StatsSnapshot(cmd.Context())
 			if err != nil {
 				return err
 			}
-			circuits, err := c.Circuits(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if circuits == nil {
-				circuits = []sluice.CircuitState{}
-			}
-			buckets, err := c.RateBuckets(cmd.Context())
-			if err != nil {
-				return err
-			}
-			types, err := c.TypeStats(cmd.Context())
-			if err != nil {
-				return err
-			}
+			st := snap.Queues
 			for i := range st {
 				if q, ok := a.cfg.Queues[st[i].Queue]; ok {
 					st[i].ApplyConfig(q.SluiceQueue())
 				}
 			}
 			if asJSON {
-				return json.NewEncoder(a.stdout).Encode(map[string]any{"queues": st, "types": types, "circuits": circuits, "rate_buckets": buckets})
+				return json.NewEncoder(a.stdout).Encode(snap)
 			}
 			w := tabwriter.NewWriter(a.stdout, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "QUEUE\tPENDING\tPROCESSING\tFAILED\tOLDEST PENDING\tPAUSED\tDONE 1H\tFAILED 1H\tDONE 24H\tFAILED 24H")
@@ -61,13 +47,13 @@ func (a *app) statsCommand() *cobra.Command {
 			if err := w.Flush(); err != nil {
 				return err
 			}
-			if err := writeTypes(a.stdout, types); err != nil {
+			if err := writeTypes(a.stdout, snap.Types); err != nil {
 				return err
 			}
-			if err := writeCircuits(a.stdout, circuits); err != nil {
+			if err := writeCircuits(a.stdout, snap.Circuits); err != nil {
 				return err
 			}
-			if err := writeRateBuckets(a.stdout, buckets); err != nil {
+			if err := writeRateBuckets(a.stdout, snap.RateBuckets); err != nil {
 				return err
 			}
 			return a.printPartitions(st)
