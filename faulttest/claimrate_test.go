@@ -35,12 +35,7 @@ import (
 // calls of a bucket, and the first 10 seconds close to 10 seconds' worth:
 // the processes shared each limit rather than applying four.
 func TestClaimRates(t *testing.T) {
-	for _, name := range []string{"sqlite", "mysql", "postgres"} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			testClaimRates(t, name)
-		})
-	}
+	testdb.ForEach(t, testClaimRates)
 }
 
 // rateCase is one bucket of TestClaimRates: its calls, rate and burst.

@@ -29,12 +29,7 @@ import (
 // to 200 in total, so the processes shared one limit rather than applying
 // four (80/s).
 func TestClusterRateLimit(t *testing.T) {
-	for _, name := range []string{"sqlite", "mysql", "postgres"} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			testClusterRate(t, name)
-		})
-	}
+	testdb.ForEach(t, testClusterRate)
 }
 
 func testClusterRate(t *testing.T, dbName string) {
