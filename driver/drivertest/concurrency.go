@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/racetest"
 )
 
 func exerciseConcurrency(t *testing.T, open Opener) {
@@ -366,18 +367,10 @@ func exerciseConcurrency(t *testing.T, open Opener) {
 		b := setup(t, open)
 		const contenders = 8
 		leases := make([]driver.Lease, contenders)
-		errs := make([]error, contenders)
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i := range contenders {
-			wg.Go(func() {
-				<-start
-				leases[i], errs[i] = b.d.AcquireLease(b.ctx, driver.LeaseParams{Name: "leader", Holder: fmt.Sprintf("node-%d", i), TTL: time.Minute})
-			})
-		}
-		close(start)
-		wg.Wait()
-		require.NoError(t, errors.Join(errs...))
+		racetest.Run(t, contenders, func(i int) (err error) {
+			leases[i], err = b.d.AcquireLease(b.ctx, driver.LeaseParams{Name: "leader", Holder: fmt.Sprintf("node-%d", i), TTL: time.Minute})
+			return err
+		})
 
 		var winner string
 		for i, l := range leases {

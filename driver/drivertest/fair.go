@@ -3,13 +3,13 @@ package drivertest
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/racetest"
 )
 
 // inPart is newJob in a partition.
@@ -258,23 +258,12 @@ func exerciseFair(t *testing.T, open Opener) {
 // of 3 jobs each under lim, at once, and fails on any claim error.
 func raceFairClaims(t *testing.T, b *bundle, lim *driver.RunningCaps) {
 	t.Helper()
-	var wg sync.WaitGroup
-	errs := make(chan error, 16)
-	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range 5 {
-				if _, err := b.d.Claim(b.ctx, driver.ClaimParams{Queue: "default", Limit: 3, Lease: time.Minute, Token: newToken(), Fair: true, Limits: lim}); err != nil {
-					errs <- err
-					return
-				}
+	racetest.Run(t, 16, func(int) error {
+		for range 5 {
+			if _, err := b.d.Claim(b.ctx, driver.ClaimParams{Queue: "default", Limit: 3, Lease: time.Minute, Token: newToken(), Fair: true, Limits: lim}); err != nil {
+				return err
 			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
+		}
+		return nil
+	})
 }

@@ -3,13 +3,13 @@ package drivertest
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/racetest"
 )
 
 // slow is a rate that refills nothing within a test: a bucket gives its
@@ -145,30 +145,19 @@ func exerciseClaimRates(t *testing.T, open Opener) {
 		typeLim := &driver.RunningCaps{TypeRates: map[string]driver.Rate{"t": {PerSecond: rate, Burst: burst}}}
 		partLim := &driver.RunningCaps{PartitionRate: driver.Rate{PerSecond: rate, Burst: burst}}
 		start := b.now()
-		var wg sync.WaitGroup
-		errs := make(chan error, 8)
-		for i := range 8 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				p := driver.ClaimParams{Queue: "default", Limit: 5, Lease: time.Minute, Limits: typeLim}
-				if i%2 == 1 {
-					p = driver.ClaimParams{Queue: "fair", Limit: 5, Lease: time.Minute, Fair: true, Limits: partLim}
+		racetest.Run(t, 8, func(i int) error {
+			p := driver.ClaimParams{Queue: "default", Limit: 5, Lease: time.Minute, Limits: typeLim}
+			if i%2 == 1 {
+				p = driver.ClaimParams{Queue: "fair", Limit: 5, Lease: time.Minute, Fair: true, Limits: partLim}
+			}
+			for end := time.Now().Add(1500 * time.Millisecond); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+				p.Token = newToken()
+				if _, err := b.d.Claim(b.ctx, p); err != nil {
+					return err
 				}
-				for end := time.Now().Add(1500 * time.Millisecond); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
-					p.Token = newToken()
-					if _, err := b.d.Claim(b.ctx, p); err != nil {
-						errs <- err
-						return
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			require.NoError(t, err)
-		}
+			}
+			return nil
+		})
 		elapsed := b.now().Sub(start)
 		bound := burst + rate*elapsed.Seconds()
 		for _, c := range []struct{ part, typ string }{{"*", "t"}, {"p0", "u"}, {"p1", "u"}} {
