@@ -107,6 +107,15 @@ func newJob(typ string) driver.InsertJob {
 	}
 }
 
+// newJobs is n newJobs of typ.
+func newJobs(typ string, n int) []driver.InsertJob {
+	ps := make([]driver.InsertJob, n)
+	for i := range ps {
+		ps[i] = newJob(typ)
+	}
+	return ps
+}
+
 // keyed is newJob with a business key and a dedupe mode.
 func keyed(typ, key, mode string) driver.InsertJob {
 	p := newJob(typ)
@@ -188,6 +197,14 @@ func (b *bundle) claimNew(p driver.InsertJob) (int64, string) {
 	id := b.insertOne(p)
 	_, tok := b.claimOne(p, id, time.Minute)
 	return id, tok
+}
+
+// rescue runs one rescue pass of at most limit jobs.
+func (b *bundle) rescue(limit int) driver.RescueResult {
+	b.t.Helper()
+	res, err := b.d.Rescue(b.ctx, driver.RescueParams{Limit: limit})
+	require.NoError(b.t, err)
+	return res
 }
 
 func (b *bundle) complete(cs ...driver.Completion) []int64 {
