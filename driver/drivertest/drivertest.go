@@ -162,6 +162,13 @@ func (b *bundle) insertOne(p driver.InsertJob) int64 {
 	return res[0].ID
 }
 
+// requireDuplicate inserts p and requires the answer that job id holds
+// its key.
+func (b *bundle) requireDuplicate(p driver.InsertJob, id int64, msgAndArgs ...any) {
+	b.t.Helper()
+	require.Equal(b.t, []driver.InsertResult{{ID: id, Duplicate: true}}, b.insert(p), msgAndArgs...)
+}
+
 func (b *bundle) get(id int64) *driver.JobRow {
 	b.t.Helper()
 	j, err := b.d.GetJob(b.ctx, id)
