@@ -162,6 +162,19 @@ func (b *bundle) insertOne(p driver.InsertJob) int64 {
 	return res[0].ID
 }
 
+// insertMailAndPDF inserts n mail and n pdf jobs in the default queue and
+// two mail jobs in the queue other: the type caps and rates count a type
+// in every queue.
+func (b *bundle) insertMailAndPDF(n int) {
+	b.t.Helper()
+	for range n {
+		b.insert(newJob("mail"), newJob("pdf"))
+	}
+	other := newJob("mail")
+	other.Queue = "other"
+	b.insert(other, other)
+}
+
 // requireDuplicate inserts p and requires the answer that job id holds
 // its key.
 func (b *bundle) requireDuplicate(p driver.InsertJob, id int64, msgAndArgs ...any) {

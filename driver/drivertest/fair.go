@@ -188,12 +188,7 @@ func exerciseFair(t *testing.T, open Opener) {
 	t.Run("QueueAndTypeCaps", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
-		for range 5 {
-			b.insert(newJob("mail"), newJob("pdf"))
-		}
-		other := newJob("mail")
-		other.Queue = "other"
-		b.insert(other, other)
+		b.insertMailAndPDF(5)
 		lim := &driver.RunningCaps{Types: map[string]int{"mail": 3}}
 		// A mail job runs in the other queue: the type cap counts it.
 		require.Len(t, b.claim(driver.ClaimParams{Queue: "other", Limit: 1, Lease: time.Minute, Token: newToken(), Limits: lim}), 1)

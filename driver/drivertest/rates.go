@@ -23,12 +23,7 @@ func exerciseClaimRates(t *testing.T, open Opener) {
 	t.Run("TypeRate", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
-		for range 10 {
-			b.insert(newJob("mail"), newJob("pdf"))
-		}
-		other := newJob("mail")
-		other.Queue = "other"
-		b.insert(other, other)
+		b.insertMailAndPDF(10)
 		lim := &driver.RunningCaps{TypeRates: map[string]driver.Rate{"mail": {PerSecond: slow, Burst: 4}}}
 		claim := func(queue, typ string) []driver.JobRow {
 			return b.claim(driver.ClaimParams{Queue: queue, Type: typ, Limit: 100, Lease: time.Minute, Token: newToken(), Limits: lim})
