@@ -216,11 +216,7 @@ func exerciseFair(t *testing.T, open Opener) {
 	t.Run("CapsHoldUnderConcurrentClaims", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
-		var ps []driver.InsertJob
-		for i := range 200 {
-			ps = append(ps, inPart(fmt.Sprintf("t%d", i%2), fmt.Sprintf("p%d", i%5)))
-		}
-		b.insert(ps...)
+		b.insertSpread()
 		lim := &driver.RunningCaps{Partition: 2, Partitions: map[string]int{"p0": 4}, Types: map[string]int{"t1": 3}}
 		// Claimers on separate connections race; the database must count
 		// each claim's jobs before the next one's.
@@ -247,6 +243,17 @@ func exerciseFair(t *testing.T, open Opener) {
 		require.NoError(t, err)
 		require.Len(t, st, 1)
 	})
+}
+
+// insertSpread inserts 200 jobs spread over the types t0 and t1 and the
+// partitions p0 to p4, for the caps and rates raced by raceFairClaims.
+func (b *bundle) insertSpread() {
+	b.t.Helper()
+	var ps []driver.InsertJob
+	for i := range 200 {
+		ps = append(ps, inPart(fmt.Sprintf("t%d", i%2), fmt.Sprintf("p%d", i%5)))
+	}
+	b.insert(ps...)
 }
 
 // raceFairClaims runs 16 claimers on separate connections, 5 fair claims

@@ -104,11 +104,7 @@ func exerciseClaimRates(t *testing.T, open Opener) {
 	t.Run("RatesHoldUnderConcurrentClaims", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
-		var ps []driver.InsertJob
-		for i := range 200 {
-			ps = append(ps, inPart(fmt.Sprintf("t%d", i%2), fmt.Sprintf("p%d", i%5)))
-		}
-		b.insert(ps...)
+		b.insertSpread()
 		lim := &driver.RunningCaps{PartitionRate: driver.Rate{PerSecond: slow, Burst: 3},
 			PartitionRates: map[string]driver.Rate{"p0": {PerSecond: slow, Burst: 5}},
 			TypeRates:      map[string]driver.Rate{"t1": {PerSecond: slow, Burst: 4}}}
