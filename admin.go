@@ -400,6 +400,36 @@ func (c *Client) TypeStats(ctx context.Context) ([]TypeStats, error) {
 	return out, nil
 }
 
+// StatsSnapshot is the whole picture that /v1/stats and `sluice stats
+// --json` show. Every list is empty rather than nil, so that JSON has []
+// for it, never null. The fields stand in the order of their JSON names,
+// which is the order these documents have had since they were maps.
+type StatsSnapshot struct {
+	Circuits    []CircuitState `json:"circuits"`
+	Queues      []QueueStats   `json:"queues"`
+	RateBuckets []RateBucket   `json:"rate_buckets"`
+	Types       []TypeStats    `json:"types"`
+}
+
+// StatsSnapshot reads Stats, Circuits, RateBuckets and TypeStats at once.
+func (c *Client) StatsSnapshot(ctx context.Context) (StatsSnapshot, error) {
+	var s StatsSnapshot
+	var err error
+	if s.Queues, err = c.Stats(ctx); err != nil {
+		return StatsSnapshot{}, err
+	}
+	if s.Circuits, err = c.Circuits(ctx); err != nil {
+		return StatsSnapshot{}, err
+	}
+	if s.RateBuckets, err = c.RateBuckets(ctx); err != nil {
+		return StatsSnapshot{}, err
+	}
+	if s.Types, err = c.TypeStats(ctx); err != nil {
+		return StatsSnapshot{}, err
+	}
+	return s, nil
+}
+
 // PauseQueue stops every worker of queue from claiming, within about a
 // second, until ResumeQueue. Running jobs finish.
 func (c *Client) PauseQueue(ctx context.Context, queue string) error {

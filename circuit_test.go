@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/testdb"
 )
 
 // TestCircuitHandsBackUncharged: a job of a type whose circuit is open (by
@@ -18,7 +19,7 @@ import (
 // circuit closes, then runs. A type's K-th transient failure opens its
 // circuit, and the jobs behind it then wait uncharged too.
 func TestCircuitHandsBackUncharged(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d driver.Driver) {
+	testdb.ForEachDriver(t, func(t *testing.T, d driver.Driver) {
 		ctx := context.Background()
 		var ran, failing atomic.Int32
 		breaker := sluice.Circuit{Threshold: 2, Cooldown: time.Hour, MaxCooldown: time.Hour}

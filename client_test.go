@@ -17,16 +17,6 @@ import (
 	"github.com/sluicehq/sluice/internal/testdb"
 )
 
-// forEachDriver runs fn as a subtest on every database.
-func forEachDriver(t *testing.T, fn func(t *testing.T, d driver.Driver)) {
-	for _, name := range testdb.Names {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			fn(t, testdb.Open(t, name))
-		})
-	}
-}
-
 // fastRetry retries a failed job within milliseconds, so that tests of
 // retries finish quickly.
 var fastRetry = sluice.Backoff{Base: 10 * time.Millisecond, Max: 20 * time.Millisecond}
@@ -56,7 +46,7 @@ func waitStatus(t *testing.T, d driver.Driver, id int64, status driver.Status) *
 }
 
 func TestClientOutcomes(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d driver.Driver) {
+	testdb.ForEachDriver(t, func(t *testing.T, d driver.Driver) {
 		ctx := context.Background()
 		var flaky, snoozes atomic.Int32
 		c := startClient(t, d, 4, map[string]sluice.Type{
@@ -124,7 +114,7 @@ func TestClientOutcomes(t *testing.T) {
 }
 
 func TestEnqueueDedupe(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d driver.Driver) {
+	testdb.ForEachDriver(t, func(t *testing.T, d driver.Driver) {
 		ctx := context.Background()
 		c, err := sluice.NewClient(sluice.Config{Driver: d})
 		require.NoError(t, err)
@@ -157,7 +147,7 @@ func TestEnqueueDedupe(t *testing.T) {
 }
 
 func TestTransactionalCompletion(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d driver.Driver) {
+	testdb.ForEachDriver(t, func(t *testing.T, d driver.Driver) {
 		ctx := context.Background()
 		_, err := d.DB().ExecContext(ctx, "CREATE TABLE "+tableName(t)+" (id INT PRIMARY KEY)")
 		require.NoError(t, err)
@@ -193,7 +183,7 @@ func tableName(t *testing.T) string {
 }
 
 func TestShutdownRequeuesWithoutCharge(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d driver.Driver) {
+	testdb.ForEachDriver(t, func(t *testing.T, d driver.Driver) {
 		ctx := context.Background()
 		started := make(chan struct{}, 1)
 		c, err := sluice.NewClient(sluice.Config{Driver: d, Queues: map[string]sluice.QueueConfig{"default": {Concurrency: 1}},
@@ -248,7 +238,7 @@ func TestQueueRateLimit(t *testing.T) {
 // type's backoff.max: a receiver asking for an hour waits only as long as
 // the type allows.
 func TestRetryAfterCappedAtBackoffMax(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d driver.Driver) {
+	testdb.ForEachDriver(t, func(t *testing.T, d driver.Driver) {
 		ctx := context.Background()
 		c, err := sluice.NewClient(sluice.Config{Driver: d, Types: map[string]sluice.Type{
 			"later": {Backoff: sluice.Backoff{Base: time.Millisecond, Max: 2 * time.Second},
@@ -274,7 +264,7 @@ func TestRetryAfterCappedAtBackoffMax(t *testing.T) {
 }
 
 func TestClusterRatesRejected(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d driver.Driver) {
+	testdb.ForEachDriver(t, func(t *testing.T, d driver.Driver) {
 		h := sluice.HandlerFunc(func(context.Context, *sluice.Job) error { return nil })
 		for _, c := range []struct {
 			cfg   sluice.Config

@@ -10,13 +10,14 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/testdb"
 )
 
 // A panicking handler is a transient failure: the job is retried like any
 // other error, up to MaxAttempts, and last_error holds the panic value and
 // the stack down to the handler that panicked.
 func TestHandlerPanicIsRetried(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d driver.Driver) {
+	testdb.ForEachDriver(t, func(t *testing.T, d driver.Driver) {
 		ctx := context.Background()
 		var runs atomic.Int32
 		c := startClient(t, d, 2, map[string]sluice.Type{

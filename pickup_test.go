@@ -28,45 +28,42 @@ func TestPlainInsertWakesIdleWorkers(t *testing.T) {
 	// idleFor lets the poll back off: after it, the next claim is over a
 	// second away.
 	const idleFor = 1500 * time.Millisecond
-	for _, name := range testdb.Names {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			d, tg := testdb.OpenURL(t, name)
-			started := make(chan time.Time, jobs)
-			clienttest.Start(t, sluice.Config{Driver: d, PollMax: time.Minute,
-				Types: map[string]sluice.Type{"plain": {Handler: sluice.HandlerFunc(func(context.Context, *sluice.Job) error {
-					started <- time.Now()
-					return nil
-				})}},
-				Queues: map[string]sluice.QueueConfig{"default": {Concurrency: 2}}})
+	testdb.ForEach(t, func(t *testing.T, name string) {
+		d, tg := testdb.OpenURL(t, name)
+		started := make(chan time.Time, jobs)
+		clienttest.Start(t, sluice.Config{Driver: d, PollMax: time.Minute,
+			Types: map[string]sluice.Type{"plain": {Handler: sluice.HandlerFunc(func(context.Context, *sluice.Job) error {
+				started <- time.Now()
+				return nil
+			})}},
+			Queues: map[string]sluice.QueueConfig{"default": {Concurrency: 2}}})
 
-			// The application's own connection: another pool, unknown to
-			// the client.
-			app, err := dburl.Open(tg.URL, dburl.Options{Prefix: tg.Prefix})
+		// The application's own connection: another pool, unknown to
+		// the client.
+		app, err := dburl.Open(tg.URL, dburl.Options{Prefix: tg.Prefix})
+		require.NoError(t, err)
+		defer app.Close()
+		insert := "INSERT INTO " + tg.Prefix + "jobs (type, payload) VALUES (?, '{}')"
+		if name == "postgres" {
+			insert = "INSERT INTO " + tg.Prefix + "jobs (type, payload) VALUES ($1, '{}')"
+		}
+
+		var waits []time.Duration
+		for range jobs {
+			time.Sleep(idleFor)
+			at := time.Now()
+			_, err := app.DB().ExecContext(context.Background(), insert, "plain")
 			require.NoError(t, err)
-			defer app.Close()
-			insert := "INSERT INTO " + tg.Prefix + "jobs (type, payload) VALUES (?, '{}')"
-			if name == "postgres" {
-				insert = "INSERT INTO " + tg.Prefix + "jobs (type, payload) VALUES ($1, '{}')"
+			select {
+			case s := <-started:
+				waits = append(waits, s.Sub(at))
+			case <-time.After(30 * time.Second):
+				t.Fatalf("a plainly inserted job did not start within 30s")
 			}
-
-			var waits []time.Duration
-			for range jobs {
-				time.Sleep(idleFor)
-				at := time.Now()
-				_, err := app.DB().ExecContext(context.Background(), insert, "plain")
-				require.NoError(t, err)
-				select {
-				case s := <-started:
-					waits = append(waits, s.Sub(at))
-				case <-time.After(30 * time.Second):
-					t.Fatalf("a plainly inserted job did not start within 30s")
-				}
-			}
-			slices.Sort(waits)
-			t.Logf("%s: plain INSERT to handler start: %v", name, waits)
-			require.Less(t, waits[len(waits)/2], idleFor/3,
-				"median pickup of a plain INSERT into idle workers: %v", waits)
-		})
-	}
+		}
+		slices.Sort(waits)
+		t.Logf("%s: plain INSERT to handler start: %v", name, waits)
+		require.Less(t, waits[len(waits)/2], idleFor/3,
+			"median pickup of a plain INSERT into idle workers: %v", waits)
+	})
 }

@@ -26,19 +26,16 @@ func TestTypeRateKeptUpByOneProcess(t *testing.T) {
 	const rate, period = 20, 3 * time.Second
 	window := period - 500*time.Millisecond
 	want := rate * window.Seconds()
-	for _, name := range testdb.Names {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			best := 0
-			for try := 1; try <= 3 && float64(best) < 0.85*want; try++ {
-				n := startsInWindow(t, testdb.Open(t, name), rate, period, window)
-				t.Logf("try %d: %d starts in %s at %d/s", try, n, window, rate)
-				require.LessOrEqual(t, float64(n), 1+want+rate/2, "the rate is respected")
-				best = max(best, n)
-			}
-			require.GreaterOrEqual(t, float64(best), 0.85*want, "the rate is used")
-		})
-	}
+	testdb.ForEach(t, func(t *testing.T, name string) {
+		best := 0
+		for try := 1; try <= 3 && float64(best) < 0.85*want; try++ {
+			n := startsInWindow(t, testdb.Open(t, name), rate, period, window)
+			t.Logf("try %d: %d starts in %s at %d/s", try, n, window, rate)
+			require.LessOrEqual(t, float64(n), 1+want+rate/2, "the rate is respected")
+			best = max(best, n)
+		}
+		require.GreaterOrEqual(t, float64(best), 0.85*want, "the rate is used")
+	})
 }
 
 // startsInWindow works a backlog of the rated type for period and counts

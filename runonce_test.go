@@ -12,10 +12,11 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/testdb"
 )
 
 func TestRunOnce(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d driver.Driver) {
+	testdb.ForEachDriver(t, func(t *testing.T, d driver.Driver) {
 		ctx := context.Background()
 		var runs sync.Map
 		var twice atomic.Int32
@@ -87,7 +88,7 @@ func TestRunOnce(t *testing.T) {
 // expired on its last attempt fails there, and is counted like any failed
 // completion: in the metrics and, once the pass answers, in the roll-ups.
 func TestRunOnceCountsRescuedFailures(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d driver.Driver) {
+	testdb.ForEachDriver(t, func(t *testing.T, d driver.Driver) {
 		ctx := context.Background()
 		c, err := sluice.NewClient(sluice.Config{Driver: d, Types: map[string]sluice.Type{
 			"crashy": {Handler: sluice.HandlerFunc(func(context.Context, *sluice.Job) error { return nil }), MaxAttempts: 1},

@@ -131,10 +131,7 @@ func (f *fixture) requireOnce(t *testing.T, total int64) {
 
 // forEachDB runs fn on every database in parallel subtests.
 func forEachDB(t *testing.T, fn func(t *testing.T, f *fixture)) {
-	for _, name := range testdb.Names {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			fn(t, open(t, name))
-		})
-	}
+	testdb.ForEach(t, func(t *testing.T, name string) {
+		fn(t, open(t, name))
+	})
 }

@@ -25,12 +25,7 @@ import (
 // than an outage without a breaker burns); and after the recovery every
 // job succeeds.
 func TestCircuitBreakerOutage(t *testing.T) {
-	for _, name := range []string{"sqlite", "mysql", "postgres"} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			testBreakerOutage(t, name)
-		})
-	}
+	testdb.ForEach(t, testBreakerOutage)
 }
 
 func testBreakerOutage(t *testing.T, dbName string) {

@@ -35,15 +35,10 @@ import (
 // calls of a bucket, and the first 10 seconds close to 10 seconds' worth:
 // the processes shared each limit rather than applying four.
 func TestClaimRates(t *testing.T) {
-	for _, name := range []string{"sqlite", "mysql", "postgres"} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			testClaimRates(t, name)
-		})
-	}
+	testdb.ForEach(t, testClaimRates)
 }
 
-// rateCase is one bucket of TestClaimRates: its calls, rate and burst.
+// rateCase is one rate-limited bucket: its calls, rate and burst.
 type rateCase struct {
 	name        string
 	rate, burst int
@@ -154,16 +149,25 @@ types:
 		require.Equal(t, 1, n, "job %d started once", id)
 	}
 	for _, key := range []string{"api", "small", "big"} {
-		rc := cases[key]
-		densest, total := densestSecond(rc.starts, first, period)
-		slack := int(math.Ceil(float64(rc.rate) * startJitter.Seconds()))
-		bound := rc.burst + rc.rate*int(period/time.Second)
-		t.Logf("REPORT %s: %s, %d processes, limit %d/s burst %d: %d starts in the first %s (bucket bound %d, + jitter %d), densest 1s window %d (bucket bound %d, + jitter %d)",
-			t.Name(), rc.name, procs, rc.rate, rc.burst, total, period, bound, slack, densest, rc.rate+rc.burst, slack)
-		require.LessOrEqual(t, densest, rc.rate+rc.burst+slack, "%s: starts in any 1-second window", rc.name)
-		require.LessOrEqual(t, total, bound+slack, "%s: starts in the whole window", rc.name)
-		require.GreaterOrEqual(t, total, rc.rate*int(period/time.Second)*85/100, "%s: the limit is used, not just respected", rc.name)
+		requireRate(t, *cases[key], first, period, startJitter, procs)
 	}
+}
+
+// requireRate checks one bucket's calls over the period after first, each
+// start late by up to startJitter (see TestClusterRateLimit): at most
+// rate + burst in any 1-second window and burst + rate*period in all, each
+// plus the tokens of the jitter, and at least 85% of the rate's share, so
+// that the procs processes shared the limit and used it.
+func requireRate(t *testing.T, rc rateCase, first time.Time, period, startJitter time.Duration, procs int) {
+	t.Helper()
+	densest, total := densestSecond(rc.starts, first, period)
+	slack := int(math.Ceil(float64(rc.rate) * startJitter.Seconds()))
+	bound := rc.burst + rc.rate*int(period/time.Second)
+	t.Logf("REPORT %s: %s, %d processes, limit %d/s burst %d: %d starts in the first %s (bucket bound %d, + jitter %d), densest 1s window %d (bucket bound %d, + jitter %d)",
+		t.Name(), rc.name, procs, rc.rate, rc.burst, total, period, bound, slack, densest, rc.rate+rc.burst, slack)
+	require.LessOrEqual(t, densest, rc.rate+rc.burst+slack, "%s: starts in any 1-second window", rc.name)
+	require.LessOrEqual(t, total, bound+slack, "%s: starts in the whole window", rc.name)
+	require.GreaterOrEqual(t, total, rc.rate*int(period/time.Second)*85/100, "%s: the limit is used, not just respected", rc.name)
 }
 
 // densestSecond counts the starts in the period after first, and the most

@@ -37,8 +37,7 @@ var bin string
 // TestMain builds the real binary once: every fault is injected around
 // processes that run exactly as a user runs them.
 func TestMain(m *testing.M) {
-	testdb.Exclusive("faulttest")
-	testdb.MainWithBinary(m, &bin)
+	testdb.MainExclusive(m, "faulttest", &bin)
 }
 
 // unavailable skips a fault whose environment (a throwaway server, a

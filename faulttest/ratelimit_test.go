@@ -3,7 +3,6 @@ package faulttest
 import (
 	"context"
 	"fmt"
-	"math"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -29,12 +28,7 @@ import (
 // to 200 in total, so the processes shared one limit rather than applying
 // four (80/s).
 func TestClusterRateLimit(t *testing.T) {
-	for _, name := range []string{"sqlite", "mysql", "postgres"} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			testClusterRate(t, name)
-		})
-	}
+	testdb.ForEach(t, testClusterRate)
 }
 
 func testClusterRate(t *testing.T, dbName string) {
@@ -101,14 +95,8 @@ types:
 
 	mu.Lock()
 	defer mu.Unlock()
-	densest, total := densestSecond(starts, first, period)
 	for id, n := range calls {
 		require.Equal(t, 1, n, "job %s started once", id)
 	}
-	slack := int(math.Ceil(rate * startJitter.Seconds()))
-	t.Logf("REPORT %s: %d processes, limit %d/s burst %d: %d starts in the first %s (bucket bound %d, + jitter %d), densest 1s window %d (bucket bound %d, + jitter %d)",
-		t.Name(), procs, rate, burst, total, period, burst+rate*int(period/time.Second), slack, densest, rate+burst, slack)
-	require.LessOrEqual(t, densest, rate+burst+slack, "starts in any 1-second window")
-	require.LessOrEqual(t, total, burst+rate*int(period/time.Second)+slack, "starts in the whole window")
-	require.GreaterOrEqual(t, total, rate*int(period/time.Second)*85/100, "the limit is used, not just respected")
+	requireRate(t, rateCase{name: "type api", rate: rate, burst: burst, starts: starts}, first, period, startJitter, procs)
 }

@@ -243,71 +243,68 @@ func failJob(t *testing.T, d driver.Driver, id int64, msg string) {
 // database: empty, with ordinary data, and with hostile data, which must
 // come out escaped.
 func TestDashboardPages(t *testing.T) {
-	for _, name := range testdb.Names {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			d, tg := testdb.OpenURL(t, name)
-			ctx := context.Background()
-			c, base := dashServer(t, d, hostile)
-			u := newBrowser(t, base)
-			require.Equal(t, http.StatusSeeOther, u.login(token))
-			check := func(stage string, extra ...string) {
-				for _, p := range append(dashPages, extra...) {
-					code, body, h := u.get(p)
-					require.Equal(t, http.StatusOK, code, "%s %s: %s", stage, p, body)
-					require.Equal(t, "text/html; charset=utf-8", h.Get("Content-Type"))
-					require.Contains(t, h.Get("Content-Security-Policy"), "script-src 'self'")
-					require.NotContains(t, body, `<script>alert`, "%s %s: hostile markup came through", stage, p)
-					require.Equal(t, 1, strings.Count(body, "<script"), "%s %s: only our own script tag", stage, p)
-				}
+	testdb.ForEach(t, func(t *testing.T, name string) {
+		d, tg := testdb.OpenURL(t, name)
+		ctx := context.Background()
+		c, base := dashServer(t, d, hostile)
+		u := newBrowser(t, base)
+		require.Equal(t, http.StatusSeeOther, u.login(token))
+		check := func(stage string, extra ...string) {
+			for _, p := range append(dashPages, extra...) {
+				code, body, h := u.get(p)
+				require.Equal(t, http.StatusOK, code, "%s %s: %s", stage, p, body)
+				require.Equal(t, "text/html; charset=utf-8", h.Get("Content-Type"))
+				require.Contains(t, h.Get("Content-Security-Policy"), "script-src 'self'")
+				require.NotContains(t, body, `<script>alert`, "%s %s: hostile markup came through", stage, p)
+				require.Equal(t, 1, strings.Count(body, "<script"), "%s %s: only our own script tag", stage, p)
 			}
-			check("empty")
+		}
+		check("empty")
 
-			// Ordinary data: finished and live jobs, roll-ups, a node, a lease.
-			ok, err := c.Enqueue(ctx, sluice.EnqueueParams{Type: "mail", Key: "order-1", Payload: map[string]int{"n": 1}})
-			require.NoError(t, err)
-			failJob(t, d, ok.ID, "smtp: 550 mailbox unavailable")
-			require.NoError(t, d.AddStats(ctx, driver.AddStatsParams{Rows: []driver.StatRow{{Queue: "default", Type: "mail", Outcome: "success", Bucket: time.Now().Truncate(time.Minute), Count: 5}}}))
-			require.NoError(t, d.UpsertNode(ctx, driver.Node{ID: "host:1", Version: "v1", StartedAt: time.Now(), Concurrency: 4}))
-			_, err = d.AcquireLease(ctx, driver.LeaseParams{Name: "maintenance", Holder: "host:1", TTL: time.Minute})
-			require.NoError(t, err)
-			check("data", fmt.Sprintf("/jobs/%d", ok.ID))
-			_, body, _ := u.get("/")
-			require.Contains(t, body, "<svg")
+		// Ordinary data: finished and live jobs, roll-ups, a node, a lease.
+		ok, err := c.Enqueue(ctx, sluice.EnqueueParams{Type: "mail", Key: "order-1", Payload: map[string]int{"n": 1}})
+		require.NoError(t, err)
+		failJob(t, d, ok.ID, "smtp: 550 mailbox unavailable")
+		require.NoError(t, d.AddStats(ctx, driver.AddStatsParams{Rows: []driver.StatRow{{Queue: "default", Type: "mail", Outcome: "success", Bucket: time.Now().Truncate(time.Minute), Count: 5}}}))
+		require.NoError(t, d.UpsertNode(ctx, driver.Node{ID: "host:1", Version: "v1", StartedAt: time.Now(), Concurrency: 4}))
+		_, err = d.AcquireLease(ctx, driver.LeaseParams{Name: "maintenance", Holder: "host:1", TTL: time.Minute})
+		require.NoError(t, err)
+		check("data", fmt.Sprintf("/jobs/%d", ok.ID))
+		_, body, _ := u.get("/")
+		require.Contains(t, body, "<svg")
 
-			// Hostile data everywhere a string reaches a page.
-			bad, err := c.Enqueue(ctx, sluice.EnqueueParams{Type: `<script>alert(1)</script>"'`, Key: hostile, Queue: `q"><script>alert(1)</script>`,
-				Payload: map[string]string{"html": "</pre>" + hostile}})
+		// Hostile data everywhere a string reaches a page.
+		bad, err := c.Enqueue(ctx, sluice.EnqueueParams{Type: `<script>alert(1)</script>"'`, Key: hostile, Queue: `q"><script>alert(1)</script>`,
+			Payload: map[string]string{"html": "</pre>" + hostile}})
+		require.NoError(t, err)
+		failJob(t, d, bad.ID, hostile+"\n"+hostile)
+		require.NoError(t, d.UpsertNode(ctx, driver.Node{ID: hostile, Version: hostile, StartedAt: time.Now()}))
+		_, err = d.AcquireLease(ctx, driver.LeaseParams{Name: hostile, Holder: hostile, TTL: time.Minute})
+		require.NoError(t, err)
+		cp := "INSERT INTO " + tg.Prefix + "checkpoints (batch, shard, last_error, owner) VALUES (?, ?, ?, ?)"
+		if name == "postgres" {
+			cp = "INSERT INTO " + tg.Prefix + "checkpoints (batch, shard, last_error, owner) VALUES ($1, $2, $3, $4)"
+		}
+		_, err = d.DB().ExecContext(ctx, cp, hostile, hostile, hostile, hostile)
+		require.NoError(t, err)
+		require.NoError(t, d.AddStats(ctx, driver.AddStatsParams{Rows: []driver.StatRow{{Queue: hostile, Type: hostile, Outcome: "failed", Bucket: time.Now().Truncate(time.Minute), Count: 2}}}))
+		if name == "sqlite" {
+			// Only SQLite stores invalid UTF-8 in a text column.
+			_, err = d.DB().ExecContext(ctx, "UPDATE "+tg.Prefix+"jobs SET last_error = CAST(X'3C7363726970743EC328FF' AS TEXT) WHERE id = ?", bad.ID)
 			require.NoError(t, err)
-			failJob(t, d, bad.ID, hostile+"\n"+hostile)
-			require.NoError(t, d.UpsertNode(ctx, driver.Node{ID: hostile, Version: hostile, StartedAt: time.Now()}))
-			_, err = d.AcquireLease(ctx, driver.LeaseParams{Name: hostile, Holder: hostile, TTL: time.Minute})
-			require.NoError(t, err)
-			cp := "INSERT INTO " + tg.Prefix + "checkpoints (batch, shard, last_error, owner) VALUES (?, ?, ?, ?)"
-			if name == "postgres" {
-				cp = "INSERT INTO " + tg.Prefix + "checkpoints (batch, shard, last_error, owner) VALUES ($1, $2, $3, $4)"
-			}
-			_, err = d.DB().ExecContext(ctx, cp, hostile, hostile, hostile, hostile)
-			require.NoError(t, err)
-			require.NoError(t, d.AddStats(ctx, driver.AddStatsParams{Rows: []driver.StatRow{{Queue: hostile, Type: hostile, Outcome: "failed", Bucket: time.Now().Truncate(time.Minute), Count: 2}}}))
-			if name == "sqlite" {
-				// Only SQLite stores invalid UTF-8 in a text column.
-				_, err = d.DB().ExecContext(ctx, "UPDATE "+tg.Prefix+"jobs SET last_error = CAST(X'3C7363726970743EC328FF' AS TEXT) WHERE id = ?", bad.ID)
-				require.NoError(t, err)
-			}
-			check("hostile", fmt.Sprintf("/jobs/%d", bad.ID))
-			_, body, _ = u.get(fmt.Sprintf("/jobs/%d", bad.ID))
-			require.Contains(t, body, "&lt;script&gt;alert")
-			require.Contains(t, body, "&#34;")
-		})
-	}
+		}
+		check("hostile", fmt.Sprintf("/jobs/%d", bad.ID))
+		_, body, _ = u.get(fmt.Sprintf("/jobs/%d", bad.ID))
+		require.Contains(t, body, "&lt;script&gt;alert")
+		require.Contains(t, body, "&#34;")
+	})
 }
 
 // TestDashboardSearchAndBulk searches by payload field through the Jobs
 // page and deletes the matching set through the confirmation form, on
 // every database; bad input is refused with the field named.
 func TestDashboardSearchAndBulk(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d driver.Driver) {
+	testdb.ForEachDriver(t, func(t *testing.T, d driver.Driver) {
 		ctx := context.Background()
 		c, base := dashServer(t, d, "nightly")
 		u := newBrowser(t, base)

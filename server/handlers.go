@@ -260,34 +260,12 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
-	st, err := s.client.Stats(r.Context())
+	snap, err := s.client.StatsSnapshot(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	if st == nil {
-		st = []sluice.QueueStats{}
-	}
-	circuits, err := s.client.Circuits(r.Context())
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	if circuits == nil {
-		circuits = []sluice.CircuitState{}
-	}
-	buckets, err := s.client.RateBuckets(r.Context())
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	types, err := s.client.TypeStats(r.Context())
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	// The same shape as `sluice stats --json`.
-	writeJSON(w, http.StatusOK, map[string]any{"queues": st, "types": types, "circuits": circuits, "rate_buckets": buckets})
+	writeJSON(w, http.StatusOK, snap)
 }
 
 func (s *Server) openCircuit(w http.ResponseWriter, r *http.Request) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/testdb"
 )
 
 // Jobs that waited a known time show it as their type's queue latency in
@@ -19,7 +20,7 @@ import (
 // path, which adds their waits to the roll-ups, and the percentiles read
 // back land in the histogram slot of that wait.
 func TestStatsQueueLatency(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d driver.Driver) {
+	testdb.ForEachDriver(t, func(t *testing.T, d driver.Driver) {
 		ok := sluice.HandlerFunc(func(context.Context, *sluice.Job) error { return nil })
 		a := start(t, d, map[string]sluice.Type{"late": {Handler: ok}, "prompt": {Handler: ok}}, nil)
 		// "late" jobs became runnable 20 s ago; "prompt" ones now.
@@ -59,7 +60,7 @@ func TestStatsQueueLatency(t *testing.T) {
 // The overview's per-type table shows each type's queue latency p50 / p95
 // over the last hour and day, on the page and in /live.json.
 func TestOverviewShowsQueueLatency(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d driver.Driver) {
+	testdb.ForEachDriver(t, func(t *testing.T, d driver.Driver) {
 		ctx := context.Background()
 		_, base := dashServer(t, d, "nightly")
 		u := newBrowser(t, base)

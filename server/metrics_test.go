@@ -22,7 +22,7 @@ import (
 // TestMetricsExactCounts runs a known workload and scrapes /metrics
 // through the server: every outcome's counter must be exact.
 func TestMetricsExactCounts(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d driver.Driver) {
+	testdb.ForEachDriver(t, func(t *testing.T, d driver.Driver) {
 		ctx := context.Background()
 		types := map[string]sluice.Type{
 			"ok": {Handler: sluice.HandlerFunc(func(context.Context, *sluice.Job) error { return nil })},

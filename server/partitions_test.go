@@ -11,13 +11,14 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/testdb"
 	"github.com/sluicehq/sluice/server"
 )
 
 // The queues page shows a fair queue's partitions with the largest
 // backlog, with their running jobs against their caps, escaped.
 func TestDashboardPartitions(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d driver.Driver) {
+	testdb.ForEachDriver(t, func(t *testing.T, d driver.Driver) {
 		ctx := context.Background()
 		c, err := sluice.NewClient(sluice.Config{Driver: d, Queues: map[string]sluice.QueueConfig{
 			"tenants": {Concurrency: 4, Fair: true, MaxRunning: 7, MaxRunningPerPartition: 2,

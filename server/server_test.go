@@ -25,16 +25,6 @@ import (
 
 const token = "s3cret-token"
 
-// forEachDriver runs fn as a subtest on every database.
-func forEachDriver(t *testing.T, fn func(t *testing.T, d driver.Driver)) {
-	for _, name := range testdb.Names {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			fn(t, testdb.Open(t, name))
-		})
-	}
-}
-
 // api is a running server and a way to call it.
 type api struct {
 	t   *testing.T
@@ -104,7 +94,7 @@ func (a *api) rows() int {
 func id(r response) int64 { return int64(r.body["id"].(float64)) }
 
 func TestEnqueueAndGet(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d driver.Driver) {
+	testdb.ForEachDriver(t, func(t *testing.T, d driver.Driver) {
 		a := start(t, d, nil, nil)
 		r := a.do("POST", "/v1/jobs", `{"type":"sync","key":"order-7","payload":{"n":1},"priority":3,"delay":"30s","max_attempts":4}`)
 		require.Equal(t, http.StatusCreated, r.code, r.raw)
@@ -143,7 +133,7 @@ func TestEnqueueAndGet(t *testing.T) {
 }
 
 func TestBatch(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d driver.Driver) {
+	testdb.ForEachDriver(t, func(t *testing.T, d driver.Driver) {
 		a := start(t, d, nil, nil)
 		r := a.do("POST", "/v1/jobs/batch", `[{"type":"a","key":"k1"},{"type":"b","payload":[1,2]},{"type":"a","key":"k1"}]`)
 		require.Equal(t, http.StatusOK, r.code, r.raw)
@@ -172,7 +162,7 @@ func TestBatch(t *testing.T) {
 }
 
 func TestListPagination(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d driver.Driver) {
+	testdb.ForEachDriver(t, func(t *testing.T, d driver.Driver) {
 		a := start(t, d, nil, nil)
 		for i := range 5 {
 			r := a.do("POST", "/v1/jobs", fmt.Sprintf(`{"type":"t","key":"k%d"}`, i))
@@ -213,7 +203,7 @@ func TestListPagination(t *testing.T) {
 }
 
 func TestRetryCancel(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d driver.Driver) {
+	testdb.ForEachDriver(t, func(t *testing.T, d driver.Driver) {
 		a := start(t, d, nil, nil)
 		jid := id(a.do("POST", "/v1/jobs", `{"type":"t"}`))
 		path := func(act string) string { return fmt.Sprintf("/v1/jobs/%d/%s", jid, act) }
@@ -247,7 +237,7 @@ func TestRetryCancel(t *testing.T) {
 }
 
 func TestStatsPauseResume(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d driver.Driver) {
+	testdb.ForEachDriver(t, func(t *testing.T, d driver.Driver) {
 		a := start(t, d, nil, nil)
 		a.do("POST", "/v1/jobs", `{"type":"t","queue":"mail"}`)
 		a.do("POST", "/v1/jobs", `{"type":"t","queue":"mail"}`)
@@ -286,7 +276,7 @@ func TestStatsPauseResume(t *testing.T) {
 }
 
 func TestCircuitsAPI(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d driver.Driver) {
+	testdb.ForEachDriver(t, func(t *testing.T, d driver.Driver) {
 		a := start(t, d, nil, nil)
 		circuits := func() []any {
 			r := a.do("GET", "/v1/stats", "")
@@ -316,7 +306,7 @@ func TestCircuitsAPI(t *testing.T) {
 }
 
 func TestRunConcurrent(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d driver.Driver) {
+	testdb.ForEachDriver(t, func(t *testing.T, d driver.Driver) {
 		var mu sync.Mutex
 		runs := map[int64]int{}
 		a := start(t, d, map[string]sluice.Type{"ok": {Handler: sluice.HandlerFunc(func(ctx context.Context, j *sluice.Job) error {
@@ -382,7 +372,7 @@ func TestMethodAndPathErrors(t *testing.T) {
 }
 
 func TestHealthReady(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d driver.Driver) {
+	testdb.ForEachDriver(t, func(t *testing.T, d driver.Driver) {
 		a := start(t, d, nil, nil)
 		a.tok = ""
 		r := a.do("GET", "/healthz", "")
@@ -458,7 +448,7 @@ func (l lockedWriter) Write(b []byte) (int, error) {
 }
 
 func TestBadInputWritesNothing(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d driver.Driver) {
+	testdb.ForEachDriver(t, func(t *testing.T, d driver.Driver) {
 		a := start(t, d, nil, func(c *server.Config) { c.MaxBody = 4096 })
 		require.Equal(t, http.StatusCreated, a.do("POST", "/v1/jobs", `{"type":"seed"}`).code)
 		cases := []struct {
@@ -520,7 +510,7 @@ func TestCheckListen(t *testing.T) {
 }
 
 func TestRateBucketsInStats(t *testing.T) {
-	forEachDriver(t, func(t *testing.T, d driver.Driver) {
+	testdb.ForEachDriver(t, func(t *testing.T, d driver.Driver) {
 		a := start(t, d, nil, nil)
 		buckets := func() []any {
 			r := a.do("GET", "/v1/stats", "")

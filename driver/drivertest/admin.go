@@ -120,11 +120,7 @@ func exerciseAdmin(t *testing.T, open Opener) {
 		b := setup(t, open)
 		// More failed jobs than one chunk of the retry loop.
 		const n = 1100
-		ps := make([]driver.InsertJob, n)
-		for i := range ps {
-			ps[i] = newJob("mass-fail")
-		}
-		b.insert(ps...)
+		b.insert(newJobs("mass-fail", n)...)
 		for {
 			tok := newToken()
 			got := b.claim(driver.ClaimParams{Queue: "default", Limit: 500, Lease: time.Minute, Token: tok})

@@ -2,15 +2,14 @@ package drivertest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/racetest"
 )
 
 // exerciseBulk holds drivers to bulk inserts that overlap: writers that
@@ -26,36 +25,32 @@ func exerciseBulk(t *testing.T, open Opener) {
 		const writers, keys = 8, 1000
 		results := make([][]driver.InsertResult, writers)
 		orders := make([][]int, writers)
-		errs := make([]error, writers)
-		var wg sync.WaitGroup
+		batches := make([][]driver.InsertJob, writers)
 		for w := range writers {
 			orders[w] = rand.Perm(keys)
-			ps := make([]driver.InsertJob, 0, keys+keys/10)
 			for n, k := range orders[w] {
-				ps = append(ps, keyed("bulk", fmt.Sprintf("bulk-%04d", k), driver.DedupePermanent))
+				batches[w] = append(batches[w], keyed("bulk", fmt.Sprintf("bulk-%04d", k), driver.DedupePermanent))
 				if n%10 == 0 {
 					// Keyless rows among the keyed ones must keep their
 					// own results.
-					ps = append(ps, newJob("bulk-keyless"))
+					batches[w] = append(batches[w], newJob("bulk-keyless"))
 				}
 			}
-			wg.Go(func() {
-				// Half the writers give their own transaction, as
-				// EnqueueManyTx does; the others let the driver run one.
-				var err error
-				if w%2 == 0 {
-					results[w], err = insertInTx(b.ctx, b.d, ps)
-				} else {
-					results[w], err = b.d.Insert(b.ctx, driver.InsertParams{Jobs: ps})
-				}
-				if err == nil && len(results[w]) != len(ps) {
-					err = fmt.Errorf("insert returned %d results for %d jobs", len(results[w]), len(ps))
-				}
-				errs[w] = err
-			})
 		}
-		wg.Wait()
-		require.NoError(t, errors.Join(errs...))
+		racetest.Run(t, writers, func(w int) (err error) {
+			// Half the writers give their own transaction, as
+			// EnqueueManyTx does; the others let the driver run one.
+			ps := batches[w]
+			if w%2 == 0 {
+				results[w], err = insertInTx(b.ctx, b.d, ps)
+			} else {
+				results[w], err = b.d.Insert(b.ctx, driver.InsertParams{Jobs: ps})
+			}
+			if err == nil && len(results[w]) != len(ps) {
+				err = fmt.Errorf("insert returned %d results for %d jobs", len(results[w]), len(ps))
+			}
+			return err
+		})
 
 		// Every key has one id, reported to every writer at the position
 		// of its own row, and exactly one writer inserted it.

@@ -53,11 +53,7 @@ func exerciseBulkActions(t *testing.T, open Opener) {
 		p := newJob("scan")
 		p.Payload = []byte(`{"n":"needle"}`)
 		old := b.insertOne(p)
-		batch := make([]driver.InsertJob, driver.PayloadScan)
-		for i := range batch {
-			batch[i] = newJob("scan")
-		}
-		b.insert(batch...)
+		b.insert(newJobs("scan", driver.PayloadScan)...)
 		jobs, err := b.d.ListJobs(b.ctx, driver.ListParams{PayloadField: "n", PayloadValue: "needle"})
 		require.NoError(t, err)
 		require.Empty(t, jobs, "the match is older than the newest PayloadScan jobs")
@@ -142,11 +138,7 @@ func exerciseBulkActions(t *testing.T, open Opener) {
 		t.Parallel()
 		b := setup(t, open)
 		old := b.insertOne(newJob("rare"))
-		batch := make([]driver.InsertJob, driver.BulkScan)
-		for i := range batch {
-			batch[i] = newJob("common")
-		}
-		b.insert(batch...)
+		b.insert(newJobs("common", driver.BulkScan)...)
 		_, err := b.d.DB().ExecContext(b.ctx, "UPDATE "+b.jobsTable()+" SET status = 'cancelled', finished_at = updated_at")
 		require.NoError(t, err)
 		rare := driver.BulkParams{Action: driver.BulkRetry, Filter: driver.ListParams{Type: "rare"}}

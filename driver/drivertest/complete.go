@@ -205,11 +205,7 @@ func exerciseComplete(t *testing.T, open Opener) {
 		// Big enough for drivers that cut completions into chunks; the stale
 		// ones sit in different chunks.
 		const n = 1200
-		ps := make([]driver.InsertJob, n)
-		for i := range ps {
-			ps[i] = newJob("bulk-done")
-		}
-		b.insert(ps...)
+		b.insert(newJobs("bulk-done", n)...)
 		tok := newToken()
 		var held []driver.JobRow
 		for len(held) < n {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/racetest"
 )
 
 func exerciseConcurrency(t *testing.T, open Opener) {
@@ -20,38 +21,32 @@ func exerciseConcurrency(t *testing.T, open Opener) {
 		b := setup(t, open)
 		const workers, keys, batch = 16, 1000, 10
 		results := make([][]driver.InsertResult, workers) // [worker][key]
-		errs := make([]error, workers)
-		var wg sync.WaitGroup
-		for w := range workers {
+		racetest.Run(t, workers, func(w int) error {
 			results[w] = make([]driver.InsertResult, keys)
-			wg.Go(func() {
-				// Each worker walks the key space in its own order, so every
-				// key is raced by all workers at different times.
-				for _, start := range rand.Perm(keys / batch) {
-					ps := make([]driver.InsertJob, batch)
-					for i := range ps {
-						mode := driver.DedupePermanent
-						if w%2 == 1 {
-							// Half the callers ask for active mode: while the
-							// job is pending both modes block the key.
-							mode = driver.DedupeActive
-						}
-						ps[i] = keyed("race", fmt.Sprintf("key-%04d", start*batch+i), mode)
+			// Each worker walks the key space in its own order, so every
+			// key is raced by all workers at different times.
+			for _, start := range rand.Perm(keys / batch) {
+				ps := make([]driver.InsertJob, batch)
+				for i := range ps {
+					mode := driver.DedupePermanent
+					if w%2 == 1 {
+						// Half the callers ask for active mode: while the
+						// job is pending both modes block the key.
+						mode = driver.DedupeActive
 					}
-					res, err := b.d.Insert(b.ctx, driver.InsertParams{Jobs: ps})
-					if err == nil && len(res) != batch {
-						err = fmt.Errorf("insert returned %d results for %d jobs", len(res), batch)
-					}
-					if err != nil {
-						errs[w] = err
-						return
-					}
-					copy(results[w][start*batch:], res)
+					ps[i] = keyed("race", fmt.Sprintf("key-%04d", start*batch+i), mode)
 				}
-			})
-		}
-		wg.Wait()
-		require.NoError(t, errors.Join(errs...))
+				res, err := b.d.Insert(b.ctx, driver.InsertParams{Jobs: ps})
+				if err == nil && len(res) != batch {
+					err = fmt.Errorf("insert returned %d results for %d jobs", len(res), batch)
+				}
+				if err != nil {
+					return err
+				}
+				copy(results[w][start*batch:], res)
+			}
+			return nil
+		})
 
 		fresh := 0
 		for k := range keys {
@@ -98,55 +93,46 @@ func exerciseConcurrency(t *testing.T, open Opener) {
 			claimed = map[int64]int{}
 			lost    []int64
 			done    atomic.Int64
-			errs    = make([]error, workers)
-			wg      sync.WaitGroup
 		)
 		// A claim can come back empty while other workers hold rows in an
 		// open transaction (SKIP LOCKED), so workers stop on the shared count
 		// of completed jobs, not on their first empty claim.
 		deadline := time.Now().Add(2 * time.Minute)
-		for w := range workers {
-			wg.Go(func() {
-				for done.Load() < jobs {
-					if time.Now().After(deadline) {
-						errs[w] = fmt.Errorf("worker %d: %d of %d jobs done at the deadline", w, done.Load(), jobs)
-						return
-					}
-					tok := newToken()
-					got, err := b.d.Claim(b.ctx, driver.ClaimParams{Queue: "default", Limit: batch, Lease: time.Minute, Token: tok})
-					if err != nil {
-						errs[w] = fmt.Errorf("worker %d: claim: %w", w, err)
-						return
-					}
-					if len(got) > batch {
-						errs[w] = fmt.Errorf("worker %d: claim returned %d jobs, limit %d", w, len(got), batch)
-						return
-					}
-					if len(got) == 0 {
-						time.Sleep(time.Millisecond)
-						continue
-					}
-					cs := make([]driver.Completion, len(got))
-					for i, j := range got {
-						cs[i] = driver.Completion{ID: j.ID, Token: tok, Status: driver.StatusSuccess}
-					}
-					l, err := b.d.Complete(b.ctx, driver.CompleteParams{Completions: cs})
-					if err != nil {
-						errs[w] = fmt.Errorf("worker %d: complete: %w", w, err)
-						return
-					}
-					mu.Lock()
-					for _, j := range got {
-						claimed[j.ID]++
-					}
-					lost = append(lost, l...)
-					mu.Unlock()
-					done.Add(int64(len(got) - len(l)))
+		racetest.Run(t, workers, func(w int) error {
+			for done.Load() < jobs {
+				if time.Now().After(deadline) {
+					return fmt.Errorf("worker %d: %d of %d jobs done at the deadline", w, done.Load(), jobs)
 				}
-			})
-		}
-		wg.Wait()
-		require.NoError(t, errors.Join(errs...))
+				tok := newToken()
+				got, err := b.d.Claim(b.ctx, driver.ClaimParams{Queue: "default", Limit: batch, Lease: time.Minute, Token: tok})
+				if err != nil {
+					return fmt.Errorf("worker %d: claim: %w", w, err)
+				}
+				if len(got) > batch {
+					return fmt.Errorf("worker %d: claim returned %d jobs, limit %d", w, len(got), batch)
+				}
+				if len(got) == 0 {
+					time.Sleep(time.Millisecond)
+					continue
+				}
+				cs := make([]driver.Completion, len(got))
+				for i, j := range got {
+					cs[i] = driver.Completion{ID: j.ID, Token: tok, Status: driver.StatusSuccess}
+				}
+				l, err := b.d.Complete(b.ctx, driver.CompleteParams{Completions: cs})
+				if err != nil {
+					return fmt.Errorf("worker %d: complete: %w", w, err)
+				}
+				mu.Lock()
+				for _, j := range got {
+					claimed[j.ID]++
+				}
+				lost = append(lost, l...)
+				mu.Unlock()
+				done.Add(int64(len(got) - len(l)))
+			}
+			return nil
+		})
 		require.Empty(t, lost, "completions lost with no rescue running")
 		require.Len(t, claimed, jobs)
 		for id, n := range claimed {
@@ -366,18 +352,10 @@ func exerciseConcurrency(t *testing.T, open Opener) {
 		b := setup(t, open)
 		const contenders = 8
 		leases := make([]driver.Lease, contenders)
-		errs := make([]error, contenders)
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i := range contenders {
-			wg.Go(func() {
-				<-start
-				leases[i], errs[i] = b.d.AcquireLease(b.ctx, driver.LeaseParams{Name: "leader", Holder: fmt.Sprintf("node-%d", i), TTL: time.Minute})
-			})
-		}
-		close(start)
-		wg.Wait()
-		require.NoError(t, errors.Join(errs...))
+		racetest.Run(t, contenders, func(i int) (err error) {
+			leases[i], err = b.d.AcquireLease(b.ctx, driver.LeaseParams{Name: "leader", Holder: fmt.Sprintf("node-%d", i), TTL: time.Minute})
+			return err
+		})
 
 		var winner string
 		for i, l := range leases {

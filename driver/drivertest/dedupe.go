@@ -15,19 +15,18 @@ func exerciseDedupe(t *testing.T, open Opener) {
 		b := setup(t, open)
 		p := keyed("charge", "order-1", driver.DedupePermanent)
 		id := b.insertOne(p)
-		dup := driver.InsertResult{ID: id, Duplicate: true}
-		require.Equal(t, []driver.InsertResult{dup}, b.insert(p), "while pending")
+		b.requireDuplicate(p, id, "while pending")
 
 		_, tok := b.claimOne(p, id, time.Minute)
-		require.Equal(t, []driver.InsertResult{dup}, b.insert(p), "while processing")
+		b.requireDuplicate(p, id, "while processing")
 
 		require.Empty(t, b.complete(driver.Completion{ID: id, Token: tok, Status: driver.StatusSuccess}))
-		require.Equal(t, []driver.InsertResult{dup}, b.insert(p), "after success")
+		b.requireDuplicate(p, id, "after success")
 
 		// Another job with another payload and type is still the same key.
 		other := keyed("refund", "order-1", driver.DedupePermanent)
 		other.Payload = []byte(`{"x": 1}`)
-		require.Equal(t, []driver.InsertResult{dup}, b.insert(other))
+		b.requireDuplicate(other, id)
 
 		j := b.get(id)
 		require.Equal(t, driver.StatusSuccess, j.Status, "a duplicate insert touched the stored job")
@@ -49,21 +48,20 @@ func exerciseDedupe(t *testing.T, open Opener) {
 		b := setup(t, open)
 		p := keyed("sync", "user-9", driver.DedupeActive)
 		id := b.insertOne(p)
-		dup := driver.InsertResult{ID: id, Duplicate: true}
-		require.Equal(t, []driver.InsertResult{dup}, b.insert(p), "while pending")
+		b.requireDuplicate(p, id, "while pending")
 
 		_, tok := b.claimOne(p, id, time.Minute)
-		require.Equal(t, []driver.InsertResult{dup}, b.insert(p), "while processing")
+		b.requireDuplicate(p, id, "while processing")
 
 		// A retry outcome puts it back to pending: still live.
 		require.Empty(t, b.complete(driver.Completion{ID: id, Token: tok, Status: driver.StatusPending, Delay: time.Hour}))
-		require.Equal(t, []driver.InsertResult{dup}, b.insert(p), "while pending for a retry")
+		b.requireDuplicate(p, id, "while pending for a retry")
 
 		// Once finished, the key is free for a new job with a new id.
 		require.NoError(t, b.d.Cancel(b.ctx, id))
 		id2 := b.insertOne(p)
 		require.NotEqual(t, id, id2)
-		require.Equal(t, []driver.InsertResult{{ID: id2, Duplicate: true}}, b.insert(p), "the new job holds the key now")
+		b.requireDuplicate(p, id2, "the new job holds the key now")
 
 		_, tok = b.claimOne(p, id2, time.Minute)
 		require.Empty(t, b.complete(driver.Completion{ID: id2, Token: tok, Status: driver.StatusSuccess}))
@@ -88,7 +86,7 @@ func exerciseDedupe(t *testing.T, open Opener) {
 		// A permanent key blocks every new job until purged, whatever the
 		// new job's own mode.
 		done := b.makeJob(driver.StatusSuccess, keyed("x", "shared", driver.DedupePermanent))
-		require.Equal(t, []driver.InsertResult{{ID: done.ID, Duplicate: true}}, b.insert(keyed("x", "shared", driver.DedupeActive)))
+		b.requireDuplicate(keyed("x", "shared", driver.DedupeActive), done.ID)
 
 		// A finished active job blocks nothing, not even a permanent one.
 		old := b.makeJob(driver.StatusSuccess, keyed("y", "other", driver.DedupeActive))

@@ -107,6 +107,15 @@ func newJob(typ string) driver.InsertJob {
 	}
 }
 
+// newJobs is n newJobs of typ.
+func newJobs(typ string, n int) []driver.InsertJob {
+	ps := make([]driver.InsertJob, n)
+	for i := range ps {
+		ps[i] = newJob(typ)
+	}
+	return ps
+}
+
 // keyed is newJob with a business key and a dedupe mode.
 func keyed(typ, key, mode string) driver.InsertJob {
 	p := newJob(typ)
@@ -153,6 +162,26 @@ func (b *bundle) insertOne(p driver.InsertJob) int64 {
 	return res[0].ID
 }
 
+// insertMailAndPDF inserts n mail and n pdf jobs in the default queue and
+// two mail jobs in the queue other: the type caps and rates count a type
+// in every queue.
+func (b *bundle) insertMailAndPDF(n int) {
+	b.t.Helper()
+	for range n {
+		b.insert(newJob("mail"), newJob("pdf"))
+	}
+	other := newJob("mail")
+	other.Queue = "other"
+	b.insert(other, other)
+}
+
+// requireDuplicate inserts p and requires the answer that job id holds
+// its key.
+func (b *bundle) requireDuplicate(p driver.InsertJob, id int64, msgAndArgs ...any) {
+	b.t.Helper()
+	require.Equal(b.t, []driver.InsertResult{{ID: id, Duplicate: true}}, b.insert(p), msgAndArgs...)
+}
+
 func (b *bundle) get(id int64) *driver.JobRow {
 	b.t.Helper()
 	j, err := b.d.GetJob(b.ctx, id)
@@ -188,6 +217,14 @@ func (b *bundle) claimNew(p driver.InsertJob) (int64, string) {
 	id := b.insertOne(p)
 	_, tok := b.claimOne(p, id, time.Minute)
 	return id, tok
+}
+
+// rescue runs one rescue pass of at most limit jobs.
+func (b *bundle) rescue(limit int) driver.RescueResult {
+	b.t.Helper()
+	res, err := b.d.Rescue(b.ctx, driver.RescueParams{Limit: limit})
+	require.NoError(b.t, err)
+	return res
 }
 
 func (b *bundle) complete(cs ...driver.Completion) []int64 {

@@ -3,13 +3,13 @@ package drivertest
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/racetest"
 )
 
 // inPart is newJob in a partition.
@@ -188,12 +188,7 @@ func exerciseFair(t *testing.T, open Opener) {
 	t.Run("QueueAndTypeCaps", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
-		for range 5 {
-			b.insert(newJob("mail"), newJob("pdf"))
-		}
-		other := newJob("mail")
-		other.Queue = "other"
-		b.insert(other, other)
+		b.insertMailAndPDF(5)
 		lim := &driver.RunningCaps{Types: map[string]int{"mail": 3}}
 		// A mail job runs in the other queue: the type cap counts it.
 		require.Len(t, b.claim(driver.ClaimParams{Queue: "other", Limit: 1, Lease: time.Minute, Token: newToken(), Limits: lim}), 1)
@@ -221,11 +216,7 @@ func exerciseFair(t *testing.T, open Opener) {
 	t.Run("CapsHoldUnderConcurrentClaims", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
-		var ps []driver.InsertJob
-		for i := range 200 {
-			ps = append(ps, inPart(fmt.Sprintf("t%d", i%2), fmt.Sprintf("p%d", i%5)))
-		}
-		b.insert(ps...)
+		b.insertSpread()
 		lim := &driver.RunningCaps{Partition: 2, Partitions: map[string]int{"p0": 4}, Types: map[string]int{"t1": 3}}
 		// Claimers on separate connections race; the database must count
 		// each claim's jobs before the next one's.
@@ -254,27 +245,27 @@ func exerciseFair(t *testing.T, open Opener) {
 	})
 }
 
+// insertSpread inserts 200 jobs spread over the types t0 and t1 and the
+// partitions p0 to p4, for the caps and rates raced by raceFairClaims.
+func (b *bundle) insertSpread() {
+	b.t.Helper()
+	var ps []driver.InsertJob
+	for i := range 200 {
+		ps = append(ps, inPart(fmt.Sprintf("t%d", i%2), fmt.Sprintf("p%d", i%5)))
+	}
+	b.insert(ps...)
+}
+
 // raceFairClaims runs 16 claimers on separate connections, 5 fair claims
 // of 3 jobs each under lim, at once, and fails on any claim error.
 func raceFairClaims(t *testing.T, b *bundle, lim *driver.RunningCaps) {
 	t.Helper()
-	var wg sync.WaitGroup
-	errs := make(chan error, 16)
-	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range 5 {
-				if _, err := b.d.Claim(b.ctx, driver.ClaimParams{Queue: "default", Limit: 3, Lease: time.Minute, Token: newToken(), Fair: true, Limits: lim}); err != nil {
-					errs <- err
-					return
-				}
+	racetest.Run(t, 16, func(int) error {
+		for range 5 {
+			if _, err := b.d.Claim(b.ctx, driver.ClaimParams{Queue: "default", Limit: 3, Lease: time.Minute, Token: newToken(), Fair: true, Limits: lim}); err != nil {
+				return err
 			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
+		}
+		return nil
+	})
 }

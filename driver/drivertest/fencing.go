@@ -18,9 +18,7 @@ func (b *bundle) reclaimed(p driver.InsertJob) (row *driver.JobRow, oldTok, newT
 	id := b.insertOne(p)
 	// A negative lease is already expired: no sleeping for a lease to run out.
 	_, oldTok = b.claimOne(p, id, -time.Second)
-	res, err := b.d.Rescue(b.ctx, driver.RescueParams{Limit: 100})
-	require.NoError(b.t, err)
-	require.Equal(b.t, driver.RescueResult{Pending: 1}, res)
+	require.Equal(b.t, driver.RescueResult{Pending: 1}, b.rescue(100))
 	_, newTok = b.claimOne(p, id, time.Minute)
 	row = b.get(id)
 	require.Equal(b.t, 2, row.Attempts)

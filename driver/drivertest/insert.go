@@ -202,7 +202,7 @@ func exerciseInsert(t *testing.T, open Opener) {
 		require.NoError(t, tx.Commit())
 
 		require.Equal(t, driver.StatusPending, b.get(res[0].ID).Status)
-		require.Equal(t, []driver.InsertResult{{ID: res[0].ID, Duplicate: true}}, b.insert(keyed("tx", "tx-key", driver.DedupePermanent)))
+		b.requireDuplicate(keyed("tx", "tx-key", driver.DedupePermanent), res[0].ID)
 	})
 
 	t.Run("TxSeesKeysCommittedSinceItsSnapshot", func(t *testing.T) {
@@ -284,12 +284,12 @@ func exerciseInsert(t *testing.T, open Opener) {
 		require.Equal(t, p.Type, j.Type)
 		require.Equal(t, p.Key, j.Key)
 		require.JSONEq(t, string(p.Payload), string(j.Payload))
-		require.Equal(t, []driver.InsertResult{{ID: j.ID, Duplicate: true}}, b.insert(p))
+		b.requireDuplicate(p, j.ID)
 
 		long := keyed("t", strings.Repeat("😀", driver.MaxKeyLen), driver.DedupePermanent)
 		id := b.insertOne(long)
 		require.Equal(t, long.Key, b.get(id).Key)
-		require.Equal(t, []driver.InsertResult{{ID: id, Duplicate: true}}, b.insert(long))
+		b.requireDuplicate(long, id)
 		// Keys that differ in their last four-byte character are distinct.
 		other := keyed("t", strings.Repeat("😀", driver.MaxKeyLen-1)+"😁", driver.DedupePermanent)
 		require.NotEqual(t, id, b.insertOne(other))

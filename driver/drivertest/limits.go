@@ -1,6 +1,7 @@
 package drivertest
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/racetest"
 )
 
 // exerciseLimits checks the circuit breakers' transitions and the rate
@@ -106,21 +108,15 @@ func exerciseLimits(t *testing.T, open Opener) {
 		require.NoError(t, err)
 		time.Sleep(20 * time.Millisecond)
 		const n = 12
-		var wg sync.WaitGroup
 		won := make(chan string, n)
-		for i := 0; i < n; i++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				tok := newToken()
-				ok, err := b.d.ProbeCircuit(b.ctx, driver.ProbeCircuitParams{Type: "email", Token: tok, TTL: time.Minute})
-				require.NoError(t, err)
-				if ok {
-					won <- tok
-				}
-			}()
-		}
-		wg.Wait()
+		racetest.Run(t, n, func(int) error {
+			tok := newToken()
+			ok, err := b.d.ProbeCircuit(b.ctx, driver.ProbeCircuitParams{Type: "email", Token: tok, TTL: time.Minute})
+			if ok {
+				won <- tok
+			}
+			return err
+		})
 		close(won)
 		require.Len(t, won, 1, "exactly one probe across concurrent callers")
 		c, err := b.d.Circuit(b.ctx, driver.CircuitParams{Type: "email"})
@@ -136,25 +132,23 @@ func exerciseLimits(t *testing.T, open Opener) {
 		const burst, rate = 40, 0.001
 		var mu sync.Mutex
 		total := 0
-		var wg sync.WaitGroup
-		for i := 0; i < 8; i++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for {
-					n, err := b.d.TakeTokens(b.ctx, driver.TakeTokensParams{Name: "type:email", Rate: rate, Burst: burst, Want: 3})
-					require.NoError(t, err)
-					require.LessOrEqual(t, n, 3)
-					if n == 0 {
-						return
-					}
-					mu.Lock()
-					total += n
-					mu.Unlock()
+		racetest.Run(t, 8, func(int) error {
+			for {
+				n, err := b.d.TakeTokens(b.ctx, driver.TakeTokensParams{Name: "type:email", Rate: rate, Burst: burst, Want: 3})
+				if err != nil {
+					return err
 				}
-			}()
-		}
-		wg.Wait()
+				if n > 3 {
+					return fmt.Errorf("took %d tokens, wanted at most 3", n)
+				}
+				if n == 0 {
+					return nil
+				}
+				mu.Lock()
+				total += n
+				mu.Unlock()
+			}
+		})
 		require.Equal(t, burst, total)
 
 		require.NoError(t, b.d.ReturnTokens(b.ctx, driver.ReturnTokensParams{Name: "type:email", N: 5, Rate: rate, Burst: burst}))
@@ -179,25 +173,24 @@ func exerciseLimits(t *testing.T, open Opener) {
 		start := b.now()
 		var mu sync.Mutex
 		total := 0
-		var wg sync.WaitGroup
-		for i := 0; i < 4; i++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for end := time.Now().Add(1500 * time.Millisecond); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
-					n, err := b.d.TakeTokens(b.ctx, driver.TakeTokensParams{Name: "queue:api", Rate: rate, Burst: burst, Want: 10})
-					require.NoError(t, err)
-					if n > 1 {
-						require.NoError(t, b.d.ReturnTokens(b.ctx, driver.ReturnTokensParams{Name: "queue:api", N: 1, Rate: rate, Burst: burst}))
-						n--
-					}
-					mu.Lock()
-					total += n
-					mu.Unlock()
+		racetest.Run(t, 4, func(int) error {
+			for end := time.Now().Add(1500 * time.Millisecond); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+				n, err := b.d.TakeTokens(b.ctx, driver.TakeTokensParams{Name: "queue:api", Rate: rate, Burst: burst, Want: 10})
+				if err != nil {
+					return err
 				}
-			}()
-		}
-		wg.Wait()
+				if n > 1 {
+					if err := b.d.ReturnTokens(b.ctx, driver.ReturnTokensParams{Name: "queue:api", N: 1, Rate: rate, Burst: burst}); err != nil {
+						return err
+					}
+					n--
+				}
+				mu.Lock()
+				total += n
+				mu.Unlock()
+			}
+			return nil
+		})
 		elapsed := b.now().Sub(start)
 		require.LessOrEqual(t, float64(total), burst+rate*elapsed.Seconds(), "taken in %s", elapsed)
 		require.Greater(t, total, burst, "the bucket refilled while they took")

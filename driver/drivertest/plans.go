@@ -215,10 +215,7 @@ func jobsTable(t *testing.T, list string) string {
 // fillForPlans makes 20,000 jobs, most of them finished, and refreshes the
 // planner's statistics, so that plans are those of a long-running table.
 func fillForPlans(b *bundle, jobs string) {
-	ps := make([]driver.InsertJob, 500)
-	for i := range ps {
-		ps[i] = newJob("plan")
-	}
+	ps := newJobs("plan", 500)
 	for range 40 {
 		b.insert(ps...)
 	}

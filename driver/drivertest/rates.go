@@ -3,13 +3,13 @@ package drivertest
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/racetest"
 )
 
 // slow is a rate that refills nothing within a test: a bucket gives its
@@ -23,12 +23,7 @@ func exerciseClaimRates(t *testing.T, open Opener) {
 	t.Run("TypeRate", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
-		for range 10 {
-			b.insert(newJob("mail"), newJob("pdf"))
-		}
-		other := newJob("mail")
-		other.Queue = "other"
-		b.insert(other, other)
+		b.insertMailAndPDF(10)
 		lim := &driver.RunningCaps{TypeRates: map[string]driver.Rate{"mail": {PerSecond: slow, Burst: 4}}}
 		claim := func(queue, typ string) []driver.JobRow {
 			return b.claim(driver.ClaimParams{Queue: queue, Type: typ, Limit: 100, Lease: time.Minute, Token: newToken(), Limits: lim})
@@ -109,11 +104,7 @@ func exerciseClaimRates(t *testing.T, open Opener) {
 	t.Run("RatesHoldUnderConcurrentClaims", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
-		var ps []driver.InsertJob
-		for i := range 200 {
-			ps = append(ps, inPart(fmt.Sprintf("t%d", i%2), fmt.Sprintf("p%d", i%5)))
-		}
-		b.insert(ps...)
+		b.insertSpread()
 		lim := &driver.RunningCaps{PartitionRate: driver.Rate{PerSecond: slow, Burst: 3},
 			PartitionRates: map[string]driver.Rate{"p0": {PerSecond: slow, Burst: 5}},
 			TypeRates:      map[string]driver.Rate{"t1": {PerSecond: slow, Burst: 4}}}
@@ -145,30 +136,19 @@ func exerciseClaimRates(t *testing.T, open Opener) {
 		typeLim := &driver.RunningCaps{TypeRates: map[string]driver.Rate{"t": {PerSecond: rate, Burst: burst}}}
 		partLim := &driver.RunningCaps{PartitionRate: driver.Rate{PerSecond: rate, Burst: burst}}
 		start := b.now()
-		var wg sync.WaitGroup
-		errs := make(chan error, 8)
-		for i := range 8 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				p := driver.ClaimParams{Queue: "default", Limit: 5, Lease: time.Minute, Limits: typeLim}
-				if i%2 == 1 {
-					p = driver.ClaimParams{Queue: "fair", Limit: 5, Lease: time.Minute, Fair: true, Limits: partLim}
+		racetest.Run(t, 8, func(i int) error {
+			p := driver.ClaimParams{Queue: "default", Limit: 5, Lease: time.Minute, Limits: typeLim}
+			if i%2 == 1 {
+				p = driver.ClaimParams{Queue: "fair", Limit: 5, Lease: time.Minute, Fair: true, Limits: partLim}
+			}
+			for end := time.Now().Add(1500 * time.Millisecond); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+				p.Token = newToken()
+				if _, err := b.d.Claim(b.ctx, p); err != nil {
+					return err
 				}
-				for end := time.Now().Add(1500 * time.Millisecond); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
-					p.Token = newToken()
-					if _, err := b.d.Claim(b.ctx, p); err != nil {
-						errs <- err
-						return
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			require.NoError(t, err)
-		}
+			}
+			return nil
+		})
 		elapsed := b.now().Sub(start)
 		bound := burst + rate*elapsed.Seconds()
 		for _, c := range []struct{ part, typ string }{{"*", "t"}, {"p0", "u"}, {"p1", "u"}} {

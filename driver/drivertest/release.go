@@ -71,8 +71,7 @@ func exerciseRelease(t *testing.T, open Opener) {
 		// now: the release must not take it from the new holder.
 		moved := newJob("rel-moved")
 		movedID := claimAs(moved, -time.Second)
-		res, err := b.d.Rescue(b.ctx, driver.RescueParams{Limit: 10})
-		require.NoError(t, err)
+		res := b.rescue(10)
 		require.Equal(t, 1, res.Pending)
 		_, other := b.claimOne(moved, movedID, time.Hour)
 		// Held by a different claim all along.

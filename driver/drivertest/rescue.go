@@ -19,9 +19,8 @@ func exerciseRescue(t *testing.T, open Opener) {
 		b.claimOne(p, id, -time.Second)
 
 		before := b.now()
-		res, err := b.d.Rescue(b.ctx, driver.RescueParams{Limit: 10})
+		res := b.rescue(10)
 		after := b.now()
-		require.NoError(t, err)
 		require.Equal(t, driver.RescueResult{Pending: 1}, res)
 
 		j := b.get(id)
@@ -46,9 +45,8 @@ func exerciseRescue(t *testing.T, open Opener) {
 		b.claimOne(p, id, -time.Second)
 
 		before := b.now()
-		res, err := b.d.Rescue(b.ctx, driver.RescueParams{Limit: 10})
+		res := b.rescue(10)
 		after := b.now()
-		require.NoError(t, err)
 		require.Equal(t, driver.RescueResult{Failed: 1, FailedBy: map[driver.QueueType]int{{Queue: "default", Type: "killed-last"}: 1}}, res)
 
 		j := b.get(id)
@@ -71,8 +69,7 @@ func exerciseRescue(t *testing.T, open Opener) {
 		pendingID := b.insertOne(newJob("waiting"))
 		done := b.makeJob(driver.StatusSuccess, newJob("done"))
 
-		res, err := b.d.Rescue(b.ctx, driver.RescueParams{Limit: 10})
-		require.NoError(t, err)
+		res := b.rescue(10)
 		require.Equal(t, driver.RescueResult{}, res)
 		require.Equal(t, held, b.get(id))
 		require.Equal(t, driver.StatusPending, b.get(pendingID).Status)
@@ -87,8 +84,7 @@ func exerciseRescue(t *testing.T, open Opener) {
 		}
 		require.Len(t, b.claim(driver.ClaimParams{Queue: "default", Limit: 3, Lease: -time.Second, Token: newToken()}), 3)
 		for _, want := range []int{2, 1, 0} {
-			res, err := b.d.Rescue(b.ctx, driver.RescueParams{Limit: 2})
-			require.NoError(t, err)
+			res := b.rescue(2)
 			require.Equal(t, driver.RescueResult{Pending: want}, res)
 		}
 		require.Len(t, b.listAll(driver.ListParams{Status: driver.StatusPending}), 3)
@@ -109,8 +105,7 @@ func exerciseRescue(t *testing.T, open Opener) {
 		require.Len(t, b.claim(driver.ClaimParams{Queue: "default", Limit: 5, Lease: -time.Second, Token: newToken()}), 5)
 		var total driver.RescueResult
 		for _, want := range []int{3, 2, 0} {
-			res, err := b.d.Rescue(b.ctx, driver.RescueParams{Limit: 3})
-			require.NoError(t, err)
+			res := b.rescue(3)
 			require.Equal(t, want, res.Pending+res.Failed, "rescued %+v with limit 3", res)
 			total.Add(res)
 		}

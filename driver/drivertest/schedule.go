@@ -1,14 +1,13 @@
 package drivertest
 
 import (
-	"errors"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/racetest"
 )
 
 func exerciseSchedule(t *testing.T, open Opener) {
@@ -123,20 +122,12 @@ func exerciseSchedule(t *testing.T, open Opener) {
 		// Every node computed the same next slot from the same version.
 		const nodes = 8
 		won := make([]bool, nodes)
-		errs := make([]error, nodes)
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		for i := range nodes {
-			wg.Go(func() {
-				<-start
-				won[i], errs[i] = b.d.AdvanceSchedule(b.ctx, driver.AdvanceScheduleParams{
-					Name: "every-minute", Version: s.Version, LastSlot: slot.Add(time.Minute), LastJobID: int64(100 + i), Fired: 1,
-				})
+		racetest.Run(t, nodes, func(i int) (err error) {
+			won[i], err = b.d.AdvanceSchedule(b.ctx, driver.AdvanceScheduleParams{
+				Name: "every-minute", Version: s.Version, LastSlot: slot.Add(time.Minute), LastJobID: int64(100 + i), Fired: 1,
 			})
-		}
-		close(start)
-		wg.Wait()
-		require.NoError(t, errors.Join(errs...))
+			return err
+		})
 		winner := -1
 		for i, w := range won {
 			if w {

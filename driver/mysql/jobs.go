@@ -41,12 +41,9 @@ func chunks(n, maxRows int, size func(i int) int) [][2]int {
 }
 
 // Insert adds jobs with their keys taken in one global order (see
-// sqlcommon.InKeyOrder), so that overlapping batches cannot deadlock.
+// sqlcommon.Insert), so that overlapping batches cannot deadlock.
 func (d *Driver) Insert(ctx context.Context, p driver.InsertParams) ([]driver.InsertResult, error) {
-	tx, jobs := p.Tx, p.Jobs
-	return sqlcommon.InKeyOrder(jobs, func(jobs []driver.InsertJob) ([]driver.InsertResult, error) {
-		return d.insertAll(ctx, tx, jobs)
-	})
+	return sqlcommon.Insert(ctx, p, d.insertAll)
 }
 
 // insertAll adds jobs in one transaction: the caller's, or its own retried on
@@ -54,9 +51,6 @@ func (d *Driver) Insert(ctx context.Context, p driver.InsertParams) ([]driver.In
 // go in with multi-row INSERTs, and a key taken meanwhile by a concurrent
 // enqueue sends its chunk down a row-by-row path that tells which rows lost.
 func (d *Driver) insertAll(ctx context.Context, tx *sql.Tx, jobs []driver.InsertJob) ([]driver.InsertResult, error) {
-	if len(jobs) == 0 {
-		return nil, nil
-	}
 	var out []driver.InsertResult
 	err := d.InTx(ctx, tx, func(tx *sql.Tx) (err error) {
 		out, err = d.insert(ctx, tx, jobs)

@@ -24,19 +24,13 @@ const (
 )
 
 // Insert adds jobs with their keys taken in one global order (see
-// sqlcommon.InKeyOrder), so that overlapping batches cannot deadlock.
+// sqlcommon.Insert), so that overlapping batches cannot deadlock.
 func (d *Driver) Insert(ctx context.Context, p driver.InsertParams) ([]driver.InsertResult, error) {
-	tx, jobs := p.Tx, p.Jobs
-	return sqlcommon.InKeyOrder(jobs, func(jobs []driver.InsertJob) ([]driver.InsertResult, error) {
-		return d.insertAll(ctx, tx, jobs)
-	})
+	return sqlcommon.Insert(ctx, p, d.insertAll)
 }
 
 // insertAll adds jobs with one INSERT ... SELECT FROM unnest(...) per chunk.
 func (d *Driver) insertAll(ctx context.Context, tx *sql.Tx, jobs []driver.InsertJob) ([]driver.InsertResult, error) {
-	if len(jobs) == 0 {
-		return nil, nil
-	}
 	if tx != nil {
 		out, err := d.insert(ctx, tx, jobs)
 		if err != nil {

@@ -151,6 +151,19 @@ func InKeyOrder(jobs []driver.InsertJob, insert func([]driver.InsertJob) ([]driv
 	return out, nil
 }
 
+// Insert is the SQL drivers' driver.Driver Insert: insertAll adds a
+// nonempty batch, in tx (the caller's p.Tx, nil for none), with the keyed
+// rows in InKeyOrder's global order, so that overlapping batches cannot
+// deadlock.
+func Insert(ctx context.Context, p driver.InsertParams, insertAll func(ctx context.Context, tx *sql.Tx, jobs []driver.InsertJob) ([]driver.InsertResult, error)) ([]driver.InsertResult, error) {
+	if len(p.Jobs) == 0 {
+		return nil, nil
+	}
+	return InKeyOrder(p.Jobs, func(jobs []driver.InsertJob) ([]driver.InsertResult, error) {
+		return insertAll(ctx, p.Tx, jobs)
+	})
+}
+
 // RowName names row i of a batch passed through InKeyOrder in an error:
 // keyless rows keep their input position, keyed rows are named by key.
 func RowName(i int, j driver.InsertJob) string {

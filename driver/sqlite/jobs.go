@@ -11,20 +11,14 @@ import (
 )
 
 // Insert adds jobs with their keys taken in one global order (see
-// sqlcommon.InKeyOrder), so that overlapping batches cannot deadlock.
+// sqlcommon.Insert), so that overlapping batches cannot deadlock.
 func (d *Driver) Insert(ctx context.Context, p driver.InsertParams) ([]driver.InsertResult, error) {
-	tx, jobs := p.Tx, p.Jobs
-	return sqlcommon.InKeyOrder(jobs, func(jobs []driver.InsertJob) ([]driver.InsertResult, error) {
-		return d.insertAll(ctx, tx, jobs)
-	})
+	return sqlcommon.Insert(ctx, p, d.insertAll)
 }
 
 // insertAll adds jobs in one transaction with a prepared statement per row,
 // which in-process SQLite runs about as fast as a multi-row insert.
 func (d *Driver) insertAll(ctx context.Context, tx *sql.Tx, jobs []driver.InsertJob) ([]driver.InsertResult, error) {
-	if len(jobs) == 0 {
-		return nil, nil
-	}
 	run := func(tx *sql.Tx) ([]driver.InsertResult, error) {
 		ins, err := tx.PrepareContext(ctx, d.Q["insert"])
 		if err != nil {

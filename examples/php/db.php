@@ -37,3 +37,14 @@ function mysql_errno(PDOException $e): int
 {
     return (int) ($e->errorInfo[1] ?? 0);
 }
+
+// Command-line scripts (setup.php, enqueue.php) call this first: an
+// uncaught exception, a bad APP_DB or a database that is down, is then one
+// line on stderr, not a stack trace.
+function one_line_errors(): void
+{
+    set_exception_handler(function (Throwable $e): void {
+        fwrite(STDERR, basename($_SERVER['SCRIPT_FILENAME']) . ': ' . $e->getMessage() . "\n");
+        exit(1);
+    });
+}

@@ -12,12 +12,7 @@
 declare(strict_types=1);
 require __DIR__ . '/db.php';
 
-// One line on stderr, not a stack trace, for a bad APP_DB or a database that
-// is down.
-set_exception_handler(function (Throwable $e): void {
-    fwrite(STDERR, basename(__FILE__) . ': ' . $e->getMessage() . "\n");
-    exit(1);
-});
+one_line_errors();
 
 final class OrderDeclined extends RuntimeException
 {

@@ -33,3 +33,10 @@ func MainWithBinary(m *testing.M, bin *string, cleanups ...func()) {
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
+
+// MainExclusive is MainWithBinary for a suite that runs apart from the
+// others (see Exclusive): it waits for its turn before building.
+func MainExclusive(m *testing.M, suite string, bin *string, cleanups ...func()) {
+	Exclusive(suite)
+	MainWithBinary(m, bin, cleanups...)
+}

@@ -24,6 +24,22 @@ import (
 // Names lists the drivers every suite runs against.
 var Names = []string{"sqlite", "mysql", "postgres"}
 
+// ForEach runs fn as a parallel subtest on each database in Names.
+func ForEach(t *testing.T, fn func(t *testing.T, name string)) {
+	for _, name := range Names {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			fn(t, name)
+		})
+	}
+}
+
+// ForEachDriver is ForEach with a fresh migrated driver (Open) on each
+// database.
+func ForEachDriver(t *testing.T, fn func(t *testing.T, d driver.Driver)) {
+	ForEach(t, func(t *testing.T, name string) { fn(t, Open(t, name)) })
+}
+
 // URL returns the database URL for a driver name. SQLite gets a file in dir.
 func URL(name, dir string) string {
 	switch name {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicehq/sluice/internal/racetest"
 	"github.com/sluicehq/sluice/lock"
 )
 
@@ -165,44 +166,38 @@ func noOverlap(t *testing.T, open Opener, _ Caps) {
 	name := Name()
 	var inside, max, taken atomic.Int64
 	deadline := time.Now().Add(time.Second)
-	errs := make(chan error, contenders)
 	c := ctx(t)
-	var wg sync.WaitGroup
-	for i := range contenders {
-		l := open(t, fmt.Sprintf("churn-%d", i))
-		wg.Go(func() {
-			for time.Now().Before(deadline) {
-				lease, _, err := l.TryAcquire(c, name, time.Minute)
-				if err != nil {
-					errs <- err
-					return
-				}
-				if lease == nil {
-					time.Sleep(time.Millisecond)
-					continue
-				}
-				n := inside.Add(1)
-				for {
-					m := max.Load()
-					if n <= m || max.CompareAndSwap(m, n) {
-						break
-					}
-				}
-				taken.Add(1)
-				time.Sleep(2 * time.Millisecond)
-				inside.Add(-1)
-				if err := lease.Release(c); err != nil {
-					errs <- err
-					return
+	lockers := make([]lock.Locker, contenders)
+	for i := range lockers {
+		lockers[i] = open(t, fmt.Sprintf("churn-%d", i))
+	}
+	racetest.Run(t, contenders, func(i int) error {
+		l := lockers[i]
+		for time.Now().Before(deadline) {
+			lease, _, err := l.TryAcquire(c, name, time.Minute)
+			if err != nil {
+				return err
+			}
+			if lease == nil {
+				time.Sleep(time.Millisecond)
+				continue
+			}
+			n := inside.Add(1)
+			for {
+				m := max.Load()
+				if n <= m || max.CompareAndSwap(m, n) {
+					break
 				}
 			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
+			taken.Add(1)
+			time.Sleep(2 * time.Millisecond)
+			inside.Add(-1)
+			if err := lease.Release(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	require.EqualValues(t, 1, max.Load(), "holders overlapped")
 	require.Greater(t, taken.Load(), int64(contenders), "the lock hardly changed hands")
 }
@@ -304,14 +299,7 @@ func expiryHandsOver(t *testing.T, open Opener, caps Caps) {
 	const ttl = 400 * time.Millisecond
 	start := time.Now()
 	la := acquire(t, a, name, ttl)
-	var lb lock.Lease
-	for lb == nil {
-		var err error
-		lb, _, err = b.TryAcquire(ctx(t), name, time.Minute)
-		require.NoError(t, err)
-		require.Less(t, time.Since(start), 20*time.Second, "the lapsed lock was never handed over")
-		time.Sleep(20 * time.Millisecond)
-	}
+	lb := acquireWhenFree(t, b, name, start, "the lapsed lock was never handed over")
 	// 50ms covers the rounding of the backend's own clock.
 	require.GreaterOrEqual(t, time.Since(start), ttl-50*time.Millisecond, "lock handed over before its ttl")
 	// Release first: a Renew that finds the lease lost marks it done, and
@@ -326,6 +314,21 @@ func expiryHandsOver(t *testing.T, open Opener, caps Caps) {
 	require.NoError(t, lb.Release(ctx(t)))
 }
 
+// acquireWhenFree polls l every 20ms until it takes name, failing t with
+// never once 20 seconds have passed since start.
+func acquireWhenFree(t *testing.T, l lock.Locker, name string, start time.Time, never string) lock.Lease {
+	t.Helper()
+	var lease lock.Lease
+	for lease == nil {
+		var err error
+		lease, _, err = l.TryAcquire(ctx(t), name, time.Minute)
+		require.NoError(t, err)
+		require.Less(t, time.Since(start), 20*time.Second, never)
+		time.Sleep(20 * time.Millisecond)
+	}
+	return lease
+}
+
 // releaseAfter leaves a lock to lapse a little later instead of freeing it.
 func releaseAfter(t *testing.T, open Opener, _ Caps) {
 	a, b := open(t, "A"), open(t, "B")
@@ -338,14 +341,7 @@ func releaseAfter(t *testing.T, open Opener, _ Caps) {
 	require.NoError(t, e.ReleaseAfter(ctx(t), hold))
 	require.NoError(t, la.Release(ctx(t)), "Release after ReleaseAfter is a no-op")
 	require.Equal(t, "A", busy(t, b, name).ID, "the lock went before its hold")
-	var lb lock.Lease
-	for lb == nil {
-		var err error
-		lb, _, err = b.TryAcquire(ctx(t), name, time.Minute)
-		require.NoError(t, err)
-		require.Less(t, time.Since(start), 20*time.Second, "the lock never lapsed")
-		time.Sleep(20 * time.Millisecond)
-	}
+	lb := acquireWhenFree(t, b, name, start, "the lock never lapsed")
 	require.GreaterOrEqual(t, time.Since(start), hold-50*time.Millisecond)
 	require.NoError(t, lb.Release(ctx(t)))
 }

@@ -1,7 +1,6 @@
 package bench_test
 
 import (
-	"context"
 	"sync"
 	"testing"
 	"time"
@@ -15,101 +14,90 @@ import (
 // seconds, so half-second intervals number six or a few more, each enqueuing
 // about 150 jobs, and together they work every job.
 func TestSustained(t *testing.T) {
-	for _, name := range testdb.Names {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			_, tg := testdb.OpenURL(t, name)
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			res, err := bench.Run(ctx, bench.Config{URL: tg.URL, Prefix: testdb.Prefix(), Jobs: 900, Concurrency: 20,
-				Sustained: true, Rate: 300, Interval: 500 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
+	testdb.ForEach(t, func(t *testing.T, name string) {
+		_, url, prefix, ctx := benchDB(t, name)
+		res, err := bench.Run(ctx, bench.Config{URL: url, Prefix: prefix, Jobs: 900, Concurrency: 20,
+			Sustained: true, Rate: 300, Interval: 500 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Mode != "sustained" || res.Succeeded != 900 || res.Rate != 300 {
+			t.Errorf("sustained run reported %+v", res)
+		}
+		// The enqueuer keeps to the rate: 900 jobs take 3 s, not less.
+		if res.InsertPerS > 310 || res.InsertPerS < 200 {
+			t.Errorf("enqueued %.0f jobs/s, want about 300", res.InsertPerS)
+		}
+		// Draining the last jobs may take a few more on a loaded machine.
+		if n := len(res.Intervals); n < 6 || n > 20 {
+			t.Fatalf("%d intervals, want 6 or a few more: %+v", n, res.Intervals)
+		}
+		var worked, enqueued int64
+		for i, iv := range res.Intervals {
+			worked += iv.Worked
+			enqueued += iv.Enqueued
+			if i < 5 && (iv.Enqueued < 100 || iv.Enqueued > 200) {
+				t.Errorf("interval %d enqueued %d jobs, want about 150", i, iv.Enqueued)
 			}
-			if res.Mode != "sustained" || res.Succeeded != 900 || res.Rate != 300 {
-				t.Errorf("sustained run reported %+v", res)
+			if iv.Worked > 0 && (iv.LatencyP50 <= 0 || iv.LatencyP99 < iv.LatencyP50) {
+				t.Errorf("interval %d latency p50 %v ms, p99 %v ms", i, iv.LatencyP50, iv.LatencyP99)
 			}
-			// The enqueuer keeps to the rate: 900 jobs take 3 s, not less.
-			if res.InsertPerS > 310 || res.InsertPerS < 200 {
-				t.Errorf("enqueued %.0f jobs/s, want about 300", res.InsertPerS)
+			if iv.RSSMB <= 0 || iv.Backlog < 0 {
+				t.Errorf("interval %d: %+v", i, iv)
 			}
-			// Draining the last jobs may take a few more on a loaded machine.
-			if n := len(res.Intervals); n < 6 || n > 20 {
-				t.Fatalf("%d intervals, want 6 or a few more: %+v", n, res.Intervals)
-			}
-			var worked, enqueued int64
-			for i, iv := range res.Intervals {
-				worked += iv.Worked
-				enqueued += iv.Enqueued
-				if i < 5 && (iv.Enqueued < 100 || iv.Enqueued > 200) {
-					t.Errorf("interval %d enqueued %d jobs, want about 150", i, iv.Enqueued)
-				}
-				if iv.Worked > 0 && (iv.LatencyP50 <= 0 || iv.LatencyP99 < iv.LatencyP50) {
-					t.Errorf("interval %d latency p50 %v ms, p99 %v ms", i, iv.LatencyP50, iv.LatencyP99)
-				}
-				if iv.RSSMB <= 0 || iv.Backlog < 0 {
-					t.Errorf("interval %d: %+v", i, iv)
-				}
-			}
-			if worked != 900 || enqueued != 900 {
-				t.Errorf("intervals add up to %d worked and %d enqueued, want 900", worked, enqueued)
-			}
-		})
-	}
+		}
+		if worked != 900 || enqueued != 900 {
+			t.Errorf("intervals add up to %d worked and %d enqueued, want 900", worked, enqueued)
+		}
+	})
 }
 
 // TestWorkOnly checks the split bulk run that the scaling measurement
 // uses: one enqueue-only run leaves a backlog, two work-only runs share
 // it, each stops once the backlog is gone, and every job runs once.
 func TestWorkOnly(t *testing.T) {
-	for _, name := range testdb.Names {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			d, tg := testdb.OpenURL(t, name)
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			prefix := testdb.Prefix()
-			enq, err := bench.Run(ctx, bench.Config{URL: tg.URL, Prefix: prefix, Jobs: 2000, Concurrency: 1, EnqueueOnly: true})
-			if err != nil {
-				t.Fatal(err)
+	testdb.ForEach(t, func(t *testing.T, name string) {
+		d, url, prefix, ctx := benchDB(t, name)
+		enq, err := bench.Run(ctx, bench.Config{URL: url, Prefix: prefix, Jobs: 2000, Concurrency: 1, EnqueueOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if enq.Mode != "enqueue-only" || enq.InsertPerS <= 0 {
+			t.Errorf("enqueue-only run reported %+v", enq)
+		}
+		res := make([]*bench.Result, 2)
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		for i := range res {
+			wg.Go(func() {
+				res[i], errs[i] = bench.Run(ctx, bench.Config{URL: url, Prefix: prefix, Concurrency: 10, WorkOnly: true})
+			})
+		}
+		wg.Wait()
+		var worked int
+		for i, r := range res {
+			if errs[i] != nil {
+				t.Fatalf("work-only run %d: %v", i, errs[i])
 			}
-			if enq.Mode != "enqueue-only" || enq.InsertPerS <= 0 {
-				t.Errorf("enqueue-only run reported %+v", enq)
+			if r.Mode != "work-only" || r.WorkEnded <= r.WorkStarted {
+				t.Errorf("work-only run %d reported %+v", i, r)
 			}
-			res := make([]*bench.Result, 2)
-			errs := make([]error, 2)
-			var wg sync.WaitGroup
-			for i := range res {
-				wg.Go(func() {
-					res[i], errs[i] = bench.Run(ctx, bench.Config{URL: tg.URL, Prefix: prefix, Concurrency: 10, WorkOnly: true})
-				})
-			}
-			wg.Wait()
-			var worked int
-			for i, r := range res {
-				if errs[i] != nil {
-					t.Fatalf("work-only run %d: %v", i, errs[i])
-				}
-				if r.Mode != "work-only" || r.WorkEnded <= r.WorkStarted {
-					t.Errorf("work-only run %d reported %+v", i, r)
-				}
-				worked += r.Jobs
-			}
-			if worked != 2000 {
-				t.Errorf("the work-only runs worked %d jobs, want 2000", worked)
-			}
-			// Every job ran once and succeeded; the tables are still there.
-			var n int
-			q := "SELECT COUNT(*) FROM " + prefix + "jobs WHERE status = 'success' AND attempts = 1"
-			if err := d.DB().QueryRowContext(ctx, q).Scan(&n); err != nil {
-				t.Fatal(err)
-			}
-			if n != 2000 {
-				t.Errorf("%d jobs succeeded at their first attempt, want 2000", n)
-			}
-			if _, err := bench.Run(ctx, bench.Config{URL: tg.URL, Prefix: prefix, Jobs: 1, Concurrency: 1}); err != nil {
-				t.Errorf("a bench run dropping the kept tables: %v", err)
-			}
-		})
-	}
+			worked += r.Jobs
+		}
+		if worked != 2000 {
+			t.Errorf("the work-only runs worked %d jobs, want 2000", worked)
+		}
+		// Every job ran once and succeeded; the tables are still there.
+		var n int
+		q := "SELECT COUNT(*) FROM " + prefix + "jobs WHERE status = 'success' AND attempts = 1"
+		if err := d.DB().QueryRowContext(ctx, q).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 2000 {
+			t.Errorf("%d jobs succeeded at their first attempt, want 2000", n)
+		}
+		if _, err := bench.Run(ctx, bench.Config{URL: url, Prefix: prefix, Jobs: 1, Concurrency: 1}); err != nil {
+			t.Errorf("a bench run dropping the kept tables: %v", err)
+		}
+	})
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -215,7 +214,7 @@ func (a *app) batchStatusCommand() *cobra.Command {
 				fmt.Fprintln(a.stdout, "no checkpoints")
 				return nil
 			}
-			w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			w := newTable(a.stdout)
 			fmt.Fprintln(w, "BATCH\tSHARD\tSTATUS\tROWS\tCHUNKS\tCHUNK SIZE\tUPDATED\tCURSOR\tLAST ERROR")
 			for _, c := range cps {
 				fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", c.Batch, c.Shard, c.Status, c.RowsDone, c.ChunksDone,

@@ -110,13 +110,11 @@ func killRuns(t *testing.T, d driver.Driver, env []string, name string, kills in
 // SIGKILL mid-run, three times: with a same-database sink every
 // row is still processed exactly once.
 func TestBatchCrashExactlyOnce(t *testing.T) {
-	for _, name := range testdb.Names {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			const n = 20_000
-			d, tg := testdb.OpenURL(t, name)
-			tbl := batchTable(t, d, tg.Prefix, n)
-			cfg := writeBatchConfig(t, fmt.Sprintf(`batches:
+	testdb.ForEach(t, func(t *testing.T, name string) {
+		const n = 20_000
+		d, tg := testdb.OpenURL(t, name)
+		tbl := batchTable(t, d, tg.Prefix, n)
+		cfg := writeBatchConfig(t, fmt.Sprintf(`batches:
   touch:
     source: "SELECT id, created_at FROM %s"
     key: [created_at, id]
@@ -124,18 +122,17 @@ func TestBatchCrashExactlyOnce(t *testing.T) {
     chunk: { size: 100 }
     throttle: { sleep: 10ms }
 `, tbl, tbl))
-			env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix, "SLUICE_CONFIG=" + cfg}
-			killRuns(t, d, env, "touch", 3)
-			require.Zero(t, countWhere(t, d, tbl, "hits <> 1"), "rows not processed exactly once")
-			r := run(t, env, "", "batch", "status", "touch", "--json")
-			require.Equal(t, 0, r.Code, r.Stderr)
-			var cps []map[string]any
-			require.NoError(t, json.Unmarshal([]byte(r.Stdout), &cps))
-			require.Len(t, cps, 1)
-			require.Equal(t, "done", cps[0]["status"])
-			require.Equal(t, float64(n), cps[0]["rows_done"])
-		})
-	}
+		env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix, "SLUICE_CONFIG=" + cfg}
+		killRuns(t, d, env, "touch", 3)
+		require.Zero(t, countWhere(t, d, tbl, "hits <> 1"), "rows not processed exactly once")
+		r := run(t, env, "", "batch", "status", "touch", "--json")
+		require.Equal(t, 0, r.Code, r.Stderr)
+		var cps []map[string]any
+		require.NoError(t, json.Unmarshal([]byte(r.Stdout), &cps))
+		require.Len(t, cps, 1)
+		require.Equal(t, "done", cps[0]["status"])
+		require.Equal(t, float64(n), cps[0]["rows_done"])
+	})
 }
 
 // With a webhook sink, each kill repeats at most one chunk, under the same

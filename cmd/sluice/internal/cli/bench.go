@@ -8,7 +8,6 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -172,7 +171,7 @@ func (a *app) benchProgress() func(bench.Progress) {
 }
 
 func printBench(out io.Writer, r *bench.Result) error {
-	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	w := newTable(out)
 	fmt.Fprintf(w, "database\t%s\n", r.DB)
 	if r.Source != "" {
 		fmt.Fprintf(w, "mode\t%s (source %s)\n", r.Mode, r.Source)

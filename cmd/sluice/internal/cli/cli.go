@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -128,6 +129,12 @@ func exitCode(err error) int {
 // oneLine keeps error output to one line, as scripts and cron mail expect.
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// newTable is the layout of every table the CLI prints: columns two
+// spaces apart, tab stops of 4.
+func newTable(out io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
 }
 
 func (a *app) rootCommand() *cobra.Command {

@@ -23,8 +23,7 @@ var bin string
 // TestMain runs this package's many real processes apart from the fault
 // and HA suites (testdb.Exclusive), whose lease timings they would starve.
 func TestMain(m *testing.M) {
-	testdb.Exclusive("cmd/sluice/internal/cli")
-	testdb.MainWithBinary(m, &bin)
+	testdb.MainExclusive(m, "cmd/sluice/internal/cli", &bin)
 }
 
 // run runs the binary with env additions and optional stdin.
@@ -52,75 +51,72 @@ func command(t *testing.T, dir string, env []string, args ...string) *exec.Cmd {
 }
 
 func TestCLIJobLifecycle(t *testing.T) {
-	for _, name := range testdb.Names {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			d, tg := testdb.OpenURL(t, name)
-			env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix}
+	testdb.ForEach(t, func(t *testing.T, name string) {
+		d, tg := testdb.OpenURL(t, name)
+		env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix}
 
-			r := run(t, env, "", "migrate")
-			require.Equal(t, 0, r.Code, r.Stderr)
-			require.Contains(t, r.Stdout, "already up to date")
+		r := run(t, env, "", "migrate")
+		require.Equal(t, 0, r.Code, r.Stderr)
+		require.Contains(t, r.Stdout, "already up to date")
 
-			r = run(t, env, "", "enqueue", "order_sync", "--key", "order-1", "--payload", `{"order":1}`, "--priority", "3")
-			require.Equal(t, 0, r.Code, r.Stderr)
-			var res struct {
-				ID        int64 `json:"id"`
-				Duplicate bool  `json:"duplicate"`
-			}
-			require.NoError(t, json.Unmarshal([]byte(r.Stdout), &res))
-			require.False(t, res.Duplicate)
-			first := res.ID
+		r = run(t, env, "", "enqueue", "order_sync", "--key", "order-1", "--payload", `{"order":1}`, "--priority", "3")
+		require.Equal(t, 0, r.Code, r.Stderr)
+		var res struct {
+			ID        int64 `json:"id"`
+			Duplicate bool  `json:"duplicate"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(r.Stdout), &res))
+		require.False(t, res.Duplicate)
+		first := res.ID
 
-			r = run(t, env, "", "enqueue", "order_sync", "--key", "order-1")
-			require.Equal(t, 0, r.Code, r.Stderr)
-			require.JSONEq(t, fmt.Sprintf(`{"id":%d,"duplicate":true}`, first), r.Stdout)
+		r = run(t, env, "", "enqueue", "order_sync", "--key", "order-1")
+		require.Equal(t, 0, r.Code, r.Stderr)
+		require.JSONEq(t, fmt.Sprintf(`{"id":%d,"duplicate":true}`, first), r.Stdout)
 
-			r = run(t, env, `{"from":"stdin"}`, "enqueue", "report", "--payload", "-", "--delay", "1h")
-			require.Equal(t, 0, r.Code, r.Stderr)
+		r = run(t, env, `{"from":"stdin"}`, "enqueue", "report", "--payload", "-", "--delay", "1h")
+		require.Equal(t, 0, r.Code, r.Stderr)
 
-			r = run(t, env, "", "jobs", "show", fmt.Sprint(first), "--json")
-			require.Equal(t, 0, r.Code, r.Stderr)
-			var job map[string]any
-			require.NoError(t, json.Unmarshal([]byte(r.Stdout), &job))
-			require.Equal(t, "order-1", job["key"])
-			require.Equal(t, float64(3), job["priority"])
-			require.Equal(t, "pending", job["status"])
+		r = run(t, env, "", "jobs", "show", fmt.Sprint(first), "--json")
+		require.Equal(t, 0, r.Code, r.Stderr)
+		var job map[string]any
+		require.NoError(t, json.Unmarshal([]byte(r.Stdout), &job))
+		require.Equal(t, "order-1", job["key"])
+		require.Equal(t, float64(3), job["priority"])
+		require.Equal(t, "pending", job["status"])
 
-			r = run(t, env, "", "jobs", "list", "--json", "--type", "report")
-			require.Equal(t, 0, r.Code, r.Stderr)
-			require.Equal(t, 1, strings.Count(r.Stdout, "\n"))
-			require.Contains(t, r.Stdout, `"from":"stdin"`)
+		r = run(t, env, "", "jobs", "list", "--json", "--type", "report")
+		require.Equal(t, 0, r.Code, r.Stderr)
+		require.Equal(t, 1, strings.Count(r.Stdout, "\n"))
+		require.Contains(t, r.Stdout, `"from":"stdin"`)
 
-			r = run(t, env, "", "jobs", "cancel", fmt.Sprint(first))
-			require.Equal(t, 0, r.Code, r.Stderr)
-			r = run(t, env, "", "jobs", "cancel", fmt.Sprint(first))
-			require.Equal(t, 1, r.Code)
-			require.Contains(t, r.Stderr, "not in a state")
-			r = run(t, env, "", "jobs", "retry", fmt.Sprint(first))
-			require.Equal(t, 0, r.Code, r.Stderr)
-			r = run(t, env, "", "jobs", "show", "999999")
-			require.Equal(t, 1, r.Code)
-			require.Contains(t, r.Stderr, "not found")
+		r = run(t, env, "", "jobs", "cancel", fmt.Sprint(first))
+		require.Equal(t, 0, r.Code, r.Stderr)
+		r = run(t, env, "", "jobs", "cancel", fmt.Sprint(first))
+		require.Equal(t, 1, r.Code)
+		require.Contains(t, r.Stderr, "not in a state")
+		r = run(t, env, "", "jobs", "retry", fmt.Sprint(first))
+		require.Equal(t, 0, r.Code, r.Stderr)
+		r = run(t, env, "", "jobs", "show", "999999")
+		require.Equal(t, 1, r.Code)
+		require.Contains(t, r.Stderr, "not found")
 
-			r = run(t, env, "", "stats", "--json")
-			require.Equal(t, 0, r.Code, r.Stderr)
-			require.Contains(t, r.Stdout, `"pending":2`)
+		r = run(t, env, "", "stats", "--json")
+		require.Equal(t, 0, r.Code, r.Stderr)
+		require.Contains(t, r.Stdout, `"pending":2`)
 
-			r = run(t, env, "", "jobs", "purge", "--status", "success", "--older-than", "7d")
-			require.Equal(t, 0, r.Code, r.Stderr)
-			require.Equal(t, "deleted 0 jobs\n", r.Stdout)
+		r = run(t, env, "", "jobs", "purge", "--status", "success", "--older-than", "7d")
+		require.Equal(t, 0, r.Code, r.Stderr)
+		require.Equal(t, "deleted 0 jobs\n", r.Stdout)
 
-			// NDJSON: all lines or none.
-			good := `{"type":"a","key":"n1"}` + "\n" + `{"type":"a","key":"n1"}` + "\n\n" + `{"type":"b","payload":{"x":1},"delay":"5m"}` + "\n"
-			r = run(t, env, good, "enqueue", "--ndjson", "-")
-			require.Equal(t, 0, r.Code, r.Stderr)
-			require.JSONEq(t, `{"inserted":2,"duplicates":1}`, r.Stdout)
-			jobs, err := d.ListJobs(t.Context(), driver.ListParams{})
-			require.NoError(t, err)
-			require.Len(t, jobs, 4)
-		})
-	}
+		// NDJSON: all lines or none.
+		good := `{"type":"a","key":"n1"}` + "\n" + `{"type":"a","key":"n1"}` + "\n\n" + `{"type":"b","payload":{"x":1},"delay":"5m"}` + "\n"
+		r = run(t, env, good, "enqueue", "--ndjson", "-")
+		require.Equal(t, 0, r.Code, r.Stderr)
+		require.JSONEq(t, `{"inserted":2,"duplicates":1}`, r.Stdout)
+		jobs, err := d.ListJobs(t.Context(), driver.ListParams{})
+		require.NoError(t, err)
+		require.Len(t, jobs, 4)
+	})
 }
 
 func TestCLIBadInput(t *testing.T) {

@@ -48,131 +48,128 @@ func jobStatus(t *testing.T, d driver.Driver, id int64) driver.Status {
 // when neither --db nor SLUICE_DB is set, and none of them falls back to
 // ./sluice.db. Each command is checked on its own, against the database.
 func TestConfigFileChoosesTheDatabase(t *testing.T) {
-	for _, name := range testdb.Names {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			d, tg := testdb.OpenURL(t, name)
-			cfg, logPath := writeConfig(t, dbConfig(tg, ""))
-			env := []string{"SLUICE_PREFIX=" + tg.Prefix}
-			// Each command runs in a working directory of its own, with no
-			// sluice.yaml and no sluice.db, and must leave no sluice.db there.
-			sluiceCmd := func(t *testing.T, stdin string, args ...string) proctest.Result {
-				t.Helper()
-				wd := t.TempDir()
-				r := runIn(t, wd, env, stdin, append([]string{"--config", cfg}, args...)...)
-				require.Equal(t, 0, r.Code, "sluice %s: %s", strings.Join(args, " "), r.Stderr)
-				requireNoDefaultDB(t, wd)
-				return r
-			}
+	testdb.ForEach(t, func(t *testing.T, name string) {
+		d, tg := testdb.OpenURL(t, name)
+		cfg, logPath := writeConfig(t, dbConfig(tg, ""))
+		env := []string{"SLUICE_PREFIX=" + tg.Prefix}
+		// Each command runs in a working directory of its own, with no
+		// sluice.yaml and no sluice.db, and must leave no sluice.db there.
+		sluiceCmd := func(t *testing.T, stdin string, args ...string) proctest.Result {
+			t.Helper()
+			wd := t.TempDir()
+			r := runIn(t, wd, env, stdin, append([]string{"--config", cfg}, args...)...)
+			require.Equal(t, 0, r.Code, "sluice %s: %s", strings.Join(args, " "), r.Stderr)
+			requireNoDefaultDB(t, wd)
+			return r
+		}
 
-			t.Run("migrate", func(t *testing.T) {
-				wd := t.TempDir()
-				fresh := testdb.Prefix() // tables that do not exist yet
-				fd, err := dburl.Open(tg.URL, dburl.Options{Prefix: fresh})
-				require.NoError(t, err)
-				t.Cleanup(func() { testdb.Drop(fd, fresh); fd.Close() })
-				r := runIn(t, wd, []string{"SLUICE_PREFIX=" + fresh}, "", "--config", cfg, "migrate")
-				require.Equal(t, 0, r.Code, r.Stderr)
-				cur, latest, err := fd.SchemaVersion(context.Background())
-				require.NoError(t, err)
-				require.Equal(t, latest, cur, "migrate created the config's database")
-				require.Equal(t, fmt.Sprintf("%s: schema version %d (upgraded from 0)\n", dburl.Redact(tg.URL), latest), r.Stdout)
-				requireNoDefaultDB(t, wd)
-			})
-			t.Run("enqueue", func(t *testing.T) {
-				r := sluiceCmd(t, "", "enqueue", "report", "--queue", "cli-enqueue", "--key", "cfg-1")
-				var res sluice.EnqueueResult
-				require.NoError(t, json.Unmarshal([]byte(r.Stdout), &res))
-				j, err := d.GetJob(context.Background(), res.ID)
-				require.NoError(t, err)
-				require.Equal(t, "cfg-1", j.Key)
-			})
-			t.Run("enqueue --ndjson", func(t *testing.T) {
-				lines := `{"type":"nd","queue":"cli-ndjson"}` + "\n" + `{"type":"nd","queue":"cli-ndjson"}` + "\n"
-				r := sluiceCmd(t, lines, "enqueue", "--ndjson", "-")
-				require.JSONEq(t, `{"inserted":2,"duplicates":0}`, r.Stdout)
-				jobs, err := d.ListJobs(context.Background(), driver.ListParams{Queue: "cli-ndjson"})
-				require.NoError(t, err)
-				require.Len(t, jobs, 2)
-			})
-			t.Run("jobs list and show", func(t *testing.T) {
-				id := seed(t, d, sluice.EnqueueParams{Type: "listed", Queue: "cli-jobs", Key: "listed-1"})
-				r := sluiceCmd(t, "", "jobs", "list", "--json", "--type", "listed")
-				require.Equal(t, 1, strings.Count(r.Stdout, "\n"), r.Stdout)
-				require.Contains(t, r.Stdout, fmt.Sprintf(`"id":%d,`, id))
-				r = sluiceCmd(t, "", "jobs", "show", fmt.Sprint(id), "--json")
-				require.Contains(t, r.Stdout, `"key":"listed-1"`)
-			})
-			t.Run("jobs cancel and retry", func(t *testing.T) {
-				id := seed(t, d, sluice.EnqueueParams{Type: "held", Queue: "cli-jobs"})
-				sluiceCmd(t, "", "jobs", "cancel", fmt.Sprint(id))
-				require.Equal(t, driver.StatusCancelled, jobStatus(t, d, id))
-				sluiceCmd(t, "", "jobs", "retry", fmt.Sprint(id))
-				require.Equal(t, driver.StatusPending, jobStatus(t, d, id))
-			})
-			t.Run("stats", func(t *testing.T) {
-				seed(t, d, sluice.EnqueueParams{Type: "counted", Queue: "cli-stats"})
-				r := sluiceCmd(t, "", "stats", "--json")
-				require.Contains(t, r.Stdout, `"queue":"cli-stats"`)
-			})
-			t.Run("queues pause and resume", func(t *testing.T) {
-				sluiceCmd(t, "", "queues", "pause", "cli-paused")
-				paused, err := d.PausedQueues(context.Background())
-				require.NoError(t, err)
-				require.True(t, paused["cli-paused"])
-				sluiceCmd(t, "", "queues", "resume", "cli-paused")
-				paused, err = d.PausedQueues(context.Background())
-				require.NoError(t, err)
-				require.False(t, paused["cli-paused"])
-			})
-			t.Run("run", func(t *testing.T) {
-				ids := []int64{seed(t, d, sluice.EnqueueParams{Type: "append"}), seed(t, d, sluice.EnqueueParams{Type: "append"})}
-				r := sluiceCmd(t, "", "run", "--type", "append", "--max-jobs", "50")
-				var res struct {
-					Done int `json:"done"`
-				}
-				require.NoError(t, json.Unmarshal([]byte(r.Stdout), &res), r.Stdout)
-				require.Equal(t, 2, res.Done)
-				for _, id := range ids {
-					require.Equal(t, driver.StatusSuccess, jobStatus(t, d, id))
-				}
-			})
-			t.Run("work", func(t *testing.T) {
-				ids := []int64{seed(t, d, sluice.EnqueueParams{Type: "append"}), seed(t, d, sluice.EnqueueParams{Type: "append"})}
-				wd := t.TempDir()
-				w := startIn(t, wd, env, "--config", cfg, "work")
-				require.Eventually(t, func() bool {
-					return jobStatus(t, d, ids[0]) == driver.StatusSuccess && jobStatus(t, d, ids[1]) == driver.StatusSuccess
-				}, 30*time.Second, 100*time.Millisecond, "the worker ran the config database's jobs")
-				require.NoError(t, w.Term(t, 2*time.Minute))
-				b, err := os.ReadFile(logPath)
-				require.NoError(t, err)
-				require.Contains(t, strings.Fields(string(b)), fmt.Sprint(ids[1]))
-				requireNoDefaultDB(t, wd)
-			})
-			t.Run("serve", func(t *testing.T) {
-				wd := t.TempDir()
-				addr := testdb.FreeAddr(t)
-				s := startIn(t, wd, env, "--config", cfg, "serve", "--listen", addr)
-				var resp *http.Response
-				require.Eventually(t, func() bool {
-					var err error
-					resp, err = http.Post("http://"+addr+"/v1/jobs", "application/json",
-						strings.NewReader(`{"type":"served","queue":"cli-serve","key":"served-1"}`))
-					return err == nil
-				}, 15*time.Second, 50*time.Millisecond)
-				require.Equal(t, http.StatusCreated, resp.StatusCode)
-				var res sluice.EnqueueResult
-				require.NoError(t, json.NewDecoder(resp.Body).Decode(&res))
-				resp.Body.Close()
-				j, err := d.GetJob(context.Background(), res.ID)
-				require.NoError(t, err)
-				require.Equal(t, "served-1", j.Key)
-				require.NoError(t, s.Term(t, 2*time.Minute))
-				requireNoDefaultDB(t, wd)
-			})
+		t.Run("migrate", func(t *testing.T) {
+			wd := t.TempDir()
+			fresh := testdb.Prefix() // tables that do not exist yet
+			fd, err := dburl.Open(tg.URL, dburl.Options{Prefix: fresh})
+			require.NoError(t, err)
+			t.Cleanup(func() { testdb.Drop(fd, fresh); fd.Close() })
+			r := runIn(t, wd, []string{"SLUICE_PREFIX=" + fresh}, "", "--config", cfg, "migrate")
+			require.Equal(t, 0, r.Code, r.Stderr)
+			cur, latest, err := fd.SchemaVersion(context.Background())
+			require.NoError(t, err)
+			require.Equal(t, latest, cur, "migrate created the config's database")
+			require.Equal(t, fmt.Sprintf("%s: schema version %d (upgraded from 0)\n", dburl.Redact(tg.URL), latest), r.Stdout)
+			requireNoDefaultDB(t, wd)
 		})
-	}
+		t.Run("enqueue", func(t *testing.T) {
+			r := sluiceCmd(t, "", "enqueue", "report", "--queue", "cli-enqueue", "--key", "cfg-1")
+			var res sluice.EnqueueResult
+			require.NoError(t, json.Unmarshal([]byte(r.Stdout), &res))
+			j, err := d.GetJob(context.Background(), res.ID)
+			require.NoError(t, err)
+			require.Equal(t, "cfg-1", j.Key)
+		})
+		t.Run("enqueue --ndjson", func(t *testing.T) {
+			lines := `{"type":"nd","queue":"cli-ndjson"}` + "\n" + `{"type":"nd","queue":"cli-ndjson"}` + "\n"
+			r := sluiceCmd(t, lines, "enqueue", "--ndjson", "-")
+			require.JSONEq(t, `{"inserted":2,"duplicates":0}`, r.Stdout)
+			jobs, err := d.ListJobs(context.Background(), driver.ListParams{Queue: "cli-ndjson"})
+			require.NoError(t, err)
+			require.Len(t, jobs, 2)
+		})
+		t.Run("jobs list and show", func(t *testing.T) {
+			id := seed(t, d, sluice.EnqueueParams{Type: "listed", Queue: "cli-jobs", Key: "listed-1"})
+			r := sluiceCmd(t, "", "jobs", "list", "--json", "--type", "listed")
+			require.Equal(t, 1, strings.Count(r.Stdout, "\n"), r.Stdout)
+			require.Contains(t, r.Stdout, fmt.Sprintf(`"id":%d,`, id))
+			r = sluiceCmd(t, "", "jobs", "show", fmt.Sprint(id), "--json")
+			require.Contains(t, r.Stdout, `"key":"listed-1"`)
+		})
+		t.Run("jobs cancel and retry", func(t *testing.T) {
+			id := seed(t, d, sluice.EnqueueParams{Type: "held", Queue: "cli-jobs"})
+			sluiceCmd(t, "", "jobs", "cancel", fmt.Sprint(id))
+			require.Equal(t, driver.StatusCancelled, jobStatus(t, d, id))
+			sluiceCmd(t, "", "jobs", "retry", fmt.Sprint(id))
+			require.Equal(t, driver.StatusPending, jobStatus(t, d, id))
+		})
+		t.Run("stats", func(t *testing.T) {
+			seed(t, d, sluice.EnqueueParams{Type: "counted", Queue: "cli-stats"})
+			r := sluiceCmd(t, "", "stats", "--json")
+			require.Contains(t, r.Stdout, `"queue":"cli-stats"`)
+		})
+		t.Run("queues pause and resume", func(t *testing.T) {
+			sluiceCmd(t, "", "queues", "pause", "cli-paused")
+			paused, err := d.PausedQueues(context.Background())
+			require.NoError(t, err)
+			require.True(t, paused["cli-paused"])
+			sluiceCmd(t, "", "queues", "resume", "cli-paused")
+			paused, err = d.PausedQueues(context.Background())
+			require.NoError(t, err)
+			require.False(t, paused["cli-paused"])
+		})
+		t.Run("run", func(t *testing.T) {
+			ids := []int64{seed(t, d, sluice.EnqueueParams{Type: "append"}), seed(t, d, sluice.EnqueueParams{Type: "append"})}
+			r := sluiceCmd(t, "", "run", "--type", "append", "--max-jobs", "50")
+			var res struct {
+				Done int `json:"done"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(r.Stdout), &res), r.Stdout)
+			require.Equal(t, 2, res.Done)
+			for _, id := range ids {
+				require.Equal(t, driver.StatusSuccess, jobStatus(t, d, id))
+			}
+		})
+		t.Run("work", func(t *testing.T) {
+			ids := []int64{seed(t, d, sluice.EnqueueParams{Type: "append"}), seed(t, d, sluice.EnqueueParams{Type: "append"})}
+			wd := t.TempDir()
+			w := startIn(t, wd, env, "--config", cfg, "work")
+			require.Eventually(t, func() bool {
+				return jobStatus(t, d, ids[0]) == driver.StatusSuccess && jobStatus(t, d, ids[1]) == driver.StatusSuccess
+			}, 30*time.Second, 100*time.Millisecond, "the worker ran the config database's jobs")
+			require.NoError(t, w.Term(t, 2*time.Minute))
+			b, err := os.ReadFile(logPath)
+			require.NoError(t, err)
+			require.Contains(t, strings.Fields(string(b)), fmt.Sprint(ids[1]))
+			requireNoDefaultDB(t, wd)
+		})
+		t.Run("serve", func(t *testing.T) {
+			wd := t.TempDir()
+			addr := testdb.FreeAddr(t)
+			s := startIn(t, wd, env, "--config", cfg, "serve", "--listen", addr)
+			var resp *http.Response
+			require.Eventually(t, func() bool {
+				var err error
+				resp, err = http.Post("http://"+addr+"/v1/jobs", "application/json",
+					strings.NewReader(`{"type":"served","queue":"cli-serve","key":"served-1"}`))
+				return err == nil
+			}, 15*time.Second, 50*time.Millisecond)
+			require.Equal(t, http.StatusCreated, resp.StatusCode)
+			var res sluice.EnqueueResult
+			require.NoError(t, json.NewDecoder(resp.Body).Decode(&res))
+			resp.Body.Close()
+			j, err := d.GetJob(context.Background(), res.ID)
+			require.NoError(t, err)
+			require.Equal(t, "served-1", j.Key)
+			require.NoError(t, s.Term(t, 2*time.Minute))
+			requireNoDefaultDB(t, wd)
+		})
+	})
 }
 
 // The config file is found through --config, $SLUICE_CONFIG or ./sluice.yaml.

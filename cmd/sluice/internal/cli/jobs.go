@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -48,7 +47,7 @@ func (a *app) jobsListCommand() *cobra.Command {
 				}
 				return nil
 			}
-			w := tabwriter.NewWriter(a.stdout, 2, 4, 2, ' ', 0)
+			w := newTable(a.stdout)
 			fmt.Fprintln(w, "ID\tSTATUS\tQUEUE\tTYPE\tKEY\tATTEMPTS\tNEXT RUN / FINISHED\tLAST ERROR")
 			for _, j := range jobs {
 				when := j.NextRunAt

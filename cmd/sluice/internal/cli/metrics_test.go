@@ -107,12 +107,7 @@ func exactly(series string, delta float64) metricCheck {
 // drives every metric that README.md documents, checking on /metrics that
 // each moved by exactly what the workload implies.
 func TestDocumentedMetrics(t *testing.T) {
-	for _, name := range testdb.Names {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			testDocumentedMetrics(t, name)
-		})
-	}
+	testdb.ForEach(t, testDocumentedMetrics)
 }
 
 func testDocumentedMetrics(t *testing.T, dbName string) {

@@ -3,7 +3,6 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -75,7 +74,7 @@ func (a *app) schedulesCommand() *cobra.Command {
 				}
 				return nil
 			}
-			w := tabwriter.NewWriter(a.stdout, 2, 4, 2, ' ', 0)
+			w := newTable(a.stdout)
 			fmt.Fprintln(w, "NAME\tCRON\tTIMEZONE\tTYPE\tOVERLAP\tNEXT RUNS (UTC)\tFIRES\tSKIPS")
 			for _, r := range rows {
 				next := ""

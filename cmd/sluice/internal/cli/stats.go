@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -24,34 +23,20 @@ func (a *app) statsCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			st, err := c.Stats(cmd.Context())
+			snap, err := c.StatsSnapshot(cmd.Context())
 			if err != nil {
 				return err
 			}
-			circuits, err := c.Circuits(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if circuits == nil {
-				circuits = []sluice.CircuitState{}
-			}
-			buckets, err := c.RateBuckets(cmd.Context())
-			if err != nil {
-				return err
-			}
-			types, err := c.TypeStats(cmd.Context())
-			if err != nil {
-				return err
-			}
+			st := snap.Queues
 			for i := range st {
 				if q, ok := a.cfg.Queues[st[i].Queue]; ok {
 					st[i].ApplyConfig(q.SluiceQueue())
 				}
 			}
 			if asJSON {
-				return json.NewEncoder(a.stdout).Encode(map[string]any{"queues": st, "types": types, "circuits": circuits, "rate_buckets": buckets})
+				return json.NewEncoder(a.stdout).Encode(snap)
 			}
-			w := tabwriter.NewWriter(a.stdout, 2, 4, 2, ' ', 0)
+			w := newTable(a.stdout)
 			fmt.Fprintln(w, "QUEUE\tPENDING\tPROCESSING\tFAILED\tOLDEST PENDING\tPAUSED\tDONE 1H\tFAILED 1H\tDONE 24H\tFAILED 24H")
 			for _, s := range st {
 				fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\t%v\t%d\t%d\t%d\t%d\n", s.Queue, s.Pending, s.Processing, s.Failed,
@@ -61,13 +46,13 @@ func (a *app) statsCommand() *cobra.Command {
 			if err := w.Flush(); err != nil {
 				return err
 			}
-			if err := writeTypes(a.stdout, types); err != nil {
+			if err := writeTypes(a.stdout, snap.Types); err != nil {
 				return err
 			}
-			if err := writeCircuits(a.stdout, circuits); err != nil {
+			if err := writeCircuits(a.stdout, snap.Circuits); err != nil {
 				return err
 			}
-			if err := writeRateBuckets(a.stdout, buckets); err != nil {
+			if err := writeRateBuckets(a.stdout, snap.RateBuckets); err != nil {
 				return err
 			}
 			return a.printPartitions(st)
@@ -83,7 +68,7 @@ func writeTypes(out io.Writer, types []sluice.TypeStats) error {
 	if len(types) == 0 {
 		return nil
 	}
-	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	w := newTable(out)
 	fmt.Fprintln(w, "\nTYPE\tDONE 1H\tFAILED 1H\tWAIT P50 1H\tWAIT P95 1H\tDONE 24H\tFAILED 24H\tWAIT P50 24H\tWAIT P95 24H")
 	for _, t := range types {
 		p50h, p95h := latencyText(t.LatencyHour)
@@ -119,7 +104,7 @@ func writeCircuits(out io.Writer, circuits []sluice.CircuitState) error {
 	if len(shown) == 0 {
 		return nil
 	}
-	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	w := newTable(out)
 	fmt.Fprintln(w, "\nCIRCUIT\tSTATE\tFAILURES\tOPENS\tUNTIL")
 	for _, c := range shown {
 		until := "-"
@@ -140,7 +125,7 @@ func writeRateBuckets(out io.Writer, buckets []sluice.RateBucket) error {
 	if len(buckets) == 0 {
 		return nil
 	}
-	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	w := newTable(out)
 	fmt.Fprintln(w, "\nRATE BUCKET\tTOKENS AT LAST TAKE\tLAST TAKE")
 	for _, b := range buckets {
 		fmt.Fprintf(w, "%s\t%.1f\t%s\n", b.Name, b.Tokens, b.UpdatedAt.UTC().Format("2006-01-02T15:04:05.000Z"))
@@ -151,7 +136,7 @@ func writeRateBuckets(out io.Writer, buckets []sluice.RateBucket) error {
 // printPartitions lists each queue's partitions with the largest backlog,
 // with their running jobs against the caps.
 func (a *app) printPartitions(st []sluice.QueueStats) error {
-	w := tabwriter.NewWriter(a.stdout, 2, 4, 2, ' ', 0)
+	w := newTable(a.stdout)
 	header := false
 	for _, s := range st {
 		for _, p := range s.Partitions {
