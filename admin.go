@@ -250,22 +250,52 @@ const TopPartitions = 10
 
 // Stats reads per-queue counts from indexes that hold live jobs only.
 func (c *Client) Stats(ctx context.Context) ([]QueueStats, error) {
+	qs, _, err := c.queuesAndDay(ctx)
+	return qs, err
+}
+
+// queuesAndDay reads the queue statistics, and returns the day's roll-ups
+// they were summed from for the type statistics to reuse.
+func (c *Client) queuesAndDay(ctx context.Context) ([]QueueStats, lastDay, error) {
 	rows, err := c.drv.Stats(ctx)
 	if err != nil {
-		return nil, err
+		return nil, lastDay{}, err
 	}
 	paused, err := c.drv.PausedQueues(ctx)
 	if err != nil {
-		return nil, err
+		return nil, lastDay{}, err
 	}
+	day, err := c.readLastDay(ctx)
+	if err != nil {
+		return nil, lastDay{}, err
+	}
+	qs, err := c.queueStats(ctx, rows, paused, day)
+	return qs, day, err
+}
+
+// lastDay is the database's clock and the roll-ups of the 24 hours before
+// it, which the queue and the type statistics both sum.
+type lastDay struct {
+	now   time.Time
+	rolls []driver.StatRow
+}
+
+func (c *Client) readLastDay(ctx context.Context) (lastDay, error) {
 	now, err := c.drv.Now(ctx)
 	if err != nil {
-		return nil, err
+		return lastDay{}, err
 	}
 	rolls, err := c.drv.ReadStats(ctx, driver.ReadStatsParams{Since: now.Add(-24 * time.Hour)})
 	if err != nil {
-		return nil, err
+		return lastDay{}, err
 	}
+	return lastDay{now: now, rolls: rolls}, nil
+}
+
+// queueStats joins the live rows, the paused flags and the day's
+// roll-ups per queue, and reads each busy queue's top partitions.
+func (c *Client) queueStats(ctx context.Context, rows []driver.QueueStats, paused map[string]bool, day lastDay) ([]QueueStats, error) {
+	now, rolls := day.now, day.rolls
 	out := make([]QueueStats, 0, len(rows))
 	index := map[string]int{}
 	at := func(q string) *QueueStats {
@@ -357,15 +387,17 @@ func LatencyOf(h *driver.Latency) *LatencyStats {
 // TypeStats reads per-type counts and queue latency percentiles over the
 // last hour and day (of database time) from the roll-ups, sorted by type.
 func (c *Client) TypeStats(ctx context.Context) ([]TypeStats, error) {
-	now, err := c.drv.Now(ctx)
+	d, err := c.readLastDay(ctx)
 	if err != nil {
 		return nil, err
 	}
-	day, hour := now.Add(-24*time.Hour), now.Add(-time.Hour)
-	rolls, err := c.drv.ReadStats(ctx, driver.ReadStatsParams{Since: day})
-	if err != nil {
-		return nil, err
-	}
+	return c.typeStats(ctx, d)
+}
+
+// typeStats sums the day's roll-ups per type and reads their latency.
+func (c *Client) typeStats(ctx context.Context, d lastDay) ([]TypeStats, error) {
+	day, hour := d.now.Add(-24*time.Hour), d.now.Add(-time.Hour)
+	rolls := d.rolls
 	lat, err := c.drv.ReadLatency(ctx, driver.ReadStatsParams{Since: day})
 	if err != nil {
 		return nil, err
@@ -411,11 +443,13 @@ type StatsSnapshot struct {
 	Types       []TypeStats    `json:"types"`
 }
 
-// StatsSnapshot reads Stats, Circuits, RateBuckets and TypeStats at once.
+// StatsSnapshot reads Stats, Circuits, RateBuckets and TypeStats at once,
+// the clock and the day's roll-ups once for both the queues and the types.
 func (c *Client) StatsSnapshot(ctx context.Context) (StatsSnapshot, error) {
 	var s StatsSnapshot
+	var day lastDay
 	var err error
-	if s.Queues, err = c.Stats(ctx); err != nil {
+	if s.Queues, day, err = c.queuesAndDay(ctx); err != nil {
 		return StatsSnapshot{}, err
 	}
 	if s.Circuits, err = c.Circuits(ctx); err != nil {
@@ -424,7 +458,7 @@ func (c *Client) StatsSnapshot(ctx context.Context) (StatsSnapshot, error) {
 	if s.RateBuckets, err = c.RateBuckets(ctx); err != nil {
 		return StatsSnapshot{}, err
 	}
-	if s.Types, err = c.TypeStats(ctx); err != nil {
+	if s.Types, err = c.typeStats(ctx, day); err != nil {
 		return StatsSnapshot{}, err
 	}
 	return s, nil
