@@ -59,19 +59,32 @@ func (d *Driver) insertAll(ctx context.Context, tx *sql.Tx, jobs []driver.Insert
 	return out, nil
 }
 
-// Claim runs one UPDATE ... RETURNING in an IMMEDIATE transaction.
+// Claim runs one UPDATE ... RETURNING in an IMMEDIATE transaction, or,
+// for a fair queue or one with limits, sqlcommon's ClaimFair.
 func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) ([]driver.JobRow, error) {
-	q, args := d.Q["claim"], []any{p.Token, d.Duration(p.Lease), p.Queue, p.Limit}
-	if p.Type != "" {
-		q, args = d.Q["claim_type"], []any{p.Token, d.Duration(p.Lease), p.Queue, p.Type, p.Limit}
-	}
 	var jobs []driver.JobRow
-	err := d.InTx(ctx, nil, func(tx *sql.Tx) (err error) {
-		if p.Fair || p.Limits.Active() {
+	if p.Fair || p.Limits.Active() {
+		err := d.InTx(ctx, nil, func(tx *sql.Tx) (err error) {
 			jobs, err = d.ClaimFair(ctx, tx, p, d.ClaimIDsReturning)
 			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("claim %s: %w", p.Queue, err)
 		}
-		rows, err := tx.QueryContext(ctx, q, args...)
+		return jobs, nil
+	}
+	name, args := "claim", []any{p.Token, d.Duration(p.Lease), p.Queue, p.Limit}
+	if p.Type != "" {
+		name, args = "claim_type", []any{p.Token, d.Duration(p.Lease), p.Queue, p.Type, p.Limit}
+	}
+	// Prepared before the transaction: the writer pool has one
+	// connection, which the transaction holds.
+	st, err := d.claimStmt(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("claim %s: %w", p.Queue, err)
+	}
+	err = d.InTx(ctx, nil, func(tx *sql.Tx) error {
+		rows, err := tx.StmtContext(ctx, st).QueryContext(ctx, args...)
 		if err != nil {
 			return err
 		}
@@ -82,6 +95,28 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) ([]driver.JobR
 		return nil, fmt.Errorf("claim %s: %w", p.Queue, err)
 	}
 	return jobs, nil
+}
+
+// claimStmt returns the named claim query prepared on the writer, preparing
+// it on first use (after Migrate: it names the jobs table). Compiled on
+// every claim, the UPDATE that merges two index ranges took about 40% of
+// the instructions SQLite spent claiming and completing 20 jobs. A statement whose schema changed since is
+// recompiled by SQLite when it runs.
+func (d *Driver) claimStmt(ctx context.Context, name string) (*sql.Stmt, error) {
+	d.claims.Lock()
+	defer d.claims.Unlock()
+	if st := d.claims.stmts[name]; st != nil {
+		return st, nil
+	}
+	st, err := d.Write.PrepareContext(ctx, d.Q[name])
+	if err != nil {
+		return nil, err
+	}
+	if d.claims.stmts == nil {
+		d.claims.stmts = map[string]*sql.Stmt{}
+	}
+	d.claims.stmts[name] = st
+	return st, nil
 }
 
 var _ driver.Prober = (*Driver)(nil)

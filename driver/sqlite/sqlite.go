@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"modernc.org/sqlite"
@@ -35,6 +36,12 @@ type Driver struct {
 	sqlcommon.Base
 	migrations []driver.Migration
 	memory     bool
+	// claims holds the plain claims' statements (claim, claim_type),
+	// prepared once on the writer (jobs.go, claimStmt).
+	claims struct {
+		sync.Mutex
+		stmts map[string]*sql.Stmt
+	}
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -173,9 +180,16 @@ func (d *Driver) Dialect() driver.Dialect {
 	return driver.Dialect{Name: "sqlite", Placeholder: d.Placeholder, QuoteIdent: driver.QuoteANSI, RowCompare: true, TextTimes: true, SkipDuplicates: driver.SkipDuplicatesANSI}
 }
 
-// Close closes both pools.
+// Close closes the prepared claims and both pools.
 func (d *Driver) Close() error {
-	err := d.Write.Close()
+	var err error
+	d.claims.Lock()
+	for _, st := range d.claims.stmts {
+		err = errors.Join(err, st.Close())
+	}
+	d.claims.stmts = nil
+	d.claims.Unlock()
+	err = errors.Join(err, d.Write.Close())
 	if d.Read != d.Write {
 		err = errors.Join(err, d.Read.Close())
 	}
