@@ -329,8 +329,9 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) ([]driver.JobR
 }
 
 // claimSkipLocked locks the queue's first runnable jobs in its global
-// order and claims them. Jobs without a partition and jobs with one sit in
-// two indexes (012_pending_indexes.sql), read one statement each; the
+// order and claims them. Jobs without a partition and jobs with one are in
+// claim order in two indexes (012_pending_indexes.sql), read one statement
+// each; the
 // second runs only when the first says the queue has pending jobs with a
 // partition, or finds none without. Each branch locks up to p.Limit jobs
 // and the merge claims the first p.Limit of them: those it leaves stay

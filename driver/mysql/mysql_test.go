@@ -388,8 +388,8 @@ func TestSchemaVersionNeverDrops(t *testing.T) {
 // partition rewrites the entries of the secondary indexes that hold its
 // status and no others, as before fair queues: sluice_jobs_fair (which
 // took over sluice_jobs_pick's claim order), the rescue index and
-// (status, id). The index of pending jobs with a partition holds a NULL
-// for it that no status change alters.
+// (status, id). The column that orders pending jobs with a partition in
+// the rescue index is NULL for it whatever its status.
 func TestPendingIndexesPerStatus(t *testing.T) {
 	ctx := context.Background()
 	d := open(t, false)

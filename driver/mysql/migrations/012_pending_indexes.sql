@@ -1,10 +1,10 @@
 -- With fair queues, caps and rates all off, a job should cost what it did
 -- before them (issue 14). InnoDB keeps an entry for every row in every
--- secondary index and rewrites it whenever one of its columns changes, so
--- sluice_jobs_pick and sluice_jobs_fair together wrote two entries per
--- insert and rewrote two per claim and per completion where one did. Now
--- one of them serves both claims, and the other only holds what changes
--- for jobs with a partition:
+-- secondary index, adds it on insert and rewrites it whenever one of its
+-- columns changes. sluice_jobs_fair came beside sluice_jobs_pick: one more
+-- entry per insert, and two more rewrites per job (claim and completion).
+-- The pending jobs are now in claim order twice over without a sixth
+-- index:
 --
 --  - sluice_jobs_fair becomes (status, queue, partition_key, priority,
 --    next_run_at, id): sluice_jobs_pick with the partition after the
@@ -13,16 +13,20 @@
 --    partition's claim order, as before; and leading with status, as
 --    sluice_jobs_pick did, it still counts the pending jobs per queue
 --    (stats.sql) from the index alone. sluice_jobs_pick goes.
---  - sluice_jobs_partitioned_pending (partitioned_queue, priority,
---    next_run_at, id) holds the pending jobs that have a partition in claim
---    order, so that a queue that is not fair claims them in its global
---    order: claims merge it with the partition '' of sluice_jobs_fair.
---    partitioned_queue is NULL for a job without a partition whatever its
---    status, and InnoDB leaves an index entry alone when its values do not
---    change, so such a job adds one entry on insert and none after; only
---    a retry or a rescue, which moves next_run_at, rewrites it. It is a
---    stored column, as key_active, so that neither purge nor an update has
---    to compute it from the row to maintain the index.
+--  - The pending jobs with a partition, in claim order, so that a queue
+--    that is not fair claims them in its global order (claims merge them
+--    with the partition '' of sluice_jobs_fair), go in the pending slice of
+--    the rescue index, which held nothing useful: every pending job has a
+--    NULL locked_until (each statement that makes a job pending clears its
+--    lease). It becomes (status, locked_until, partitioned_queue, priority,
+--    next_run_at, id), where partitioned_queue is the queue of a pending
+--    job with a partition and NULL otherwise, so its range (pending, NULL,
+--    queue) is that claim order. A job without a partition has a NULL there
+--    whatever its status, and the rescue entry is rewritten at each status
+--    change anyway, so this costs such a job no entry and no rewrite, only
+--    the entry's extra bytes; running jobs keep their lease order
+--    (rescue.sql). partitioned_queue is a stored column, as key_active, so
+--    that neither purge nor an update has to compute it from the row.
 --
 -- One ALTER copies the table once (a stored column cannot be added in
 -- place) and commits every change together.
@@ -32,4 +36,5 @@ ALTER TABLE sluice_jobs
   DROP KEY sluice_jobs_pick,
   DROP KEY sluice_jobs_fair,
   ADD KEY sluice_jobs_fair (status, queue, partition_key, priority, next_run_at, id),
-  ADD KEY sluice_jobs_partitioned_pending (partitioned_queue, priority, next_run_at, id);
+  DROP KEY sluice_jobs_rescue,
+  ADD KEY sluice_jobs_rescue (status, locked_until, partitioned_queue, priority, next_run_at, id);
