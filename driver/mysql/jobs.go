@@ -331,11 +331,11 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) ([]driver.JobR
 // claimSkipLocked locks the queue's first runnable jobs in its global
 // order and claims them. Jobs without a partition and jobs with one are in
 // claim order in two indexes (012_pending_indexes.sql), read one statement
-// each; the
-// second runs only when the first says the queue has pending jobs with a
-// partition, or finds none without. Each branch locks up to p.Limit jobs
-// and the merge claims the first p.Limit of them: those it leaves stay
-// pending, skipped by other claimers until this transaction commits.
+// each; the second runs only when the first says the queue has pending
+// jobs with a partition, or finds none without. Each branch locks up to
+// p.Limit jobs and the merge claims the first p.Limit of them: those it
+// leaves stay pending, skipped by other claimers until this transaction
+// commits.
 func (d *Driver) claimSkipLocked(ctx context.Context, tx *sql.Tx, p driver.ClaimParams) ([]driver.JobRow, error) {
 	q, args := d.Q["claim"], []any{p.Queue, p.Queue, p.Limit}
 	pq, pargs := d.Q["claim_partitioned"], []any{p.Queue, p.Limit}
