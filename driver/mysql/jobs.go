@@ -1,6 +1,7 @@
 package mysql
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -290,17 +291,15 @@ var claimTx = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
 // Claim moves up to p.Limit runnable jobs to processing in one short
 // transaction, retried on deadlock. With SKIP LOCKED it locks the rows with
 // a SELECT and updates them by id, so concurrent claimers pass over each
-// other's rows instead of waiting; without, it runs the atomic UPDATE ...
-// ORDER BY ... LIMIT and reads the rows back by their lease.
+// other's rows instead of waiting. Without, and for fair or limited
+// queues, it claims through sqlcommon.ClaimFair, whose claim-state row
+// makes concurrent claims of a queue wait for each other instead.
 func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) ([]driver.JobRow, error) {
 	if p.Limit <= 0 {
 		return nil, nil
 	}
 	claim := d.claimSkipLocked
-	if !d.skipLocked {
-		claim = d.claimUpdate
-	}
-	if p.Fair || p.Limits.Active() {
+	if !d.skipLocked || p.Fair || p.Limits.Active() {
 		claim = func(ctx context.Context, tx *sql.Tx, p driver.ClaimParams) ([]driver.JobRow, error) {
 			return d.ClaimFair(ctx, tx, p, d.claimIDs)
 		}
@@ -323,12 +322,50 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) ([]driver.JobR
 	return jobs, nil
 }
 
+// claimSkipLocked locks the queue's first runnable jobs in its global
+// order and claims them. Jobs without a partition and jobs with one are in
+// claim order in two indexes (012_pending_indexes.sql), read one statement
+// each; the second runs only when the first says the queue has pending
+// jobs with a partition, or finds none without. Each branch locks up to
+// p.Limit jobs and the merge claims the first p.Limit of them: those it
+// leaves stay pending, skipped by other claimers until this transaction
+// commits.
 func (d *Driver) claimSkipLocked(ctx context.Context, tx *sql.Tx, p driver.ClaimParams) ([]driver.JobRow, error) {
-	q, args := d.Q["claim"], []any{p.Queue, p.Limit}
+	q, args := d.Q["claim"], []any{p.Queue, p.Queue, p.Limit}
+	pq, pargs := d.Q["claim_partitioned"], []any{p.Queue, p.Limit}
 	if p.Type != "" {
-		q, args = d.Q["claim_type"], []any{p.Queue, p.Type, p.Limit}
+		q, args = d.Q["claim_type"], []any{p.Queue, p.Queue, p.Type, p.Limit}
+		pq, pargs = d.Q["claim_partitioned_type"], []any{p.Queue, p.Type, p.Limit}
 	}
-	return d.lockAndClaim(ctx, tx, p, q, args)
+	var partitioned bool
+	jobs, now, err := d.lockJobs(ctx, tx, q, args, &partitioned)
+	if err != nil {
+		return nil, err
+	}
+	if partitioned || len(jobs) == 0 {
+		more, pnow, err := d.lockJobs(ctx, tx, pq, pargs, nil)
+		if err != nil {
+			return nil, err
+		}
+		if len(jobs) == 0 {
+			now = pnow
+		}
+		jobs = append(jobs, more...)
+		slices.SortFunc(jobs, claimOrder)
+		jobs = jobs[:min(len(jobs), p.Limit)]
+	}
+	return d.claimLocked(ctx, tx, p, jobs, now)
+}
+
+// claimOrder is the claims' order: priority, next_run_at, id.
+func claimOrder(a, b driver.JobRow) int {
+	if a.Priority != b.Priority {
+		return cmp.Compare(a.Priority, b.Priority)
+	}
+	if c := a.NextRunAt.Compare(b.NextRunAt); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.ID, b.ID)
 }
 
 // claimIDs is sqlcommon.ClaimIDs: it locks the picked jobs still pending
@@ -339,35 +376,48 @@ func (d *Driver) claimIDs(ctx context.Context, tx *sql.Tx, p driver.ClaimParams,
 	for i, id := range ids {
 		args[i] = id
 	}
-	return d.lockAndClaim(ctx, tx, p, d.Bind(d.Q["claim_ids"], len(ids)), args)
-}
-
-// lockAndClaim runs q, which locks and returns jobs with the database
-// clock in front, and claims those jobs.
-func (d *Driver) lockAndClaim(ctx context.Context, tx *sql.Tx, p driver.ClaimParams, q string, args []any) ([]driver.JobRow, error) {
-	rows, err := tx.QueryContext(ctx, q, args...)
+	jobs, now, err := d.lockJobs(ctx, tx, d.Bind(d.Q["claim_ids"], len(ids)), args, nil)
 	if err != nil {
 		return nil, err
 	}
+	return d.claimLocked(ctx, tx, p, jobs, now)
+}
+
+// lockJobs runs q, which locks and returns jobs with the database clock in
+// front, and after it a flag if flag is not nil.
+func (d *Driver) lockJobs(ctx context.Context, tx *sql.Tx, q string, args []any, flag *bool) ([]driver.JobRow, time.Time, error) {
+	rows, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	defer rows.Close()
 	var jobs []driver.JobRow
 	var now driver.Time
 	var s driver.JobScanner
-	dest := append([]any{&now}, s.Dest()...)
+	dest := []any{&now}
+	if flag != nil {
+		dest = append(dest, flag)
+	}
+	dest = append(dest, s.Dest()...)
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
-			rows.Close()
-			return nil, err
+			return nil, time.Time{}, err
 		}
 		jobs = append(jobs, s.Row())
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil || len(jobs) == 0 {
-		return nil, err
+	return jobs, now.Time, rows.Err()
+}
+
+// claimLocked claims jobs, which the transaction has locked, at now, the
+// database clock of the statement that locked them.
+func (d *Driver) claimLocked(ctx context.Context, tx *sql.Tx, p driver.ClaimParams, jobs []driver.JobRow, now time.Time) ([]driver.JobRow, error) {
+	if len(jobs) == 0 {
+		return nil, nil
 	}
 	// The rows are locked, so the update is known to apply to all of them:
 	// they are patched here with the times written instead of read again.
-	until := now.Time.Add(p.Lease).Truncate(time.Microsecond)
-	args = append(make([]any, 0, len(jobs)+3), p.Token, until, now.Time)
+	until := now.Add(p.Lease).Truncate(time.Microsecond)
+	args := append(make([]any, 0, len(jobs)+3), p.Token, until, now)
 	for _, j := range jobs {
 		args = append(args, j.ID)
 	}
@@ -376,38 +426,11 @@ func (d *Driver) lockAndClaim(ctx context.Context, tx *sql.Tx, p driver.ClaimPar
 	}
 	for i := range jobs {
 		j := &jobs[i]
-		j.Status, j.Attempts, j.LockedBy, j.UpdatedAt = driver.StatusProcessing, j.Attempts+1, p.Token, now.Time
+		j.Status, j.Attempts, j.LockedBy, j.UpdatedAt = driver.StatusProcessing, j.Attempts+1, p.Token, now
 		lockedUntil := until
 		j.LockedUntil = &lockedUntil
 	}
 	return jobs, nil
-}
-
-// claimUpdate writes explicit times read from the database clock so that the
-// claimed rows can be found again exactly through the rescue index
-// (status, locked_until) rather than by scanning every processing row.
-func (d *Driver) claimUpdate(ctx context.Context, tx *sql.Tx, p driver.ClaimParams) ([]driver.JobRow, error) {
-	now, err := d.txNow(ctx, tx)
-	if err != nil {
-		return nil, err
-	}
-	until := now.Time.Add(p.Lease).Truncate(time.Microsecond)
-	q, args := d.Q["claim_fallback"], []any{p.Token, until, now.Time, p.Queue, now.Time, p.Limit}
-	if p.Type != "" {
-		q, args = d.Q["claim_fallback_type"], []any{p.Token, until, now.Time, p.Queue, p.Type, now.Time, p.Limit}
-	}
-	res, err := tx.ExecContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return nil, err
-	}
-	rows, err := tx.QueryContext(ctx, d.Q["claimed"], until, p.Token)
-	if err != nil {
-		return nil, err
-	}
-	return driver.ScanJobs(rows)
 }
 
 // Complete applies a batch of fenced outcomes with one multi-table UPDATE

@@ -48,7 +48,8 @@ type Driver struct {
 	// of this database and prefix.
 	migrateLock string
 	// skipLocked selects the SELECT ... FOR UPDATE SKIP LOCKED claim;
-	// otherwise claims use the atomic UPDATE ... ORDER BY ... LIMIT.
+	// otherwise every claim takes sqlcommon.ClaimFair's path, whose
+	// claim-state row lock serialises the claims of a queue.
 	skipLocked bool
 	// consecutiveIDs is true when a multi-row INSERT gets consecutive ids
 	// (innodb_autoinc_lock_mode 0 or 1); idStep is auto_increment_increment.
@@ -64,8 +65,8 @@ var _ driver.Driver = (*Driver)(nil)
 // Options tune Open.
 type Options struct {
 	Prefix string // table prefix, default "sluice_"
-	// ForceUpdateClaim uses the UPDATE ... LIMIT claim even on a server
-	// with SKIP LOCKED; the URL parameter sluice_claim=update sets it too.
+	// ForceUpdateClaim uses the claim of servers without SKIP LOCKED even
+	// on one with it; the URL parameter sluice_claim=update sets it too.
 	ForceUpdateClaim bool
 }
 
@@ -172,7 +173,7 @@ func Open(rawURL string, opts Options) (*Driver, error) {
 	}
 	q, migs, err := sqlcommon.LoadFiles(files, prefix, append(sqlcommon.Required,
 		"insert", "key_holders", "key_holder_locked", "claim", "claim_type", "claim_update",
-		"claim_fallback", "claim_fallback_type", "claimed", "complete_batch", "complete_batch_first", "complete_batch_history", "complete_batch_history_first",
+		"claim_partitioned", "claim_partitioned_type", "complete_batch", "complete_batch_first", "complete_batch_history", "complete_batch_history_first",
 		"rescue_failed", "rescue_failed_lock", "lease_lock", "lease_insert", "lease_update", "migrate_lock", "migrate_unlock",
 		"schema_set", "runnable", "runnable_type", "lock_record", "lock_fence", "lock_holder")...)
 	if err != nil {
@@ -311,7 +312,7 @@ func quoteIdent(ident string) string { return "`" + strings.ReplaceAll(ident, "`
 func (d *Driver) Close() error { return d.Write.Close() }
 
 // SkipLocked reports whether claims use FOR UPDATE SKIP LOCKED (true) or
-// the UPDATE ... LIMIT fallback.
+// the fallback through sqlcommon.ClaimFair.
 func (d *Driver) SkipLocked() bool { return d.skipLocked }
 
 // Galera reports whether the server is a node of a Galera cluster

@@ -2,6 +2,7 @@ package mysql_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,7 +19,7 @@ import (
 )
 
 // modes runs a test once per claim path: SKIP LOCKED (what the test server
-// supports) and the UPDATE ... LIMIT fallback.
+// supports) and the fallback of servers without it.
 func modes(t *testing.T, fn func(t *testing.T, d *mysql.Driver, ctx context.Context)) {
 	for _, force := range []bool{false, true} {
 		name := "skip_locked"
@@ -54,7 +55,7 @@ func open(t *testing.T, forceUpdate bool) *mysql.Driver {
 		skipUnreachable(t, err)
 	}
 	if d.SkipLocked() {
-		t.Fatal("ForceUpdateClaim should select the UPDATE claim")
+		t.Fatal("ForceUpdateClaim should select the fallback claim")
 	}
 	t.Cleanup(func() {
 		testdb.Drop(d, prefix)
@@ -380,5 +381,159 @@ func TestSchemaVersionNeverDrops(t *testing.T) {
 	cur, latest, err := d.SchemaVersion(ctx)
 	if err != nil || cur != latest {
 		t.Fatalf("schema %d/%d after recording version 1, %v", cur, latest, err)
+	}
+}
+
+// TestPendingIndexesPerStatus: a claim or completion of a job without a
+// partition rewrites the entries of the secondary indexes that hold its
+// status and no others, as before fair queues: sluice_jobs_fair (which
+// took over sluice_jobs_pick's claim order), the rescue index and
+// (status, id). The column that orders pending jobs with a partition in
+// the rescue index is NULL for it whatever its status.
+func TestPendingIndexesPerStatus(t *testing.T) {
+	ctx := context.Background()
+	d := open(t, false)
+	jobs := strings.Fields(d.Query("get"))
+	table := ""
+	for i, w := range jobs {
+		if strings.EqualFold(w, "FROM") {
+			table = jobs[i+1]
+			break
+		}
+	}
+	rows, err := d.DB().QueryContext(ctx, `SELECT index_name FROM information_schema.statistics
+		WHERE table_schema = DATABASE() AND table_name = ? AND column_name = 'status' ORDER BY index_name`, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, strings.TrimPrefix(name, table))
+	}
+	rows.Close()
+	if want := []string{"_fair", "_rescue", "_status_id"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("indexes holding status: %v, want %v", got, want)
+	}
+
+	plain := testdb.Insert(t, ctx, d, testdb.Job("q", "", ""))[0].ID
+	part := testdb.Job("q", "", "")
+	part.Partition = "A"
+	parted := testdb.Insert(t, ctx, d, part)[0].ID
+	partitionedQueue := func(id int64) sql.NullString {
+		t.Helper()
+		var q sql.NullString
+		if err := d.DB().QueryRowContext(ctx, "SELECT partitioned_queue FROM "+table+" WHERE id = ?", id).Scan(&q); err != nil {
+			t.Fatal(err)
+		}
+		return q
+	}
+	if q := partitionedQueue(parted); q.String != "q" {
+		t.Fatalf("pending job of partition A: partitioned_queue %v, want q", q)
+	}
+	claimed := testdb.Claim(t, ctx, d, driver.ClaimParams{Queue: "q", Limit: 2})
+	if len(claimed) != 2 {
+		t.Fatalf("claimed %d jobs, want 2", len(claimed))
+	}
+	for _, id := range []int64{plain, parted} {
+		if q := partitionedQueue(id); q.Valid {
+			t.Fatalf("running job %d: partitioned_queue %v, want NULL", id, q)
+		}
+	}
+	for _, j := range claimed {
+		complete(t, ctx, d, driver.Completion{ID: j.ID, Token: j.LockedBy, Status: driver.StatusSuccess})
+	}
+	if q := partitionedQueue(plain); q.Valid {
+		t.Fatalf("finished job: partitioned_queue %v, want NULL", q)
+	}
+}
+
+// TestClaimMergesPartitions: a queue that is not fair claims its jobs
+// without a partition and those with one in one global order, on both
+// claim paths, and with a type.
+func TestClaimMergesPartitions(t *testing.T) {
+	modes(t, func(t *testing.T, d *mysql.Driver, ctx context.Context) {
+		job := func(part string, prio int) driver.InsertJob {
+			j := testdb.Job("q", "", "")
+			j.Partition, j.Priority = part, prio
+			return j
+		}
+		// One batch: one next_run_at, so priority and then id order them.
+		res := testdb.Insert(t, ctx, d, job("", 0), job("A", 0), job("", 0), job("B", -1), job("A", 0), job("", 1))
+		id := func(i int) int64 { return res[i].ID }
+		want := [][]int64{{id(3), id(0)}, {id(1), id(2)}, {id(4), id(5)}}
+		for n, w := range want {
+			p := driver.ClaimParams{Queue: "q", Limit: 2, Token: fmt.Sprintf("tok-%d", n)}
+			if n == 1 {
+				p.Type = "t"
+			}
+			var got []int64
+			for _, j := range testdb.Claim(t, ctx, d, p) {
+				got = append(got, j.ID)
+			}
+			if !reflect.DeepEqual(got, w) {
+				t.Fatalf("claim %d: got %v, want %v", n, got, w)
+			}
+		}
+	})
+}
+
+// TestUpgradeFrom011: migration 012 rebuilds the pending indexes of a
+// table that holds jobs, and the jobs it held claim in their order.
+func TestUpgradeFrom011(t *testing.T) {
+	ctx := context.Background()
+	url, prefix := testdb.URL("mysql", t.TempDir()), testdb.Prefix()
+	d, err := mysql.Open(url, mysql.Options{Prefix: prefix})
+	if err != nil {
+		skipUnreachable(t, err)
+	}
+	t.Cleanup(func() {
+		testdb.Drop(d, prefix)
+		d.Close()
+	})
+	if err := mysql.MigrateTo(ctx, d, 11); err != nil {
+		t.Fatal(err)
+	}
+	var jobs []driver.InsertJob
+	for _, part := range []string{"", "A", "", "B", "A", ""} {
+		j := testdb.Job("q", "", "")
+		j.Partition = part
+		jobs = append(jobs, j)
+	}
+	res := testdb.Insert(t, ctx, d, jobs...)
+	table := prefix + "jobs"
+	// Job 1 (partition A) is running and job 2 finished when the upgrade
+	// comes.
+	for _, stmt := range []string{
+		fmt.Sprintf("UPDATE %s SET status = 'processing', locked_by = 'x', locked_until = UTC_TIMESTAMP(6) + INTERVAL 1 HOUR WHERE id = %d", table, res[1].ID),
+		fmt.Sprintf("UPDATE %s SET status = 'success', finished_at = UTC_TIMESTAMP(6) WHERE id = %d", table, res[2].ID),
+	} {
+		if _, err := d.DB().ExecContext(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v, err := d.Migrate(ctx); err != nil || v != 12 {
+		t.Fatalf("upgrade: version %d, %v", v, err)
+	}
+	var pending int
+	if err := d.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM "+table+" WHERE partitioned_queue = 'q'").Scan(&pending); err != nil || pending != 2 {
+		t.Fatalf("pending jobs with a partition after the upgrade: %d, want 2 (%v)", pending, err)
+	}
+	var got []int64
+	for _, j := range testdb.Claim(t, ctx, d, driver.ClaimParams{Queue: "q", Limit: 10}) {
+		got = append(got, j.ID)
+	}
+	if want := []int64{res[0].ID, res[3].ID, res[4].ID, res[5].ID}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("claimed %v after the upgrade, want %v", got, want)
+	}
+	st, err := d.PartitionStats(ctx, driver.PartitionStatsParams{Queue: "q", Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []driver.PartitionStats{{Partition: "A", Running: 2}, {Partition: "B", Running: 1}}; !reflect.DeepEqual(st, want) {
+		t.Fatalf("partition stats after the upgrade: %v, want %v", st, want)
 	}
 }

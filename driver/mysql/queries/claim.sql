@@ -1,6 +1,15 @@
-SELECT UTC_TIMESTAMP(6), id, queue, type, business_key, dedupe, payload, status, priority, attempts, max_attempts, next_run_at, locked_by, locked_until, last_error, result, created_at, updated_at, finished_at, traceparent, partition_key
-FROM sluice_jobs FORCE INDEX (sluice_jobs_pick)
-WHERE status = 'pending' AND queue = ? AND next_run_at <= UTC_TIMESTAMP(6)
+-- The queue's first runnable jobs without a partition, in claim order
+-- (the partition '' of sluice_jobs_fair), locked, with the database clock
+-- and whether the queue has pending jobs with a partition: if it has, the
+-- driver reads their first ones too (claim_partitioned.sql) and merges the
+-- two (jobs.go). Without partitions that costs one seek of an empty range
+-- of the rescue index (012_pending_indexes.sql).
+SELECT UTC_TIMESTAMP(6),
+       EXISTS (SELECT 1 FROM sluice_jobs FORCE INDEX (sluice_jobs_rescue)
+               WHERE status = 'pending' AND locked_until IS NULL AND partitioned_queue = ?),
+       id, queue, type, business_key, dedupe, payload, status, priority, attempts, max_attempts, next_run_at, locked_by, locked_until, last_error, result, created_at, updated_at, finished_at, traceparent, partition_key
+FROM sluice_jobs FORCE INDEX (sluice_jobs_fair)
+WHERE queue = ? AND status = 'pending' AND partition_key = '' AND next_run_at <= UTC_TIMESTAMP(6)
 ORDER BY priority, next_run_at, id
 LIMIT ?
 FOR UPDATE SKIP LOCKED

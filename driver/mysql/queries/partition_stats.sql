@@ -1,5 +1,5 @@
 -- The partitions of a queue with the largest backlog, for stats and the
--- dashboard: an index-only range of sluice_jobs_fair, whose (queue, status,
+-- dashboard: an index-only read of sluice_jobs_fair, whose (status, queue,
 -- partition_key) prefix holds the queue's pending and running jobs. (The
 -- drivers with partial indexes read two smaller ones instead.)
 SELECT partition_key,
