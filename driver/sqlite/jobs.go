@@ -100,8 +100,9 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) ([]driver.JobR
 // claimStmt returns the named claim query prepared on the writer, preparing
 // it on first use (after Migrate: it names the jobs table). Compiled on
 // every claim, the UPDATE that merges two index ranges took about 40% of
-// the instructions SQLite spent claiming and completing 20 jobs. A statement whose schema changed since is
-// recompiled by SQLite when it runs.
+// the instructions SQLite spent claiming and completing 20 jobs. A
+// statement whose schema changed since is recompiled by SQLite when it
+// runs.
 func (d *Driver) claimStmt(ctx context.Context, name string) (*sql.Stmt, error) {
 	d.claims.Lock()
 	defer d.claims.Unlock()
