@@ -22,20 +22,27 @@ import (
 // within half a token's refill. Late claims on a loaded machine lose
 // tokens too, so the measurement gets three tries, each on a fresh
 // database; one of them must use 85% of the rate, and none may exceed it.
+// For the same reason the test is not parallel (the package's parallel
+// tests wait for it), runs its databases one after another, and holds the
+// lock of the fault and HA suites: in CI beside them it measured 66-84%
+// on two cores, a starved machine rather than a back-off.
 func TestTypeRateKeptUpByOneProcess(t *testing.T) {
+	testdb.ExclusiveTest(t)
 	const rate, period = 20, 3 * time.Second
 	window := period - 500*time.Millisecond
 	want := rate * window.Seconds()
-	testdb.ForEach(t, func(t *testing.T, name string) {
-		best := 0
-		for try := 1; try <= 3 && float64(best) < 0.85*want; try++ {
-			n := startsInWindow(t, testdb.Open(t, name), rate, period, window)
-			t.Logf("try %d: %d starts in %s at %d/s", try, n, window, rate)
-			require.LessOrEqual(t, float64(n), 1+want+rate/2, "the rate is respected")
-			best = max(best, n)
-		}
-		require.GreaterOrEqual(t, float64(best), 0.85*want, "the rate is used")
-	})
+	for _, name := range testdb.Names {
+		t.Run(name, func(t *testing.T) {
+			best := 0
+			for try := 1; try <= 3 && float64(best) < 0.85*want; try++ {
+				n := startsInWindow(t, testdb.Open(t, name), rate, period, window)
+				t.Logf("try %d: %d starts in %s at %d/s", try, n, window, rate)
+				require.LessOrEqual(t, float64(n), 1+want+rate/2, "the rate is respected")
+				best = max(best, n)
+			}
+			require.GreaterOrEqual(t, float64(best), 0.85*want, "the rate is used")
+		})
+	}
 }
 
 // startsInWindow works a backlog of the rated type for period and counts

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -17,21 +18,40 @@ import (
 // the test process exits (TestMain ends in os.Exit, and the exit closes the
 // file). Other packages keep running beside the one that holds it.
 func Exclusive(suite string) {
+	f, err := lockExclusive(suite)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	exclusive = f // keeps the file, and so the lock, open until exit
+}
+
+// ExclusiveTest takes the same lock for the rest of one test, for a test
+// that measures how well sluice keeps up with a rate: beside a fault or HA
+// suite on two cores it measures the machine instead.
+func ExclusiveTest(t *testing.T) {
+	f, err := lockExclusive(t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+}
+
+func lockExclusive(suite string) (*os.File, error) {
 	path := filepath.Join(os.TempDir(), "sluice-exclusive-suites.lock")
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o666)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "%s: exclusive lock %s: %v\n", suite, path, err)
-		os.Exit(1)
+		return nil, fmt.Errorf("%s: exclusive lock %s: %w", suite, path, err)
 	}
 	start := time.Now()
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		fmt.Fprintf(os.Stderr, "%s: exclusive lock %s: %v\n", suite, path, err)
-		os.Exit(1)
+		f.Close()
+		return nil, fmt.Errorf("%s: exclusive lock %s: %w", suite, path, err)
 	}
 	if waited := time.Since(start); waited > time.Second {
 		fmt.Fprintf(os.Stderr, "%s: waited %s for the other fault and HA suites\n", suite, waited.Round(time.Second))
 	}
-	exclusive = f // keeps the file, and so the lock, open until exit
+	return f, nil
 }
 
 var exclusive *os.File
