@@ -20,8 +20,11 @@ import (
 // empty queue (PollMax, on a database that pushes wake-ups) would start
 // far fewer jobs: 62-80% of the rate, against 94-98% when it claims again
 // within half a token's refill. Late claims on a loaded machine lose
-// tokens too, so the measurement gets three tries, each on a fresh
+// tokens too, so the measurement gets up to six tries, each on a fresh
 // database; one of them must use 85% of the rate, and none may exceed it.
+// A back-off is systematic and fails every try; load varies from try to
+// try (CI saw 78-82% three times in a row on MariaDB beside another
+// package; alone, on the same machine, 84-94%).
 // For the same reason the test is not parallel (the package's parallel
 // tests wait for it), runs its databases one after another, and holds the
 // lock of the fault and HA suites: in CI beside them it measured 66-84%
@@ -34,7 +37,7 @@ func TestTypeRateKeptUpByOneProcess(t *testing.T) {
 	for _, name := range testdb.Names {
 		t.Run(name, func(t *testing.T) {
 			best := 0
-			for try := 1; try <= 3 && float64(best) < 0.85*want; try++ {
+			for try := 1; try <= 6 && float64(best) < 0.85*want; try++ {
 				n := startsInWindow(t, testdb.Open(t, name), rate, period, window)
 				t.Logf("try %d: %d starts in %s at %d/s", try, n, window, rate)
 				require.LessOrEqual(t, float64(n), 1+want+rate/2, "the rate is respected")
