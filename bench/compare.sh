@@ -45,6 +45,13 @@
 #   SUSTAINED_JOBS [5000000], SUSTAINED_FRACTION [0.7], SUSTAINED_CONCURRENCY [100],
 #   SUSTAINED_INTERVAL [1m] (the "minute" of the first/last-minute figures),
 #   SUSTAINED_SAMPLE [10] seconds between table-size samples
+#   SUSTAINED_PG_BASE [PG_BASE, or when its autovacuum is off a private
+#                          cluster]: where PostgreSQL's sustained run goes.
+#                          A server without autovacuum cannot keep a queue
+#                          table bounded; the private cluster has the shared
+#                          server's buffers, WAL size and durability, with
+#                          autovacuum at PostgreSQL's defaults, on its own port
+#                          and data directory, stopped at the end.
 #   LATENCY_JOBS [5000], LATENCY_RATE [500]
 #   PICKUP_JOBS [100], PICKUP_GAP [2s]
 #   PG_BASE [postgres://postgres@127.0.0.1:5432], MYSQL_URL [mysql://root@127.0.0.1:3306/sluice_bench]
@@ -102,9 +109,19 @@ done
 
 # Work files live on disk (not a tmpfs), so SQLite pays for real writes.
 WORK=$(mktemp -d "${TMPDIR:-/var/tmp}/sluice-compare.XXXXXX")
+chmod 755 "$WORK" # a private PostgreSQL runs as postgres and keeps its data under it
 BG_PIDS=()
+PG_PRIVATE=""
+# as_postgres runs a PostgreSQL server tool as postgres: initdb and the
+# server refuse to run as root.
+as_postgres() {
+  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
 cleanup() {
   for pid in "${BG_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  if [ -n "$PG_PRIVATE" ]; then
+    as_postgres "$PG_PRIVATE/pg_ctl" -D "$WORK/pg/data" -m fast -w stop >/dev/null 2>&1 || true
+  fi
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -299,7 +316,7 @@ fi
 sample() {
   local row
   if [ "$1" = pg ]; then
-    row=$(psql "$PG_URL" -tA -F $'\t' -c "SELECT round(pg_total_relation_size(relid) / 1048576.0, 1), n_dead_tup, n_live_tup
+    row=$(psql "$SUSTAINED_PG_URL" -tA -F $'\t' -c "SELECT round(pg_total_relation_size(relid) / 1048576.0, 1), n_dead_tup, n_live_tup
       FROM pg_stat_user_tables WHERE relname = 'sluice_sustained_jobs'" 2>/dev/null || true)
   else
     # The tablespace file's size: data_length and index_length are
@@ -313,11 +330,44 @@ sample() {
   return 0
 }
 
+# start_private_pg: a PostgreSQL cluster of the shared server's version on a
+# free port, with its settings but autovacuum at the defaults; prints its base URL.
+start_private_pg() {
+  local major bin port
+  major=$(psql "$PG_BASE/postgres" -tAc "SELECT current_setting('server_version_num')::int / 10000")
+  bin=/usr/lib/postgresql/$major/bin
+  [ -x "$bin/initdb" ] || bin=$(dirname "$(command -v initdb 2>/dev/null || echo /nonexistent/initdb)")
+  [ -x "$bin/initdb" ] || die "initdb is required for the sustained run's PostgreSQL (or set SUSTAINED_PG_BASE)"
+  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  mkdir -p "$WORK/pg"
+  [ "$(id -u)" != 0 ] || chown postgres:postgres "$WORK/pg"
+  as_postgres "$bin/initdb" -D "$WORK/pg/data" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >"$WORK/pg-init.log" 2>&1 ||
+    die "initdb failed: $(tail -5 "$WORK/pg-init.log")"
+  PG_PRIVATE=$bin
+  as_postgres "$bin/pg_ctl" -D "$WORK/pg/data" -l "$WORK/pg/log" -w -t 120 start -o "-p $port -k $WORK/pg \
+    -c listen_addresses=127.0.0.1 -c shared_buffers=$(psql "$PG_BASE/postgres" -tAc 'SHOW shared_buffers') \
+    -c max_wal_size=$(psql "$PG_BASE/postgres" -tAc 'SHOW max_wal_size') -c fsync=on -c synchronous_commit=on" >/dev/null 2>&1 ||
+    die "the sustained run's PostgreSQL did not start: $(tail -5 "$WORK/pg/log")"
+  SUSTAINED_PG_BASE="postgres://postgres@127.0.0.1:$port"
+}
+
 # Sustained load: the rate is SUSTAINED_FRACTION of the median work/s
 # measured above at SUSTAINED_CONCURRENCY, or of a bulk run made for it.
+M_SUSTAINED_PG=""
 if has sustained; then
+  if [ -z "${SUSTAINED_PG_BASE:-}" ]; then
+    if [ "$(psql "$PG_BASE/postgres" -tAc 'SHOW autovacuum')" = off ]; then
+      log "the shared PostgreSQL runs without autovacuum: starting a private cluster for the sustained run"
+      start_private_pg
+      psql -q "$SUSTAINED_PG_BASE/postgres" -c "CREATE DATABASE sluice_bench"
+      M_SUSTAINED_PG="a private cluster started by the script (the shared server runs with autovacuum off), with the shared server's shared_buffers, max_wal_size and durability and PostgreSQL's default autovacuum settings"
+    else
+      SUSTAINED_PG_BASE=$PG_BASE
+    fi
+  fi
+  SUSTAINED_PG_URL=$SUSTAINED_PG_BASE/sluice_bench
   for db in pg mysql; do
-    url=$PG_URL
+    url=$SUSTAINED_PG_URL
     [ "$db" = mysql ] && url=$MYSQL_URL
     max=$(python3 - "$RESULTS" "$db-sluice" "$SUSTAINED_CONCURRENCY" <<'PY'
 import json, statistics, sys
@@ -403,18 +453,21 @@ M_COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --q
 CHART_DATA=$WORK/chart.json
 export JOBS RUNS FINISHED_ROWS PRELOAD_JOBS LATENCY_JOBS LATENCY_RATE PICKUP_JOBS PICKUP_GAP RESULTS SKIPPED SAMPLES \
   SCALE_JOBS SCALE_CONCURRENCY SUSTAINED_JOBS SUSTAINED_FRACTION SUSTAINED_INTERVAL SUSTAINED_CONCURRENCY CHART_DATA
-export M_DATE M_NPROC M_MEM M_CPU M_OS M_GO M_NODE M_PG M_MYSQL M_FLUSH M_REDIS_AOF M_COMMIT
+export M_DATE M_NPROC M_MEM M_CPU M_OS M_GO M_NODE M_PG M_MYSQL M_FLUSH M_REDIS_AOF M_COMMIT M_SUSTAINED_PG
 export CHART_LINK=${CHART##*/}
 REPORT=$WORK/report.md
 python3 -B "$ROOT/bench/compare_report.py" >"$REPORT"
 go run ./bench/chart <"$CHART_DATA" >"$CHART" || die "the chart failed"
 log "chart: $CHART"
-# bench/batch.sh owns the section between its markers: keep it as it is.
+# bench/batch.sh owns the section between its markers, and the analysis
+# of where the time goes is written by hand between its own: keep them.
 if [ "$OUT" != - ] && [ -f "$OUT" ]; then
-  sed -n '/<!-- bench\/batch.sh:begin -->/,/<!-- bench\/batch.sh:end -->/p' "$OUT" >"$WORK/batch.md"
-  if [ -s "$WORK/batch.md" ]; then
-    { echo; cat "$WORK/batch.md"; } >>"$REPORT"
-  fi
+  for part in analysis bench/batch.sh; do
+    sed -n "\|<!-- $part:begin -->|,\|<!-- $part:end -->|p" "$OUT" >"$WORK/kept.md"
+    if [ -s "$WORK/kept.md" ]; then
+      { echo; cat "$WORK/kept.md"; } >>"$REPORT"
+    fi
+  done
 fi
 if [ "$OUT" = - ]; then
   cat "$REPORT"

@@ -262,7 +262,10 @@ if sustained:
     p("interval: \"first\" is the first, \"last\" the last full one. Latency: from the `EnqueueMany` call to the handler's")
     p("start. Table: `pg_total_relation_size` and `n_dead_tup` of `pg_stat_user_tables`, with indexes and TOAST; MariaDB:")
     p("the tablespace file's size (`information_schema.innodb_sys_tablespaces`); sampled every few seconds while it runs")
-    p("and once after (the table is kept until then).")
+    p("and once after (the table is kept until then). Bytes per row: the table's size over its rows, which stays flat")
+    p("when the table grows only by the finished rows that retention keeps, and grows when it bloats.")
+    if env.get("M_SUSTAINED_PG"):
+        p(f"PostgreSQL's run goes to {env['M_SUSTAINED_PG']}.")
     p()
     p("| database | rate/s | intervals | work/s first | work/s last | backlog last | p50 ms first / last | p99 ms first / last | RSS MB first / last | peak RSS MB |")
     p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -275,14 +278,15 @@ if sustained:
           f"{num(f['latency_p50_ms'], 1)} / {num(l['latency_p50_ms'], 1)} | {num(f['latency_p99_ms'], 1)} / {num(l['latency_p99_ms'], 1)} | "
           f"{num(f['rss_mb'], 1)} / {num(l['rss_mb'], 1)} | {num(s['r']['peak_rss_mb'], 1)} |")
     p()
-    p("| database | when | seconds | table MB | dead tuples | rows (MariaDB: estimate) |")
-    p("|---|---|---:|---:|---:|---:|")
+    p("| database | when | seconds | table MB | dead tuples | rows (MariaDB: estimate) | bytes per row |")
+    p("|---|---|---:|---:|---:|---:|---:|")
     for db, name in DBS[:2]:
         if db not in sustained or not sustained[db]["end"]:
             continue
         for when in ("start", "mid", "end"):
             secs, size, dead, live = sustained[db][when]
-            p(f"| {name} | {'middle' if when == 'mid' else when} | {secs:,} | {size:,.1f} | {'n/a' if dead is None else f'{dead:,}'} | {live:,} |")
+            per_row = num(size * 1048576 / live) if live else "n/a"
+            p(f"| {name} | {'middle' if when == 'mid' else when} | {secs:,} | {size:,.1f} | {'n/a' if dead is None else f'{dead:,}'} | {live:,} | {per_row} |")
     p()
 
 if any(k.endswith("-preload") for k, _ in rows):
