@@ -175,7 +175,7 @@ func Open(rawURL string, opts Options) (*Driver, error) {
 		"insert", "key_holders", "key_holder_locked", "claim", "claim_type", "claim_update",
 		"claim_partitioned", "claim_partitioned_type", "complete_batch", "complete_batch_first", "complete_batch_history", "complete_batch_history_first",
 		"rescue_failed", "rescue_failed_lock", "lease_lock", "lease_insert", "lease_update", "migrate_lock", "migrate_unlock",
-		"schema_set", "runnable", "runnable_type", "lock_record", "lock_fence", "lock_holder")...)
+		"schema_set", "runnable", "runnable_type", "lock_record", "lock_fence", "lock_holder", "purge_span", "purge_probe")...)
 	if err != nil {
 		return nil, err
 	}
@@ -208,6 +208,7 @@ func Open(rawURL string, opts Options) (*Driver, error) {
 		migrations:  migs,
 		migrateLock: migrateLockName(cfg.DBName, prefix),
 	}
+	d.PurgeBound = d.purgeBound
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Timeout+5*time.Second)
 	defer cancel()
 	if err := d.probe(ctx, forceUpdate || opts.ForceUpdateClaim); err != nil {

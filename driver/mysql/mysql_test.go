@@ -390,17 +390,21 @@ func TestSchemaVersionNeverDrops(t *testing.T) {
 // took over sluice_jobs_pick's claim order), the rescue index and
 // (status, id). The column that orders pending jobs with a partition in
 // the rescue index is NULL for it whatever its status.
+// jobsTable returns the prefixed name of d's jobs table, from its query.
+func jobsTable(d *mysql.Driver) string {
+	words := strings.Fields(d.Query("get"))
+	for i, w := range words {
+		if strings.EqualFold(w, "FROM") {
+			return words[i+1]
+		}
+	}
+	return ""
+}
+
 func TestPendingIndexesPerStatus(t *testing.T) {
 	ctx := context.Background()
 	d := open(t, false)
-	jobs := strings.Fields(d.Query("get"))
-	table := ""
-	for i, w := range jobs {
-		if strings.EqualFold(w, "FROM") {
-			table = jobs[i+1]
-			break
-		}
-	}
+	table := jobsTable(d)
 	rows, err := d.DB().QueryContext(ctx, `SELECT index_name FROM information_schema.statistics
 		WHERE table_schema = DATABASE() AND table_name = ? AND column_name = 'status' ORDER BY index_name`, table)
 	if err != nil {
@@ -535,5 +539,71 @@ func TestUpgradeFrom011(t *testing.T) {
 	}
 	if want := []driver.PartitionStats{{Partition: "A", Running: 2}, {Partition: "B", Running: 1}}; !reflect.DeepEqual(st, want) {
 		t.Fatalf("partition stats after the upgrade: %v, want %v", st, want)
+	}
+}
+
+// TestPurgeReadsOnlyDueRows: a purge reads the rows that are due and a few
+// more, not every finished row that retention keeps. Unbounded, the scan of
+// sluice_jobs_status_id went on past the due rows to the end of the status,
+// fetching each row's finished_at: the whole retained table, every minute.
+func TestPurgeReadsOnlyDueRows(t *testing.T) {
+	ctx := context.Background()
+	d := open(t, false)
+	table := jobsTable(d)
+	const kept, due = 5000, 10
+	jobs := make([]driver.InsertJob, kept+due)
+	for i := range jobs {
+		jobs[i] = testdb.Job("q", "", "")
+	}
+	testdb.Insert(t, ctx, d, jobs...)
+	// Finished now, but the first (oldest) ids were created and finished
+	// ten and nine days ago, as a week of retention leaves them.
+	for _, q := range []string{
+		"UPDATE " + table + " SET status = 'success', finished_at = UTC_TIMESTAMP(6)",
+		fmt.Sprintf("UPDATE %s SET created_at = UTC_TIMESTAMP(6) - INTERVAL 10 DAY, finished_at = UTC_TIMESTAMP(6) - INTERVAL 9 DAY ORDER BY id LIMIT %d", table, due),
+	} {
+		if _, err := d.DB().ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// One connection, so that its session counters are the purge's.
+	d.DB().SetMaxOpenConns(1)
+	indexReads := func() int64 {
+		t.Helper()
+		rows, err := d.DB().QueryContext(ctx, "SHOW SESSION STATUS WHERE Variable_name IN ('Handler_read_key', 'Handler_read_next', 'Handler_read_prev')")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var sum int64
+		for rows.Next() {
+			var name string
+			var v int64
+			if err := rows.Scan(&name, &v); err != nil {
+				t.Fatal(err)
+			}
+			sum += v
+		}
+		return sum
+	}
+	before := indexReads()
+	n, err := d.Purge(ctx, driver.PurgeParams{Status: driver.StatusSuccess, OlderThan: 7 * 24 * time.Hour, Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads := indexReads() - before
+	t.Logf("%d due jobs among %d kept: %d index reads", due, kept, reads)
+	if n != due {
+		t.Fatalf("purged %d jobs, want %d", n, due)
+	}
+	if reads > kept/10 {
+		t.Fatalf("the purge of %d due jobs among %d kept made %d index reads, want at most %d", due, kept, reads, kept/10)
+	}
+	if n, err := d.Purge(ctx, driver.PurgeParams{Status: driver.StatusSuccess, OlderThan: 7 * 24 * time.Hour, Limit: 1000}); err != nil || n != 0 {
+		t.Fatalf("second purge: %d jobs, %v; want 0", n, err)
+	}
+	var left int
+	if err := d.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM "+table).Scan(&left); err != nil || left != kept {
+		t.Fatalf("%d jobs left (%v), want %d", left, err, kept)
 	}
 }
