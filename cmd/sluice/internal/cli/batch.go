@@ -50,8 +50,13 @@ func (a *app) batchDriver(cmd *cobra.Command) (*config.File, driver.Driver, erro
 	return f, d, nil
 }
 
-// batchOf builds the named batch from the config.
-func (a *app) batchOf(f *config.File, name string) (*batch.Batch, error) {
+// batchOf opens the migrated database and builds the named batch from
+// the config.
+func (a *app) batchOf(cmd *cobra.Command, name string) (*batch.Batch, driver.Driver, error) {
+	f, d, err := a.batchDriver(cmd)
+	if err != nil {
+		return nil, nil, err
+	}
 	c, ok := f.Batches[name]
 	if !ok {
 		names := make([]string, 0, len(f.Batches))
@@ -59,14 +64,14 @@ func (a *app) batchOf(f *config.File, name string) (*batch.Batch, error) {
 			names = append(names, n)
 		}
 		sort.Strings(names)
-		return nil, usagef("no batch %q in the config (batches: %s)", name, strings.Join(names, ", "))
+		return nil, nil, usagef("no batch %q in the config (batches: %s)", name, strings.Join(names, ", "))
 	}
 	b, err := c.Runtime(name, a.openDest)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	b.Log = a.log
-	return b, nil
+	return b, d, nil
 }
 
 func (a *app) batchRunCommand() *cobra.Command {
@@ -87,11 +92,7 @@ nothing: the next run resumes after the last checkpointed chunk.
 			if shards < 0 || interval <= 0 {
 				return usagef("--shards must not be negative and --interval must be positive")
 			}
-			f, d, err := a.batchDriver(cmd)
-			if err != nil {
-				return err
-			}
-			b, err := a.batchOf(f, args[0])
+			b, d, err := a.batchOf(cmd, args[0])
 			if err != nil {
 				return err
 			}
@@ -273,11 +274,7 @@ func (a *app) batchEnqueueCommand() *cobra.Command {
 		Short: "Enqueue one job per shard, so that `sluice work` processes spread the batch",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f, d, err := a.batchDriver(cmd)
-			if err != nil {
-				return err
-			}
-			b, err := a.batchOf(f, args[0])
+			b, d, err := a.batchOf(cmd, args[0])
 			if err != nil {
 				return err
 			}

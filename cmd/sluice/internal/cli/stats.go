@@ -65,17 +65,27 @@ func (a *app) statsCommand() *cobra.Command {
 // writeTypes lists each job type's finished attempts and queue latency
 // percentiles over the last hour and day, after the queue table.
 func writeTypes(out io.Writer, types []sluice.TypeStats) error {
-	if len(types) == 0 {
-		return nil
-	}
-	w := newTable(out)
-	fmt.Fprintln(w, "\nTYPE\tDONE 1H\tFAILED 1H\tWAIT P50 1H\tWAIT P95 1H\tDONE 24H\tFAILED 24H\tWAIT P50 24H\tWAIT P95 24H")
-	for _, t := range types {
+	header := "TYPE\tDONE 1H\tFAILED 1H\tWAIT P50 1H\tWAIT P95 1H\tDONE 24H\tFAILED 24H\tWAIT P50 24H\tWAIT P95 24H"
+	return writeSection(out, header, types, func(w io.Writer, t sluice.TypeStats) {
 		p50h, p95h := latencyText(t.LatencyHour)
 		p50d, p95d := latencyText(t.LatencyDay)
 		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%d\t%d\t%s\t%s\n", t.Type,
 			t.FinishedHour[string(driver.OutcomeSuccess)], t.FinishedHour[string(driver.OutcomeFailed)], p50h, p95h,
 			t.FinishedDay[string(driver.OutcomeSuccess)], t.FinishedDay[string(driver.OutcomeFailed)], p50d, p95d)
+	})
+}
+
+// writeSection prints one of the tables that follow the queue table: a
+// blank line, the header and a row per item; nothing at all when there
+// are no items, so that an idle install's output stays short.
+func writeSection[T any](out io.Writer, header string, items []T, row func(w io.Writer, item T)) error {
+	if len(items) == 0 {
+		return nil
+	}
+	w := newTable(out)
+	fmt.Fprintln(w, "\n"+header)
+	for _, it := range items {
+		row(w, it)
 	}
 	return w.Flush()
 }
@@ -101,12 +111,7 @@ func writeCircuits(out io.Writer, circuits []sluice.CircuitState) error {
 			shown = append(shown, c)
 		}
 	}
-	if len(shown) == 0 {
-		return nil
-	}
-	w := newTable(out)
-	fmt.Fprintln(w, "\nCIRCUIT\tSTATE\tFAILURES\tOPENS\tUNTIL")
-	for _, c := range shown {
+	return writeSection(out, "CIRCUIT\tSTATE\tFAILURES\tOPENS\tUNTIL", shown, func(w io.Writer, c sluice.CircuitState) {
 		until := "-"
 		switch {
 		case c.Manual:
@@ -115,22 +120,15 @@ func writeCircuits(out io.Writer, circuits []sluice.CircuitState) error {
 			until = c.Until.UTC().Format(time.RFC3339)
 		}
 		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\n", c.Type, c.State, c.Failures, c.Opens, until)
-	}
-	return w.Flush()
+	})
 }
 
 // writeRateBuckets lists the cluster-wide rate limits' buckets after the
 // circuits; nothing when no limit has taken a token yet.
 func writeRateBuckets(out io.Writer, buckets []sluice.RateBucket) error {
-	if len(buckets) == 0 {
-		return nil
-	}
-	w := newTable(out)
-	fmt.Fprintln(w, "\nRATE BUCKET\tTOKENS AT LAST TAKE\tLAST TAKE")
-	for _, b := range buckets {
+	return writeSection(out, "RATE BUCKET\tTOKENS AT LAST TAKE\tLAST TAKE", buckets, func(w io.Writer, b sluice.RateBucket) {
 		fmt.Fprintf(w, "%s\t%.1f\t%s\n", b.Name, b.Tokens, b.UpdatedAt.UTC().Format("2006-01-02T15:04:05.000Z"))
-	}
-	return w.Flush()
+	})
 }
 
 // printPartitions lists each queue's partitions with the largest backlog,
