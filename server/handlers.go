@@ -37,8 +37,23 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 }
 
+// reply answers a handler's last call: its result as 200 JSON, or its
+// error through fail.
+func (s *Server) reply(w http.ResponseWriter, r *http.Request, v any, err error) {
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// okBody answers a call that has nothing else to say.
+var okBody = struct {
+	OK bool `json:"ok"`
+}{OK: true}
+
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+	writeJSON(w, http.StatusOK, okBody)
 }
 
 // readyz reports whether this process can serve: the database answers and
@@ -169,11 +184,7 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	j, err := s.client.Job(r.Context(), id)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, j)
+	s.reply(w, r, j, err)
 }
 
 // maxListLimit is the driver's own cap; a larger limit is refused rather
@@ -227,11 +238,7 @@ func (s *Server) jobAction(w http.ResponseWriter, r *http.Request, act func(cont
 		s.fail(w, r, err)
 		return
 	}
-	if err := act(r.Context(), id); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+	s.reply(w, r, okBody, act(r.Context(), id))
 }
 
 // maxRunSeconds bounds a cron-triggered pass; longer work belongs to
@@ -252,20 +259,12 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := s.client.RunOnce(r.Context(), sluice.RunParams{Queue: q.Get("queue"), Type: q.Get("type"),
 		MaxJobs: int(maxJobs), MaxDuration: time.Duration(secs) * time.Second})
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, res)
+	s.reply(w, r, res, err)
 }
 
 func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 	snap, err := s.client.StatsSnapshot(r.Context())
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, snap)
+	s.reply(w, r, snap, err)
 }
 
 func (s *Server) openCircuit(w http.ResponseWriter, r *http.Request) {
@@ -278,11 +277,7 @@ func (s *Server) closeCircuit(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) circuitAction(w http.ResponseWriter, r *http.Request, act func(context.Context, string) (sluice.CircuitState, error)) {
 	st, err := act(r.Context(), r.PathValue("type"))
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, st)
+	s.reply(w, r, st, err)
 }
 
 func (s *Server) pauseQueue(w http.ResponseWriter, r *http.Request) {
@@ -294,9 +289,5 @@ func (s *Server) resumeQueue(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) queueAction(w http.ResponseWriter, r *http.Request, act func(context.Context, string) error) {
-	if err := act(r.Context(), r.PathValue("name")); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+	s.reply(w, r, okBody, act(r.Context(), r.PathValue("name")))
 }
