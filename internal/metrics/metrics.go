@@ -59,31 +59,31 @@ type Metrics struct {
 // process never share counters.
 func New(db *sql.DB) *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry(), labels: map[string][]string{}}
-	c := func(name, help string, labels ...string) *prometheus.CounterVec {
-		v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	// add registers v and records what Value and Exported read: its label
+	// names and the series it exports.
+	add := func(v prometheus.Collector, name string, labels []string, series ...string) {
 		m.reg.MustRegister(v)
 		m.labels[name] = labels
-		m.series = append(m.series, name)
+		m.series = append(m.series, series...)
+	}
+	c := func(name, help string, labels ...string) *prometheus.CounterVec {
+		v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+		add(v, name, labels, name)
 		return v
 	}
 	c0 := func(name, help string) prometheus.Counter {
 		v := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
-		m.reg.MustRegister(v)
-		m.series = append(m.series, name)
+		add(v, name, nil, name)
 		return v
 	}
 	g := func(name, help string, labels ...string) *prometheus.GaugeVec {
 		v := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
-		m.reg.MustRegister(v)
-		m.labels[name] = labels
-		m.series = append(m.series, name)
+		add(v, name, labels, name)
 		return v
 	}
 	h := func(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
 		v := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
-		m.reg.MustRegister(v)
-		m.labels[name] = labels
-		m.series = append(m.series, name+"_bucket", name+"_sum", name+"_count")
+		add(v, name, labels, name+"_bucket", name+"_sum", name+"_count")
 		return v
 	}
 	m.enqueued = c("sluice_jobs_enqueued_total", "Jobs inserted (new rows; duplicates are counted apart).", "queue", "type")
