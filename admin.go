@@ -310,9 +310,7 @@ func (c *Client) queueStats(ctx context.Context, rows []driver.QueueStats, pause
 	for _, r := range rows {
 		s := at(r.Queue)
 		s.Pending, s.Processing, s.Failed = r.Pending, r.Processing, r.Failed
-		if r.OldestPending != nil && r.OldestPending.Before(now) {
-			s.OldestPendingAge = now.Sub(*r.OldestPending).Seconds()
-		}
+		s.OldestPendingAge = r.OldestPendingAge(now).Seconds()
 	}
 	for q := range paused {
 		at(q)

@@ -45,10 +45,8 @@ func (c *Client) readGauges(ctx context.Context) (metrics.Gauges, error) {
 	}
 	g := metrics.Gauges{Queues: make([]metrics.QueueGauge, len(st)), ShardStalled: map[string]time.Duration{}}
 	for i, s := range st {
-		g.Queues[i] = metrics.QueueGauge{Queue: s.Queue, Pending: s.Pending, Processing: s.Processing, Failed: s.Failed}
-		if s.OldestPending != nil && s.OldestPending.Before(now) {
-			g.Queues[i].OldestPendingAge = now.Sub(*s.OldestPending)
-		}
+		g.Queues[i] = metrics.QueueGauge{Queue: s.Queue, Pending: s.Pending, Processing: s.Processing, Failed: s.Failed,
+			OldestPendingAge: s.OldestPendingAge(now)}
 	}
 	if g.Paused, err = c.drv.PausedQueues(ctx); err != nil {
 		return metrics.Gauges{}, err

@@ -627,6 +627,16 @@ type QueueStats struct {
 	OldestPending *time.Time // next_run_at of the oldest runnable pending job
 }
 
+// OldestPendingAge is how long the oldest runnable pending job has waited
+// at now: zero when there is none, or when now (read from another clock
+// than next_run_at, perhaps) is not past it.
+func (s QueueStats) OldestPendingAge(now time.Time) time.Duration {
+	if s.OldestPending == nil || !s.OldestPending.Before(now) {
+		return 0
+	}
+	return now.Sub(*s.OldestPending)
+}
+
 // PartitionStatsParams names the queue and how many partitions to return.
 type PartitionStatsParams struct {
 	Queue string

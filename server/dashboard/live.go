@@ -155,9 +155,7 @@ func build(st []driver.QueueStats, paused map[string]bool, rolls []driver.StatRo
 	for _, r := range st {
 		q := queue(r.Queue)
 		q.Pending, q.Processing, q.Failed = r.Pending, r.Processing, r.Failed
-		if r.OldestPending != nil && r.OldestPending.Before(now) {
-			q.OldestPendingAge = now.Sub(*r.OldestPending).Seconds()
-		}
+		q.OldestPendingAge = r.OldestPendingAge(now).Seconds()
 	}
 	for name := range paused {
 		queue(name)
