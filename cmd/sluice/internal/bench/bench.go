@@ -30,6 +30,14 @@ import (
 // DefaultPrefix keeps the bench tables apart from an application's.
 const DefaultPrefix = "sluice_bench_"
 
+// Defaults of Config, also those of the CLI's flags.
+const (
+	DefaultRate     = 200
+	DefaultInterval = time.Minute
+	// DefaultTimeout is riverpeer's.
+	DefaultTimeout = 10 * time.Minute
+)
+
 // Job type and queue of the measured jobs; preloaded rows use another type
 // so that the checks and the latency query never count them.
 const (
@@ -61,7 +69,7 @@ type Config struct {
 	// the workers run, at Rate per second from the workers' own client,
 	// or spaced out at random from another connection (Source).
 	Latency bool
-	Rate    float64 // default 200; SourceInProcess only
+	Rate    float64 // default DefaultRate; SourceInProcess only
 	// Source is where latency-mode jobs come from; default SourceInProcess.
 	Source string
 	// Gap is the mean gap between jobs from the other sources; default
@@ -69,7 +77,7 @@ type Config struct {
 	Gap time.Duration
 	// Sustained switches to the sustained mode: Jobs enqueued in batches
 	// at a steady Rate per second while the workers run, with figures
-	// reported per Interval (default one minute).
+	// reported per Interval (default DefaultInterval).
 	Sustained bool
 	Interval  time.Duration
 	// EnqueueOnly and WorkOnly split a bulk run across processes, so that
@@ -79,7 +87,7 @@ type Config struct {
 	// and leaves the tables to whoever made them.
 	EnqueueOnly bool
 	WorkOnly    bool
-	// Timeout bounds the work phase; default 10 minutes, as riverpeer.
+	// Timeout bounds the work phase; default DefaultTimeout.
 	Timeout time.Duration
 	Keep    bool
 	Logger  *slog.Logger
@@ -135,7 +143,7 @@ func (c Config) withDefaults() Config {
 		c.Prefix = DefaultPrefix
 	}
 	if c.Rate <= 0 {
-		c.Rate = 200
+		c.Rate = DefaultRate
 	}
 	if c.Source == "" {
 		c.Source = SourceInProcess
@@ -144,10 +152,10 @@ func (c Config) withDefaults() Config {
 		c.Gap = DefaultGap
 	}
 	if c.Interval <= 0 {
-		c.Interval = time.Minute
+		c.Interval = DefaultInterval
 	}
 	if c.Timeout <= 0 {
-		c.Timeout = 10 * time.Minute
+		c.Timeout = DefaultTimeout
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -111,15 +111,15 @@ func (a *app) benchCommand() *cobra.Command {
 	f.IntVar(&cfg.Partitions, "partitions", 0, "spread the jobs over this many partitions (bulk mode)")
 	f.BoolVar(&cfg.Fair, "fair", false, "make the bench queue fair: true")
 	f.BoolVar(&cfg.Latency, "latency", false, "latency mode: single enqueues while the workers run (see --latency-source)")
-	f.Float64Var(&cfg.Rate, "rate", 200, "enqueues per second in --latency mode from the inprocess source, and in --sustained mode")
+	f.Float64Var(&cfg.Rate, "rate", bench.DefaultRate, "enqueues per second in --latency mode from the inprocess source, and in --sustained mode")
 	f.StringVar(&cfg.Source, "latency-source", bench.SourceInProcess, "where --latency jobs come from: "+strings.Join(bench.Sources, ", "))
 	f.DurationVar(&cfg.Gap, "gap", bench.DefaultGap, "mean gap between --latency jobs from the client and sql sources")
 	f.BoolVar(&cfg.Sustained, "sustained", false, "sustained mode: enqueue --jobs at a steady --rate while the workers run; figures per --interval")
-	f.DurationVar(&cfg.Interval, "interval", time.Minute, "the period of the --sustained figures")
+	f.DurationVar(&cfg.Interval, "interval", bench.DefaultInterval, "the period of the --sustained figures")
 	f.BoolVar(&cfg.EnqueueOnly, "enqueue-only", false, "only create the bench tables and enqueue --jobs, keeping the tables for --work-only runs")
 	f.BoolVar(&cfg.WorkOnly, "work-only", false, "only work the jobs an --enqueue-only run left (with the same --prefix), "+
 		"beside other such processes, until none is pending or running; the tables are kept")
-	f.DurationVar(&cfg.Timeout, "timeout", 10*time.Minute, "give up when the work phase takes longer")
+	f.DurationVar(&cfg.Timeout, "timeout", bench.DefaultTimeout, "give up when the work phase takes longer")
 	f.BoolVar(&cfg.Keep, "keep", false, "keep the bench tables after the run, for inspection")
 	f.BoolVar(&asJSON, "json", false, "print one JSON line")
 	// For profiling and for running benches side by side; not everyday use.
