@@ -171,7 +171,7 @@ func Open(rawURL string, opts Options) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	q, migs, err := sqlcommon.LoadFiles(files, prefix, append(sqlcommon.Required,
+	q, migs, err := sqlcommon.LoadFiles(files, "mysql", prefix, append(sqlcommon.Required,
 		"insert", "key_holders", "key_holder_locked", "claim", "claim_type", "claim_update",
 		"claim_partitioned", "claim_partitioned_type", "complete_batch", "complete_batch_first", "complete_batch_history", "complete_batch_history_first",
 		"rescue_failed", "rescue_failed_lock", "lease_lock", "lease_insert", "lease_update", "migrate_lock", "migrate_unlock",

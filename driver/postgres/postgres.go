@@ -154,7 +154,7 @@ func Open(url string, opts Options) (driver.Driver, error) {
 	if err := driver.ValidatePrefix(prefix); err != nil {
 		return nil, err
 	}
-	q, migs, err := sqlcommon.LoadFiles(files, prefix, append(sqlcommon.Required,
+	q, migs, err := sqlcommon.LoadFiles(files, "postgres", prefix, append(sqlcommon.Required,
 		"insert", "key_holder", "claim", "claim_type", "complete_batch", "complete_batch_history", "lease_acquire", "schema_set", "schema_exists",
 		"runnable", "runnable_type")...)
 	if err != nil {

@@ -77,7 +77,7 @@ func Open(path string, opts Options) (*Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: parameters of %q: %w", path, err)
 	}
-	q, migs, err := sqlcommon.LoadFiles(files, prefix, append(sqlcommon.Required, "insert", "key_holder", "claim", "claim_type", "lease_acquire", "schema_set", "complete_success",
+	q, migs, err := sqlcommon.LoadFiles(files, "sqlite", prefix, append(sqlcommon.Required, "insert", "key_holder", "claim", "claim_type", "lease_acquire", "schema_set", "complete_success",
 		"runnable", "runnable_type")...)
 	if err != nil {
 		return nil, err
