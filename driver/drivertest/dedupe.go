@@ -14,11 +14,7 @@ func exerciseDedupe(t *testing.T, open Opener) {
 		t.Parallel()
 		b := setup(t, open)
 		p := keyed("charge", "order-1", driver.DedupePermanent)
-		id := b.insertOne(p)
-		b.requireDuplicate(p, id, "while pending")
-
-		_, tok := b.claimOne(p, id, time.Minute)
-		b.requireDuplicate(p, id, "while processing")
+		id, tok := b.claimKeyed(p)
 
 		require.Empty(t, b.complete(driver.Completion{ID: id, Token: tok, Status: driver.StatusSuccess}))
 		b.requireDuplicate(p, id, "after success")
@@ -47,11 +43,7 @@ func exerciseDedupe(t *testing.T, open Opener) {
 		t.Parallel()
 		b := setup(t, open)
 		p := keyed("sync", "user-9", driver.DedupeActive)
-		id := b.insertOne(p)
-		b.requireDuplicate(p, id, "while pending")
-
-		_, tok := b.claimOne(p, id, time.Minute)
-		b.requireDuplicate(p, id, "while processing")
+		id, tok := b.claimKeyed(p)
 
 		// A retry outcome puts it back to pending: still live.
 		require.Empty(t, b.complete(driver.Completion{ID: id, Token: tok, Status: driver.StatusPending, Delay: time.Hour}))
@@ -186,4 +178,16 @@ func exerciseDedupe(t *testing.T, open Opener) {
 		require.Equal(t, driver.StatusFailed, b.get(failed.ID).Status)
 		require.Equal(t, driver.StatusPending, b.get(other.ID).Status)
 	})
+}
+
+// claimKeyed inserts the keyed job p and claims it, requiring that its
+// key is taken while it is pending and while it is processing, as both
+// dedupe modes have it; it returns its id and the lease token.
+func (b *bundle) claimKeyed(p driver.InsertJob) (int64, string) {
+	b.t.Helper()
+	id := b.insertOne(p)
+	b.requireDuplicate(p, id, "while pending")
+	_, tok := b.claimOne(p, id, time.Minute)
+	b.requireDuplicate(p, id, "while processing")
+	return id, tok
 }

@@ -2,6 +2,7 @@ package drivertest
 
 import (
 	"context"
+	"database/sql"
 	"testing"
 	"time"
 
@@ -109,13 +110,7 @@ func exerciseFencing(t *testing.T, open Opener) {
 		p := newJob("tx")
 		id, tok := b.claimNew(p)
 
-		tx, err := b.d.DB().BeginTx(b.ctx, nil)
-		require.NoError(t, err)
-		defer tx.Rollback()
-		_, err = tx.ExecContext(b.ctx, "INSERT INTO "+notes+" (id, note) VALUES (1, 'charged')")
-		require.NoError(t, err)
-		held, err := b.d.CompleteTx(b.ctx, driver.CompleteTxParams{Tx: tx, Completion: driver.Completion{ID: id, Token: tok, Status: driver.StatusSuccess, Result: strPtr("tx result")}})
-		require.NoError(t, err)
+		tx, held := b.completeTx(notes, "charged", driver.Completion{ID: id, Token: tok, Status: driver.StatusSuccess, Result: strPtr("tx result")})
 		require.True(t, held)
 		require.NoError(t, tx.Commit())
 
@@ -134,12 +129,7 @@ func exerciseFencing(t *testing.T, open Opener) {
 		id, tok := b.claimNew(p)
 		claimed := b.get(id)
 
-		tx, err := b.d.DB().BeginTx(b.ctx, nil)
-		require.NoError(t, err)
-		_, err = tx.ExecContext(b.ctx, "INSERT INTO "+notes+" (id, note) VALUES (1, 'charged')")
-		require.NoError(t, err)
-		held, err := b.d.CompleteTx(b.ctx, driver.CompleteTxParams{Tx: tx, Completion: driver.Completion{ID: id, Token: tok, Status: driver.StatusSuccess}})
-		require.NoError(t, err)
+		tx, held := b.completeTx(notes, "charged", driver.Completion{ID: id, Token: tok, Status: driver.StatusSuccess})
 		require.True(t, held)
 		require.NoError(t, tx.Rollback())
 
@@ -153,13 +143,7 @@ func exerciseFencing(t *testing.T, open Opener) {
 		notes := b.notesTable()
 		held, oldTok, _ := b.reclaimed(newJob("tx"))
 
-		tx, err := b.d.DB().BeginTx(b.ctx, nil)
-		require.NoError(t, err)
-		defer tx.Rollback()
-		_, err = tx.ExecContext(b.ctx, "INSERT INTO "+notes+" (id, note) VALUES (1, 'charged twice')")
-		require.NoError(t, err)
-		ok, err := b.d.CompleteTx(b.ctx, driver.CompleteTxParams{Tx: tx, Completion: driver.Completion{ID: held.ID, Token: oldTok, Status: driver.StatusSuccess}})
-		require.NoError(t, err)
+		tx, ok := b.completeTx(notes, "charged twice", driver.Completion{ID: held.ID, Token: oldTok, Status: driver.StatusSuccess})
 		require.False(t, ok, "CompleteTx reported a lost lease as held")
 		// The caller rolls back on false, as the library does.
 		require.NoError(t, tx.Rollback())
@@ -183,6 +167,23 @@ func (b *bundle) notesTable() string {
 		b.d.DB().ExecContext(ctx, "DROP TABLE "+name)
 	})
 	return name
+}
+
+// completeTx does what a handler that writes its own data does: in one
+// transaction it inserts note into the notes table and completes c. It
+// returns the transaction, still open for the case to commit or roll
+// back (it is rolled back when the case ends if neither happened), and
+// whether the lease was held.
+func (b *bundle) completeTx(notes, note string, c driver.Completion) (*sql.Tx, bool) {
+	b.t.Helper()
+	tx, err := b.d.DB().BeginTx(b.ctx, nil)
+	require.NoError(b.t, err)
+	b.t.Cleanup(func() { _ = tx.Rollback() })
+	_, err = tx.ExecContext(b.ctx, "INSERT INTO "+notes+" (id, note) VALUES (1, '"+note+"')")
+	require.NoError(b.t, err)
+	held, err := b.d.CompleteTx(b.ctx, driver.CompleteTxParams{Tx: tx, Completion: c})
+	require.NoError(b.t, err)
+	return tx, held
 }
 
 func (b *bundle) notes(table string) []string {
