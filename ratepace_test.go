@@ -17,33 +17,33 @@ import (
 // rate leaves its claims short most of the time: it must use the rate, not
 // just respect it. A bucket of 1 loses the refill of every gap between
 // claims longer than a token's, so a producer that backed off as from an
-// empty queue (PollMax, on a database that pushes wake-ups) would start
-// far fewer jobs: 62-80% of the rate, against 94-98% when it claims again
-// within half a token's refill. Late claims on a loaded machine lose
-// tokens too, so the measurement gets up to six tries, each on a fresh
-// database; one of them must use 85% of the rate, and none may exceed it.
-// A back-off is systematic and fails every try; load varies from try to
-// try (CI saw 78-82% three times in a row on MariaDB beside another
-// package; alone, on the same machine, 84-94%).
-// For the same reason the test is not parallel (the package's parallel
-// tests wait for it), runs its databases one after another, and holds the
-// lock of the fault and HA suites: in CI beside them it measured 66-84%
-// on two cores, a starved machine rather than a back-off.
+// empty queue (on PostgreSQL, which pushes wake-ups, it then waits for one
+// that never comes) starts far fewer jobs. The rate is 5/s: a token every
+// 200 ms, long against a loaded machine's round trips, which at 20/s
+// (50 ms) cost correct code tokens too (58-82% of the rate in CI on a slow
+// 2-core machine). At 5/s correct code used 94-102% of the rate while the
+// test suite ran beside it, and a producer without the pace rule 65-84% on
+// PostgreSQL over six tries (on SQLite and MariaDB the idle probe bounds
+// its back-off, and it kept up there). One try in up to six must use 90% of
+// the rate, and none may exceed it; each try has a fresh database.
+// The test is not parallel (the package's parallel tests wait for it),
+// runs its databases one after another, and holds the lock of the fault
+// and HA suites, so that it does not measure a starved machine.
 func TestTypeRateKeptUpByOneProcess(t *testing.T) {
 	testdb.ExclusiveTest(t)
-	const rate, period = 20, 3 * time.Second
+	const rate, period = 5, 6 * time.Second
 	window := period - 500*time.Millisecond
 	want := rate * window.Seconds()
 	for _, name := range testdb.Names {
 		t.Run(name, func(t *testing.T) {
 			best := 0
-			for try := 1; try <= 6 && float64(best) < 0.85*want; try++ {
+			for try := 1; try <= 6 && float64(best) < 0.9*want; try++ {
 				n := startsInWindow(t, testdb.Open(t, name), rate, period, window)
 				t.Logf("try %d: %d starts in %s at %d/s", try, n, window, rate)
 				require.LessOrEqual(t, float64(n), 1+want+rate/2, "the rate is respected")
 				best = max(best, n)
 			}
-			require.GreaterOrEqual(t, float64(best), 0.85*want, "the rate is used")
+			require.GreaterOrEqual(t, float64(best), 0.9*want, "the rate is used")
 		})
 	}
 }
