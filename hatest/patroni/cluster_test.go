@@ -160,7 +160,31 @@ func startCluster(t *testing.T, sync bool) *cluster {
 	cfg := filepath.Join(dir, "haproxy.cfg")
 	require.NoError(t, os.WriteFile(cfg, []byte(c.haproxyConfig()), 0o644))
 	c.haproxy = c.spawn("haproxy", filepath.Join(dir, "haproxy.log"), false, "haproxy", "-db", "-f", cfg)
+	c.waitHAProxyPrimary()
 	return c
+}
+
+// waitHAProxyPrimary waits until HAProxy routes only to the primary.
+// HAProxy starts with every server up and marks the replicas down only
+// after two failed checks (a second): a client that connects before then
+// may land on a replica (read-only) or have its session cut. Round-robin
+// spreads consecutive connections over the servers it holds up, so six
+// fresh ones in a row on a writable server mean the replicas are out.
+func (c *cluster) waitHAProxyPrimary() {
+	c.t.Helper()
+	db, err := sql.Open("pgx", c.haproxyURL("postgres"))
+	require.NoError(c.t, err)
+	defer db.Close()
+	db.SetMaxIdleConns(0) // each check a new connection, so a new pick
+	testdb.WaitFor(c.t, 60*time.Second, "HAProxy routing to the primary only", func() bool {
+		for range 6 {
+			var recovery bool
+			if err := db.QueryRow("SELECT pg_is_in_recovery()").Scan(&recovery); err != nil || recovery {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // patroniConfig is one node's Patroni configuration: trust authentication
