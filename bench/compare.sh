@@ -135,6 +135,8 @@ SAMPLES=$WORK/samples.tsv # DB SECONDS SIZE_MB DEAD_TUPLES LIVE_ROWS
 
 log "building sluice"
 go build -o "$WORK/sluice" ./cmd/sluice
+# The commit the binary was built from: a long run may see later commits land.
+M_COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo "+local changes")
 
 log "creating the bench databases if missing"
 pg_has_db() { psql "$PG_BASE/postgres" -tAc "SELECT 1 FROM pg_database WHERE datname = '$1'" | grep -q 1; }
@@ -449,7 +451,6 @@ M_PG=$(psql "$PG_BASE/postgres" -tAc "SHOW server_version" | awk '{ print $1 }')
 M_MYSQL=$(mysql "${MYSQL_ARGS[@]}" -NBe "SELECT VERSION()")
 M_FLUSH=$(mysql "${MYSQL_ARGS[@]}" -NBe "SELECT @@innodb_flush_log_at_trx_commit")
 M_REDIS_AOF=$(redis-cli -h "${REDIS%:*}" -p "${REDIS##*:}" config get appendonly 2>/dev/null | tail -n 1 || true)
-M_COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo "+local changes")
 CHART_DATA=$WORK/chart.json
 export JOBS RUNS FINISHED_ROWS PRELOAD_JOBS LATENCY_JOBS LATENCY_RATE PICKUP_JOBS PICKUP_GAP RESULTS SKIPPED SAMPLES \
   SCALE_JOBS SCALE_CONCURRENCY SUSTAINED_JOBS SUSTAINED_FRACTION SUSTAINED_INTERVAL SUSTAINED_CONCURRENCY CHART_DATA
