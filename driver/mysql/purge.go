@@ -19,8 +19,8 @@ import (
 // sluice_jobs_status_id and fetches each one's finished_at. Unbounded, the
 // last chunk of every pass read every row that retention keeps: with seven
 // days of finished jobs that is most of the table, every minute, and once
-// the table outgrew the buffer pool the reads stalled claims and completions
-// (p99 latency 80 ms to 5 s over a 5,000,000-job run, BENCHMARKS.md).
+// the table outgrows the buffer pool those reads compete with claims and
+// completions for it.
 //
 // A job finishes after it is created, and ids grow with created_at (both
 // are set at insert, by AUTO_INCREMENT and the server's clock), so no job
