@@ -55,7 +55,11 @@ func workerMain() int {
 		Types: map[string]sluice.Type{"work": {Lease: 5 * time.Second, Handler: sluice.HandlerFunc(func(ctx context.Context, j *sluice.Job) error {
 			// One write per line: O_APPEND makes each line land whole.
 			fmt.Fprintf(logf, "start %d %d %d\n", j.ID, j.Attempt, pid)
-			time.Sleep(15 * time.Millisecond)
+			// Long against a claim's round trip, so that a worker is between
+			// claims with nothing in flight for a small share of the run: at
+			// 15 ms, under -race on a slow 2-core machine, three kills in a
+			// row hit a worker waiting for its next claim.
+			time.Sleep(100 * time.Millisecond)
 			fmt.Fprintf(logf, "end %d %d %d\n", j.ID, j.Attempt, pid)
 			return nil
 		})}},
@@ -84,7 +88,7 @@ func TestKillWorkerMidRun(t *testing.T) {
 			// A kill that lands between jobs proves nothing about jobs in
 			// flight, so a run whose kill hit none is tried again on a fresh
 			// table, a bounded number of times.
-			const attempts = 3
+			const attempts = 5
 			for i := 1; ; i++ {
 				d, tg := testdb.OpenURL(t, name)
 				if runCrash(t, d, tg) {
