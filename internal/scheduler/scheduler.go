@@ -225,3 +225,27 @@ func (s *Scheduler) active(ctx context.Context, id int64) (bool, error) {
 	}
 	return j.Status == driver.StatusPending || j.Status == driver.StatusProcessing, nil
 }
+
+// LastSlot returns the last slot the schedule handled (fired or skipped),
+// and false when it handled none yet: a new schedule's row holds the time
+// it started from, which is no slot.
+func LastSlot(st driver.ScheduleState) (time.Time, bool) {
+	if !st.Found || st.Fires+st.Skips == 0 && st.LastJobID == 0 {
+		return time.Time{}, false
+	}
+	return st.LastSlot, true
+}
+
+// NextSlot returns the schedule's first slot after now, as the scheduler
+// will fire it: the series goes on from the last slot handled (an @every
+// interval counts from it), or from now for a schedule not started yet.
+func NextSlot(spec *cron.Expr, st driver.ScheduleState, now time.Time) cron.Slot {
+	from := now
+	if st.Found {
+		from = st.LastSlot
+		if due := spec.Due(from, now, 1); len(due) > 0 {
+			from = due[0].At
+		}
+	}
+	return spec.Next(from)
+}

@@ -287,4 +287,7 @@ var funcs = template.FuncMap{
 	"secs": secs,
 	"wait": wait,
 	"clip": func(s string, n int) string { return driver.Truncate(s, n, false) },
+	// final: the job will not run again, so it has no next run, and a
+	// success's last_error is from an attempt before it, not a problem.
+	"final": driver.IsFinal,
 }

@@ -16,8 +16,10 @@ import (
 // snapshot, rebuilt at most once per tick whoever asks, and only while
 // someone asks:
 //   - every liveTick, the live-rows Stats query (one read of the partial
-//     indexes over pending, processing and failed jobs);
-//   - every rollTick, the database clock, the paused flags and the day of
+//     indexes over pending, processing and failed jobs) and the paused
+//     flags (a read of the small queues table: a pause from the CLI or
+//     another process shows within a tick, not a roll-up period);
+//   - every rollTick, the database clock and the day of
 //     roll-ups (sluice_stats, one row per queue, type, outcome and minute,
 //     and sluice_stats_latency, one per queue, type, minute and latency
 //     histogram slot).
@@ -86,7 +88,6 @@ type live struct {
 	liveAt  time.Time // when the Stats query last ran (this process's clock)
 	rollAt  time.Time // when the roll-ups last were read
 	dbNow   time.Time // the database clock at rollAt
-	paused  map[string]bool
 	rolls   []driver.StatRow
 	latency []driver.LatencyRow
 	queries int64 // queries run, for the cost test
@@ -112,10 +113,6 @@ func (l *live) get(ctx context.Context) (*snapshot, error) {
 		if err != nil {
 			return nil, err
 		}
-		paused, err := l.d.PausedQueues(ctx)
-		if err != nil {
-			return nil, err
-		}
 		day := now.Truncate(time.Hour).Add(-23 * time.Hour)
 		rolls, err := l.d.ReadStats(ctx, driver.ReadStatsParams{Since: day})
 		if err != nil {
@@ -125,16 +122,20 @@ func (l *live) get(ctx context.Context) (*snapshot, error) {
 		if err != nil {
 			return nil, err
 		}
-		l.queries += 4
-		l.rollAt, l.dbNow, l.paused, l.rolls, l.latency = local, now, paused, rolls, latency
+		l.queries += 3
+		l.rollAt, l.dbNow, l.rolls, l.latency = local, now, rolls, latency
 	}
 	st, err := l.d.Stats(ctx)
 	if err != nil {
 		return nil, err
 	}
-	l.queries++
+	paused, err := l.d.PausedQueues(ctx)
+	if err != nil {
+		return nil, err
+	}
+	l.queries += 2
 	l.liveAt = local
-	l.snap = build(st, l.paused, l.rolls, l.latency, l.dbNow.Add(time.Since(l.rollAt)))
+	l.snap = build(st, paused, l.rolls, l.latency, l.dbNow.Add(time.Since(l.rollAt)))
 	return l.snap, nil
 }
 
