@@ -46,27 +46,23 @@ type snapshot struct {
 }
 
 type liveQueue struct {
-	Queue            string  `json:"queue"`
-	Pending          int64   `json:"pending"`
-	Processing       int64   `json:"processing"`
-	Failed           int64   `json:"failed"`
-	OldestPendingAge float64 `json:"oldest_pending_age_s"`
-	Paused           bool    `json:"paused"`
-	DoneHour         int64   `json:"done_1h"`
-	FailedHour       int64   `json:"failed_1h"`
-	DoneDay          int64   `json:"done_24h"`
-	FailedDay        int64   `json:"failed_24h"`
+	Queue            string         `json:"queue"`
+	Pending          int64          `json:"pending"`
+	Processing       int64          `json:"processing"`
+	Failed           int64          `json:"failed"`
+	OldestPendingAge float64        `json:"oldest_pending_age_s"`
+	Paused           bool           `json:"paused"`
+	Hour             sluice.Figures `json:"1h"`
+	Day              sluice.Figures `json:"24h"`
 }
 
-// liveType is one job type's finished attempts over the last hour and day:
-// Done succeeded, Failed failed (for good or to be retried); and the queue
-// latency of the attempts that started (nil: none did).
+// liveType is one job type's finished work over the last hour and day, as
+// sluice.Figures defines it, and the queue latency of the attempts that
+// started (nil: none did).
 type liveType struct {
 	Type        string               `json:"type"`
-	DoneHour    int64                `json:"done_1h"`
-	FailedHour  int64                `json:"failed_1h"`
-	DoneDay     int64                `json:"done_24h"`
-	FailedDay   int64                `json:"failed_24h"`
+	Hour        sluice.Figures       `json:"1h"`
+	Day         sluice.Figures       `json:"24h"`
 	LatencyHour *sluice.LatencyStats `json:"latency_1h"`
 	LatencyDay  *sluice.LatencyStats `json:"latency_24h"`
 }
@@ -180,27 +176,21 @@ func build(st []driver.QueueStats, paused map[string]bool, rolls []driver.StatRo
 	}
 	series("")
 	for _, r := range rolls {
-		var done, failed int64
-		switch r.Outcome {
-		case driver.OutcomeSuccess:
-			done = r.Count
-		case driver.OutcomeFailed, driver.OutcomeRetry:
-			failed = r.Count
-		default:
+		// The charts show attempts: done, and failed (for good or retried).
+		var one sluice.Figures
+		one.Add(r.Outcome, r.Count)
+		if one.Attempts() == 0 {
 			continue // cancellations ran nothing
 		}
+		done, failed := one.Done, one.FailedAttempts()
 		q := queue(r.Queue)
 		t := typ(r.Type)
-		q.DoneDay += done
-		q.FailedDay += failed
-		t.DoneDay += done
-		t.FailedDay += failed
+		q.Day.Add(r.Outcome, r.Count)
+		t.Day.Add(r.Outcome, r.Count)
 		inHour := !r.Bucket.Before(hourStart)
 		if inHour {
-			q.DoneHour += done
-			q.FailedHour += failed
-			t.DoneHour += done
-			t.FailedHour += failed
+			q.Hour.Add(r.Outcome, r.Count)
+			t.Hour.Add(r.Outcome, r.Count)
 		}
 		for _, ts := range []*typeSeries{series(""), series(r.Type)} {
 			if i := int(r.Bucket.Sub(dayStart) / time.Hour); i >= 0 && i < 24 {
