@@ -69,7 +69,10 @@ func (e *shardFailed) Error() string { return "shard " + e.shard + " failed: " +
 func (e *shardFailed) Unwrap() error { return e.err }
 
 func (r *shardRun) run(ctx context.Context) error {
-	c, err := r.acquire(ctx)
+	// Taking the shard is not cut short: a shard whose checkpoint was
+	// created is then owned, and ends below as failed, stopped or done,
+	// never left "running" by a half-done take when another shard fails.
+	c, err := r.acquire(context.WithoutCancel(ctx))
 	if errors.Is(err, ErrPaused) {
 		return fmt.Errorf("%w: batch %s shard %s (run `sluice batch resume %s`)", ErrPaused, r.b.Name, r.shard.name, r.b.Name)
 	}
