@@ -102,6 +102,9 @@ func TestDashboardFinishedJobs(t *testing.T) {
 			lost, err := d.Complete(ctx, driver.CompleteParams{Completions: []driver.Completion{comp}})
 			require.NoError(t, err)
 			require.Empty(t, lost)
+			// So that the finish is apart from the retry's next run, at
+			// SQLite's millisecond precision too.
+			time.Sleep(20 * time.Millisecond)
 		}
 		row, err := d.GetJob(ctx, j.ID)
 		require.NoError(t, err)
