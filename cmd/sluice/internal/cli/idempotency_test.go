@@ -7,8 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -104,11 +102,9 @@ func TestIdempotencyKeyNamesOneJob(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, name string) {
 		d, tg := testdb.OpenURL(t, name)
 		recv, srv := newAppliedReceiver(t, d, tg, false)
-		dir := t.TempDir()
-		cfg := filepath.Join(dir, "sluice.yaml")
-		require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`types:
+		cfg := writeBatchConfig(t, fmt.Sprintf(`types:
   sync: { http: { url: "%s/sync" } }
-`, srv.URL)), 0o600))
+`, srv.URL))
 		env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix}
 		sl := func(args ...string) string {
 			t.Helper()
@@ -157,11 +153,9 @@ func TestIdempotencyKeyHoldsAcrossRetries(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, name string) {
 		d, tg := testdb.OpenURL(t, name)
 		recv, srv := newAppliedReceiver(t, d, tg, true)
-		dir := t.TempDir()
-		cfg := filepath.Join(dir, "sluice.yaml")
-		require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`types:
+		cfg := writeBatchConfig(t, fmt.Sprintf(`types:
   sync: { http: { url: "%s/sync" }, backoff: { base: 1ms, max: 1ms } }
-`, srv.URL)), 0o600))
+`, srv.URL))
 		env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix}
 		r := run(t, env, "", "--config", cfg, "enqueue", "sync")
 		require.Equal(t, 0, r.Code, r.Stderr)
