@@ -3,6 +3,7 @@ package sluice_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"sync/atomic"
@@ -86,7 +87,8 @@ func TestClientOutcomes(t *testing.T) {
 			return r.ID
 		}
 		j := waitStatus(t, d, enq("ok", "order-1"), driver.StatusSuccess)
-		require.Equal(t, "done order-1", j.Result)
+		require.Equal(t, fmt.Sprintf("done job-%d-%d", j.ID, j.CreatedAt.UnixMicro()), j.Result,
+			"the idempotency key names the job and its creation time, not the business key")
 		require.NotNil(t, j.FinishedAt)
 
 		j = waitStatus(t, d, enq("flaky", ""), driver.StatusSuccess)

@@ -30,12 +30,16 @@ type Job struct {
 }
 
 // IdempotencyKey is what a handler should use to make its effects
-// idempotent: the business key, or "job-<id>" when there is none.
+// idempotent: "job-<id>-<created_at in Unix microseconds>". It names this
+// one job and stays the same across its attempts. It is not the business
+// key: a later job with the same business key (after the first finished
+// under dedupe "active", or after a purge under "permanent") must be
+// applied, and would be dropped by a receiver that remembers keys. The
+// creation time is in it because an id alone can come back: MariaDB
+// before 10.2.4 and MySQL before 8.0 restart AUTO_INCREMENT at the largest
+// id left, which a purge may have removed.
 func (j *Job) IdempotencyKey() string {
-	if j.Key != "" {
-		return j.Key
-	}
-	return fmt.Sprintf("job-%d", j.ID)
+	return fmt.Sprintf("job-%d-%d", j.ID, j.CreatedAt.UnixMicro())
 }
 
 // Decode unmarshals the payload into v.

@@ -42,6 +42,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/sluicehq/sluice/driver"
 )
 
@@ -121,6 +123,10 @@ type Batch struct {
 	Transient func(error) bool
 	// Owner names this runner in the checkpoints (default host:pid:random).
 	Owner string
+
+	// limiter is Throttle.MaxRowsPerSec's bucket, made by the first
+	// Validate and shared by every shard run through b.
+	limiter *rate.Limiter
 }
 
 // ChunkCounter counts committed chunks.
@@ -231,7 +237,13 @@ func (b *Batch) Validate() error {
 	if b.Owner == "" {
 		b.Owner = defaultOwner()
 	}
-	return b.Throttle.check()
+	if err := b.Throttle.check(); err != nil {
+		return err
+	}
+	if b.Throttle.MaxRowsPerSec > 0 && b.limiter == nil {
+		b.limiter = newRowLimiter(b.Throttle.MaxRowsPerSec, b.maxChunk())
+	}
+	return nil
 }
 
 func (s Shards) check(source string) error {
@@ -337,6 +349,9 @@ func (b *Batch) Run(ctx context.Context, d driver.Driver) error {
 		return err
 	}
 	p := newProgressTracker(b)
+	if err := p.preload(ctx, d, shards); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	sem := make(chan struct{}, b.Parallel)
@@ -360,7 +375,11 @@ func (b *Batch) Run(ctx context.Context, d driver.Driver) error {
 					firstErr = err
 				}
 				mu.Unlock()
-				cancel(err)
+				if errors.Is(err, ErrPaused) || errors.Is(err, ErrBusy) || errors.Is(err, ErrLost) {
+					cancel(err) // not a failure: the other shards stop as they are
+				} else {
+					cancel(&shardFailed{shard: s.name, err: err})
+				}
 			}
 		})
 	}

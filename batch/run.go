@@ -58,8 +58,21 @@ func (b *Batch) transientFunc(d driver.Driver) func(error) bool {
 	}
 }
 
+// shardFailed is the cause Run cancels the other shards with when one
+// fails, so that they record why they stopped.
+type shardFailed struct {
+	shard string
+	err   error
+}
+
+func (e *shardFailed) Error() string { return "shard " + e.shard + " failed: " + e.err.Error() }
+func (e *shardFailed) Unwrap() error { return e.err }
+
 func (r *shardRun) run(ctx context.Context) error {
-	c, err := r.acquire(ctx)
+	// Taking the shard is not cut short: a shard whose checkpoint was
+	// created is then owned, and ends below as failed, stopped or done,
+	// never left "running" by a half-done take when another shard fails.
+	c, err := r.acquire(context.WithoutCancel(ctx))
 	if errors.Is(err, ErrPaused) {
 		return fmt.Errorf("%w: batch %s shard %s (run `sluice batch resume %s`)", ErrPaused, r.b.Name, r.shard.name, r.b.Name)
 	}
@@ -67,11 +80,36 @@ func (r *shardRun) run(ctx context.Context) error {
 		return err
 	}
 	if c.Status == StatusDone {
-		r.progress.startShard(r.shard.name, c.RowsDone, 0)
+		r.progress.startShard(r.shard.name, c.RowsDone)
 		return nil
 	}
 	r.version = c.Version
 	defer r.release(context.WithoutCancel(ctx))
+	err = r.work(ctx, c)
+	if err == nil || errors.Is(err, ErrLost) || errors.Is(err, ErrPaused) {
+		return err
+	}
+	why := err.Error()
+	if ctx.Err() != nil {
+		var sf *shardFailed
+		if !errors.As(context.Cause(ctx), &sf) {
+			return err // stopped from outside (a signal, the job's end): the checkpoint stays as it was
+		}
+		why = "stopped because " + sf.Error()
+	}
+	// Every other error ends the shard: it is marked failed with the error,
+	// whatever step failed (a chunk, the throttle query), so that status
+	// shows why, and the cursor stays at the last good chunk, so that a
+	// later run resumes there once the cause is fixed.
+	if ferr := r.finish(context.WithoutCancel(ctx), StatusFailed, why); ferr != nil {
+		return errors.Join(err, ferr)
+	}
+	return err
+}
+
+// work runs the shard's chunks from checkpoint c until none is left.
+func (r *shardRun) work(ctx context.Context, c Checkpoint) error {
+	var err error
 	if r.cursor, err = decodeCursor(c.Cursor, len(r.b.Key)); err != nil {
 		return err
 	}
@@ -85,13 +123,7 @@ func (r *shardRun) run(ctx context.Context) error {
 		r.adapt = newAdaptive(r.b.TargetChunkDuration, r.b.MinChunk, r.b.MaxChunk, start)
 		r.size = r.adapt.size
 	}
-	var total int64
-	if r.b.CountTotal {
-		if total, err = r.count(ctx); err != nil {
-			return err
-		}
-	}
-	r.progress.startShard(r.shard.name, c.RowsDone, total)
+	r.progress.startShard(r.shard.name, c.RowsDone)
 
 	for {
 		if err := r.boundary(ctx); err != nil {
@@ -103,14 +135,6 @@ func (r *shardRun) run(ctx context.Context) error {
 		start := time.Now()
 		n, err := r.chunkWithRetry(ctx)
 		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, ErrLost) {
-				return err // stopped from outside: the checkpoint stays as it was
-			}
-			// Leave the cursor at the last good chunk so that a later run,
-			// once the cause is fixed, resumes there.
-			if ferr := r.finish(context.WithoutCancel(ctx), StatusFailed, err.Error()); ferr != nil {
-				return errors.Join(err, ferr)
-			}
 			return err
 		}
 		took := time.Since(start)
@@ -124,6 +148,11 @@ func (r *shardRun) run(ctx context.Context) error {
 		if r.adapt != nil && full {
 			r.size = r.adapt.observe(n, took)
 		}
+		// The last chunk is paced too, before the shard is marked done, so
+		// that the cap holds over the whole run.
+		if err := r.pace(ctx, n, !full); err != nil {
+			return err
+		}
 		if !full {
 			// A short chunk is the end: the query found no more rows.
 			if err := r.finish(ctx, StatusDone, ""); err != nil {
@@ -131,9 +160,6 @@ func (r *shardRun) run(ctx context.Context) error {
 			}
 			r.progress.shardDone(r.shard.name)
 			return nil
-		}
-		if err := r.pace(ctx, n, took); err != nil {
-			return err
 		}
 	}
 }
@@ -300,9 +326,10 @@ func plain(v any) any {
 	return v
 }
 
-// count returns the shard's row count, for the ETA.
-func (r *shardRun) count(ctx context.Context) (int64, error) {
-	q := r.chunkQuery(nil, 0)
+// count returns the shard's rows after cursor (nil: from the start), for
+// the ETA.
+func (r *shardRun) count(ctx context.Context, cursor []any) (int64, error) {
+	q := r.chunkQuery(cursor, 0)
 	cq := "SELECT COUNT(*) FROM (" + q.sql.String() + ") c"
 	var n int64
 	if err := r.drv.DB().QueryRowContext(ctx, cq, q.args...).Scan(&n); err != nil {
@@ -317,11 +344,21 @@ type DryRunResult struct {
 	SQL   string
 	Args  []any
 	Rows  int
+	// Throttle is what the throttle query returned (nil without one).
+	Throttle *float64
+	// Total is every shard's rows, with CountTotal; else 0.
+	Total int64
+	// SinkChecked says that the SQL sink's statements ran on the chunk
+	// in a transaction that was rolled back.
+	SinkChecked bool
 }
 
-// DryRun builds and runs the next chunk's query of the first shard that is
-// not done, read-only, and reports the SQL and how many rows it returns.
-// It writes nothing, not even a checkpoint.
+// DryRun runs every query a run would, read-only, and reports the next
+// chunk of the first shard that is not done: the shard query, the chunk
+// query, the throttle query, the counts with CountTotal, and an SQL sink's
+// statements on that chunk inside a transaction that is rolled back. A
+// query that fails fails the dry run as it would fail the run. It writes
+// nothing, not even a checkpoint.
 func (b *Batch) DryRun(ctx context.Context, d driver.Driver) (DryRunResult, error) {
 	if err := b.Validate(); err != nil {
 		return DryRunResult{}, err
@@ -330,9 +367,22 @@ func (b *Batch) DryRun(ctx context.Context, d driver.Driver) (DryRunResult, erro
 	if err != nil {
 		return DryRunResult{}, err
 	}
+	var res DryRunResult
+	if b.Throttle.Query != "" {
+		v, err := b.throttleValue(ctx, d)
+		if err != nil {
+			return res, err
+		}
+		res.Throttle = &v
+	}
+	p := newProgressTracker(b)
+	if err := p.preload(ctx, d, shards); err != nil {
+		return res, err
+	}
+	res.Total = p.total
 	cps, err := Checkpoints(ctx, d, b.Name)
 	if err != nil {
-		return DryRunResult{}, err
+		return res, err
 	}
 	byShard := map[string]Checkpoint{}
 	for _, c := range cps {
@@ -345,7 +395,7 @@ func (b *Batch) DryRun(ctx context.Context, d driver.Driver) (DryRunResult, erro
 		}
 		r := &shardRun{b: b, d: d.Dialect(), drv: d, shard: s}
 		if r.cursor, err = decodeCursor(c.Cursor, len(b.Key)); err != nil {
-			return DryRunResult{}, err
+			return res, err
 		}
 		size := b.ChunkSize
 		if b.TargetChunkDuration > 0 {
@@ -354,9 +404,38 @@ func (b *Batch) DryRun(ctx context.Context, d driver.Driver) (DryRunResult, erro
 		q := r.chunkQuery(r.cursor, size)
 		ch, err := r.fetch(ctx, d.DB(), q)
 		if err != nil {
-			return DryRunResult{}, fmt.Errorf("batch %s shard %s: %w", b.Name, s.name, err)
+			return res, fmt.Errorf("batch %s shard %s: %w", b.Name, s.name, err)
 		}
-		return DryRunResult{Shard: s.name, SQL: q.sql.String(), Args: q.args, Rows: len(ch.Rows)}, nil
+		res.Shard, res.SQL, res.Args, res.Rows = s.name, q.sql.String(), q.args, len(ch.Rows)
+		if res.SinkChecked, err = r.checkSink(ctx, ch); err != nil {
+			return res, fmt.Errorf("batch %s shard %s: sink: %w", b.Name, s.name, err)
+		}
+		return res, nil
 	}
-	return DryRunResult{}, nil
+	return res, nil
+}
+
+// checkSink runs an SQL sink's statements (alone or after a copy) on the
+// chunk in a transaction it rolls back, and reports whether it did: the
+// copy itself writes to another database and a Go sink may reach outside
+// the database, so neither is run.
+func (r *shardRun) checkSink(ctx context.Context, ch *Chunk) (bool, error) {
+	sink := r.b.Sink
+	if c, ok := sink.(CopySink); ok {
+		sink = c.Then
+	}
+	q, ok := sink.(SQLSink)
+	if !ok || len(ch.Rows) == 0 {
+		return false, nil
+	}
+	tx, err := r.drv.DB().BeginTx(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback()
+	ch.Tx = tx
+	if err := q.Write(ctx, ch); err != nil {
+		return false, err
+	}
+	return true, nil
 }

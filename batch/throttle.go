@@ -5,14 +5,23 @@ import (
 	"database/sql"
 	"fmt"
 	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/sluicehq/sluice/driver"
 )
 
 // Throttle slows a batch down to spare the database.
 type Throttle struct {
 	// Sleep pauses after every chunk.
 	Sleep time.Duration
-	// MaxRowsPerSec bounds each shard's rate: after a chunk of n rows, the
-	// shard waits until n/MaxRowsPerSec has passed since the chunk began.
+	// MaxRowsPerSec bounds the rows per second of the whole batch in this
+	// process: every shard it runs (Run's Parallel shards, and the shard
+	// jobs of one Batch value in a worker) draws a chunk's rows from one
+	// token bucket after the chunk, the last chunk of a shard included.
+	// The bucket starts empty and holds at most one chunk, so over any run
+	// the rows done stay within MaxRowsPerSec times the time taken. Other
+	// processes have their own buckets: N processes run up to N times it.
 	MaxRowsPerSec float64
 	// Query returns one number, such as replica lag in seconds or the
 	// count of running threads. Before each chunk the shard waits, polling
@@ -42,15 +51,15 @@ func (r *shardRun) waitThrottle(ctx context.Context) error {
 	}
 	lastTouch := time.Now()
 	for {
-		var v sql.NullFloat64
-		if err := r.drv.DB().QueryRowContext(ctx, t.Query).Scan(&v); err != nil {
-			return fmt.Errorf("batch %s: throttle query: %w", r.b.Name, err)
+		v, err := r.b.throttleValue(ctx, r.drv)
+		if err != nil {
+			return err
 		}
-		if v.Float64 <= t.Threshold {
+		if v <= t.Threshold {
 			return nil
 		}
-		why := fmt.Sprintf("throttled: throttle query returned %g, above the threshold %g", v.Float64, t.Threshold)
-		r.b.Log.Info("batch throttled", "batch", r.b.Name, "shard", r.shard.name, "value", v.Float64, "threshold", t.Threshold)
+		why := fmt.Sprintf("throttled: throttle query returned %g, above the threshold %g", v, t.Threshold)
+		r.b.Log.Info("batch throttled", "batch", r.b.Name, "shard", r.shard.name, "value", v, "threshold", t.Threshold)
 		r.progress.throttled(r.shard.name, why)
 		if err := sleep(ctx, t.Poll); err != nil {
 			return err
@@ -67,17 +76,44 @@ func (r *shardRun) waitThrottle(ctx context.Context) error {
 	}
 }
 
-// pace applies Sleep and MaxRowsPerSec after a chunk of n rows that took took.
-func (r *shardRun) pace(ctx context.Context, n int, took time.Duration) error {
-	t := r.b.Throttle
-	wait := t.Sleep
-	if t.MaxRowsPerSec > 0 {
-		wait = max(wait, time.Duration(float64(n)/t.MaxRowsPerSec*float64(time.Second))-took)
+// throttleValue runs the throttle query; NULL counts as 0.
+func (b *Batch) throttleValue(ctx context.Context, d driver.Driver) (float64, error) {
+	var v sql.NullFloat64
+	if err := d.DB().QueryRowContext(ctx, b.Throttle.Query).Scan(&v); err != nil {
+		return 0, fmt.Errorf("batch %s: throttle query: %w", b.Name, err)
 	}
-	if wait <= 0 {
-		return nil
+	return v.Float64, nil
+}
+
+// pace applies Sleep and MaxRowsPerSec after a chunk of n rows: the sleep
+// between chunks, then the rows drawn from the batch's bucket.
+func (r *shardRun) pace(ctx context.Context, n int, last bool) error {
+	if t := r.b.Throttle.Sleep; t > 0 && !last {
+		if err := sleep(ctx, t); err != nil {
+			return err
+		}
 	}
-	return sleep(ctx, wait)
+	if r.b.limiter != nil && n > 0 {
+		return r.b.limiter.WaitN(ctx, n)
+	}
+	return nil
+}
+
+// maxChunk is the largest chunk a shard can read.
+func (b *Batch) maxChunk() int {
+	if b.TargetChunkDuration > 0 {
+		return b.MaxChunk
+	}
+	return b.ChunkSize
+}
+
+// newRowLimiter returns a bucket of perSec rows a second that holds one
+// chunk, empty: a full one would let the first chunk of every shard
+// through unpaced.
+func newRowLimiter(perSec float64, chunk int) *rate.Limiter {
+	l := rate.NewLimiter(rate.Limit(perSec), chunk)
+	l.AllowN(time.Now(), chunk)
+	return l
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

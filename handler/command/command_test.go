@@ -23,7 +23,7 @@ import (
 
 func testJob() *sluice.Job {
 	return &sluice.Job{ID: 42, Type: "report", Key: "2024-06", Attempt: 3, MaxAttempts: 5,
-		Payload: json.RawMessage(`{"month":"2024-06"}`)}
+		Payload: json.RawMessage(`{"month":"2024-06"}`), CreatedAt: time.UnixMicro(1700000000123456)}
 }
 
 // shell builds a handler running script with sh -c. The handler itself
@@ -66,13 +66,13 @@ func TestStdinAndEnvironment(t *testing.T) {
 	t.Setenv("FROM_PARENT", "inherited")
 	t.Setenv("SLUICE_JOB_ID", "spoofed")
 	job := testJob()
-	h := shell(t, `cat; echo; echo "$SLUICE_JOB_ID|$SLUICE_JOB_TYPE|$SLUICE_JOB_KEY|$SLUICE_JOB_ATTEMPT|$FROM_PARENT|$EXTRA|$(pwd)"`,
-		command.Config{Env: []string{"EXTRA=extra", "SLUICE_JOB_TYPE=spoofed"}, Dir: "/"})
+	h := shell(t, `cat; echo; echo "$SLUICE_JOB_ID|$SLUICE_JOB_TYPE|$SLUICE_JOB_KEY|$SLUICE_JOB_ATTEMPT|$SLUICE_IDEMPOTENCY_KEY|$FROM_PARENT|$EXTRA|$(pwd)"`,
+		command.Config{Env: []string{"EXTRA=extra", "SLUICE_JOB_TYPE=spoofed", "SLUICE_IDEMPOTENCY_KEY=spoofed"}, Dir: "/"})
 	require.NoError(t, h.Work(context.Background(), job))
 
 	stdin, env, _ := strings.Cut(resultOf(t, job), "\n")
 	require.JSONEq(t, `{"id":42,"type":"report","key":"2024-06","attempt":3,"max_attempts":5,"payload":{"month":"2024-06"}}`, stdin)
-	require.Equal(t, "42|report|2024-06|3|inherited|extra|/\n", env)
+	require.Equal(t, "42|report|2024-06|3|job-42-1700000000123456|inherited|extra|/\n", env)
 }
 
 func TestOutputKeepsOnlyTheTail(t *testing.T) {

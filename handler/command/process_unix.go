@@ -52,6 +52,7 @@ func (h *Handler) start(input []byte, job *sluice.Job, traceParent string, stdou
 		"SLUICE_JOB_KEY="+job.Key,
 		"SLUICE_JOB_PARTITION="+job.Partition,
 		"SLUICE_JOB_ATTEMPT="+strconv.Itoa(job.Attempt),
+		"SLUICE_IDEMPOTENCY_KEY="+job.IdempotencyKey(),
 		// The W3C name that OpenTelemetry SDKs read for a process's
 		// parent; empty when the job is not traced.
 		"TRACEPARENT="+traceParent,

@@ -55,7 +55,7 @@ var sharedClient = &http.Client{Transport: sharedTransport, CheckRedirect: noRed
 func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // reservedHeaders are set by the protocol and cannot be configured.
-var reservedHeaders = []string{"Content-Type", "Idempotency-Key", "X-Sluice-Job-Id", "X-Sluice-Attempt", "X-Sluice-Signature", "Traceparent"}
+var reservedHeaders = []string{"Content-Type", "Idempotency-Key", "X-Sluice-Key", "X-Sluice-Job-Id", "X-Sluice-Attempt", "X-Sluice-Signature", "Traceparent"}
 
 // Endpoint delivers signed POSTs to one URL and classifies the answers.
 // Job webhooks and the batch HTTP sink both deliver through it, so that
@@ -149,11 +149,11 @@ func isTokenChar(r rune) bool {
 		strings.ContainsRune("!#$%&'*+-.^_`|~", r))
 }
 
-// CheckIdempotencyKey reports whether key can travel in an
-// Idempotency-Key header, which cannot carry control characters.
-func CheckIdempotencyKey(key string) error {
-	if strings.ContainsFunc(key, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
-		return fmt.Errorf("key %q has control characters, which an Idempotency-Key header cannot carry", key)
+// checkHeaderValue reports whether value can travel in the header name,
+// which cannot carry control characters.
+func checkHeaderValue(name, value string) error {
+	if strings.ContainsFunc(value, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
+		return fmt.Errorf("key %q has control characters, which an %s header cannot carry", value, name)
 	}
 	return nil
 }
@@ -173,7 +173,7 @@ func (e *Endpoint) Post(ctx context.Context, body []byte, key string, extra http
 
 // post is Post that also returns the HTTP status, 0 when no response came.
 func (e *Endpoint) post(ctx context.Context, body []byte, key string, extra http.Header) (string, int, error) {
-	if err := CheckIdempotencyKey(key); err != nil {
+	if err := checkHeaderValue("Idempotency-Key", key); err != nil {
 		// HTTP cannot carry it, so no attempt would ever be sent.
 		return "", 0, sluice.Permanent(err)
 	}
@@ -200,12 +200,22 @@ func (e *Endpoint) post(ctx context.Context, body []byte, key string, extra http
 	}
 	defer resp.Body.Close()
 	// Reading one byte past the limit reaches EOF on a body that fits, so
-	// its connection goes back to the pool. The status code alone decides
-	// the outcome, so a body cut short by a reset or the timeout is kept
-	// as far as it came.
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, driver.MaxResultLen+1))
+	// its connection goes back to the pool. A body longer than a result
+	// holds is cut on purpose. A 2xx whose body stops early (a reset, or
+	// the timeout) is a failed call, as a response whose headers come too
+	// late is: the receiver did not finish answering, and the retry carries the
+	// same Idempotency-Key, so a receiver that did the work answers again
+	// without doing it twice.
+	data, readErr := io.ReadAll(io.LimitReader(resp.Body, driver.MaxResultLen+1))
 	text := strings.ToValidUTF8(driver.Truncate(string(data), driver.MaxResultLen, false), "\uFFFD")
 	code := resp.StatusCode
+	if readErr != nil && code >= 200 && code < 300 {
+		if ctx.Err() == nil && errors.Is(readErr, context.DeadlineExceeded) {
+			readErr = fmt.Errorf("not complete within %s", e.timeout)
+		}
+		return "", code, fmt.Errorf("POST %s: HTTP %d, but the response body stopped after %d bytes: %w",
+			e.shownURL, code, len(data), readErr)
+	}
 	switch {
 	case code >= 200 && code < 300:
 		return text, code, nil

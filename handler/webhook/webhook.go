@@ -84,6 +84,13 @@ func (h *Handler) Work(ctx context.Context, job *sluice.Job) error {
 	extra := http.Header{}
 	extra.Set("X-Sluice-Job-Id", strconv.FormatInt(job.ID, 10))
 	extra.Set("X-Sluice-Attempt", strconv.Itoa(job.Attempt))
+	if job.Key != "" {
+		if err := checkHeaderValue("X-Sluice-Key", job.Key); err != nil {
+			// HTTP cannot carry it, so no attempt would ever be sent.
+			return sluice.Permanent(err)
+		}
+		extra.Set("X-Sluice-Key", job.Key)
+	}
 	if tp := sluice.TraceParent(ctx); tp != "" {
 		extra.Set("Traceparent", tp)
 	}

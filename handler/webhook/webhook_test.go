@@ -20,7 +20,7 @@ import (
 
 func testJob() *sluice.Job {
 	return &sluice.Job{ID: 42, Type: "order_sync", Key: "order-7", Attempt: 2, MaxAttempts: 5,
-		Payload: json.RawMessage(`{"order":7}`)}
+		Payload: json.RawMessage(`{"order":7}`), CreatedAt: time.UnixMicro(1700000000123456)}
 }
 
 func newHandler(t *testing.T, cfg webhook.Config) *webhook.Handler {
@@ -52,7 +52,8 @@ func TestSuccessSendsProtocolAndStoresBody(t *testing.T) {
 	require.Equal(t, http.MethodPost, got.Method)
 	require.Equal(t, "/hook", got.URL.Path)
 	require.Equal(t, "application/json", got.Header.Get("Content-Type"))
-	require.Equal(t, "order-7", got.Header.Get("Idempotency-Key"))
+	require.Equal(t, "job-42-1700000000123456", got.Header.Get("Idempotency-Key"), "the key names the job, not its business key")
+	require.Equal(t, "order-7", got.Header.Get("X-Sluice-Key"))
 	require.Equal(t, "42", got.Header.Get("X-Sluice-Job-Id"))
 	require.Equal(t, "2", got.Header.Get("X-Sluice-Attempt"))
 	require.Equal(t, "acme", got.Header.Get("X-Tenant"))
@@ -64,14 +65,40 @@ func TestSuccessSendsProtocolAndStoresBody(t *testing.T) {
 
 func TestIdempotencyKeyWithoutBusinessKey(t *testing.T) {
 	var key string
+	var sent http.Header
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key = r.Header.Get("Idempotency-Key")
+		key, sent = r.Header.Get("Idempotency-Key"), r.Header
 	}))
 	defer srv.Close()
 	job := testJob()
 	job.Key = ""
 	require.NoError(t, work(t, newHandler(t, webhook.Config{URL: srv.URL}), job))
-	require.Equal(t, "job-42", key)
+	require.Equal(t, "job-42-1700000000123456", key)
+	require.Equal(t, job.IdempotencyKey(), key)
+	require.NotContains(t, sent, "X-Sluice-Key", "a job without a business key sends no X-Sluice-Key")
+}
+
+// A 2xx whose body stops before its end (the endpoint's timeout here) is a
+// failed call, transient, and says so; the job keeps no partial result.
+func TestBodyCutByTimeoutFails(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "100")
+		w.WriteHeader(200)
+		w.Write([]byte(`{"partial":`))
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+		}
+	}))
+	defer srv.Close()
+	job := testJob()
+	err := work(t, newHandler(t, webhook.Config{URL: srv.URL, Timeout: 300 * time.Millisecond}), job)
+	require.Error(t, err)
+	require.False(t, sluice.IsPermanent(err), "a cut body is retried: %v", err)
+	require.Contains(t, err.Error(), "HTTP 200, but the response body stopped after 11 bytes: not complete within 300ms")
+	_, ok := job.Result()
+	require.False(t, ok, "no partial result")
 }
 
 func TestResultIsCappedAt64KiB(t *testing.T) {

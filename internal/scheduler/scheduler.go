@@ -129,10 +129,14 @@ func (s *Scheduler) Pass(ctx context.Context) (time.Duration, error) {
 	next := time.Duration(0)
 	var errs []error
 	for _, e := range s.cfg.Entries {
-		if err := s.fire(ctx, e, now); err != nil {
+		last, err := s.fire(ctx, e, now)
+		if err != nil {
 			errs = append(errs, err)
+			last = now
 		}
-		d := e.Spec.Next(now).At.Sub(now)
+		// From the last slot, not from now: @every slots follow each other
+		// at fixed intervals from the schedule's start.
+		d := e.Spec.Next(last).At.Sub(now)
 		if next == 0 || d < next {
 			next = d
 		}
@@ -143,14 +147,16 @@ func (s *Scheduler) Pass(ctx context.Context) (time.Duration, error) {
 	return next, nil
 }
 
-func (s *Scheduler) fire(ctx context.Context, e Entry, now time.Time) error {
+// fire enqueues the due slots of e and returns the last slot handled (the
+// start of a new schedule), from which its next slot follows.
+func (s *Scheduler) fire(ctx context.Context, e Entry, now time.Time) (time.Time, error) {
 	st, err := s.cfg.Driver.ScheduleState(ctx, driver.ScheduleStateParams{Name: e.Name})
 	if err != nil {
-		return err
+		return time.Time{}, err
 	}
 	if !st.Found {
 		// A new schedule starts from now: there is nothing it missed.
-		return s.cfg.Driver.InitSchedule(ctx, driver.InitScheduleParams{Name: e.Name, Last: now})
+		return now, s.cfg.Driver.InitSchedule(ctx, driver.InitScheduleParams{Name: e.Name, Last: now})
 	}
 	// Slots from the last few seconds are late, not missed: a slow pass
 	// (a busy database, a GC pause) fires them all. catch_up limits only
@@ -160,11 +166,16 @@ func (s *Scheduler) fire(ctx context.Context, e Entry, now time.Time) error {
 	from := st.LastSlot
 	if from.Before(cut) {
 		due = e.Spec.Due(from, cut, e.CatchUp)
-		from = cut
+		if len(due) > 0 {
+			// The late slots follow the last missed one. Starting them
+			// from cut instead would shift an @every series, whose slots
+			// count from the previous slot, lateGrace late for good.
+			from = due[len(due)-1].At
+		}
 	}
 	due = append(due, e.Spec.Due(from, now, maxLate)...)
 	if len(due) == 0 {
-		return nil
+		return st.LastSlot, nil
 	}
 	forbid := cmp.Or(e.Overlap, DefaultOverlap) == OverlapForbid
 	lastJob, fired, skipped := st.LastJobID, 0, 0
@@ -172,7 +183,7 @@ func (s *Scheduler) fire(ctx context.Context, e Entry, now time.Time) error {
 		if forbid && lastJob > 0 {
 			active, err := s.active(ctx, lastJob)
 			if err != nil {
-				return err
+				return time.Time{}, err
 			}
 			if active {
 				skipped++
@@ -185,7 +196,7 @@ func (s *Scheduler) fire(ctx context.Context, e Entry, now time.Time) error {
 		}
 		id, dup, err := s.cfg.Enqueue(ctx, e, "sched:"+e.Name+":"+slot.Key)
 		if err != nil {
-			return fmt.Errorf("schedule %s slot %s: %w", e.Name, slot.Key, err)
+			return time.Time{}, fmt.Errorf("schedule %s slot %s: %w", e.Name, slot.Key, err)
 		}
 		lastJob = id
 		if !dup {
@@ -198,9 +209,10 @@ func (s *Scheduler) fire(ctx context.Context, e Entry, now time.Time) error {
 	}
 	// Losing the compare-and-set means another node handled these slots
 	// too; the keys made sure each fired once.
+	last := due[len(due)-1].At
 	_, err = s.cfg.Driver.AdvanceSchedule(ctx, driver.AdvanceScheduleParams{Name: e.Name, Version: st.Version,
-		LastSlot: due[len(due)-1].At, LastJobID: lastJob, Fired: fired, Skipped: skipped})
-	return err
+		LastSlot: last, LastJobID: lastJob, Fired: fired, Skipped: skipped})
+	return last, err
 }
 
 func (s *Scheduler) active(ctx context.Context, id int64) (bool, error) {
@@ -212,4 +224,28 @@ func (s *Scheduler) active(ctx context.Context, id int64) (bool, error) {
 		return false, err
 	}
 	return j.Status == driver.StatusPending || j.Status == driver.StatusProcessing, nil
+}
+
+// LastSlot returns the last slot the schedule handled (fired or skipped),
+// and false when it handled none yet: a new schedule's row holds the time
+// it started from, which is no slot.
+func LastSlot(st driver.ScheduleState) (time.Time, bool) {
+	if !st.Found || st.Fires+st.Skips == 0 && st.LastJobID == 0 {
+		return time.Time{}, false
+	}
+	return st.LastSlot, true
+}
+
+// NextSlot returns the schedule's first slot after now, as the scheduler
+// will fire it: the series goes on from the last slot handled (an @every
+// interval counts from it), or from now for a schedule not started yet.
+func NextSlot(spec *cron.Expr, st driver.ScheduleState, now time.Time) cron.Slot {
+	from := now
+	if st.Found {
+		from = st.LastSlot
+		if due := spec.Due(from, now, 1); len(due) > 0 {
+			from = due[0].At
+		}
+	}
+	return spec.Next(from)
 }

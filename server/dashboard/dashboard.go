@@ -275,16 +275,22 @@ var funcs = template.FuncMap{
 		return timeTag(*t)
 	},
 	// rate is failed over all attempts, as a percentage.
-	"rate": func(failed, done int64) string {
-		if failed+done == 0 {
+	// failedShare is sluice.Figures.FailedAttemptShare as a percentage
+	// (app.js's rate shows the same).
+	"failedShare": func(f sluice.Figures) string {
+		share, ok := f.FailedAttemptShare()
+		if !ok {
 			return "—"
 		}
-		return strconv.FormatFloat(100*float64(failed)/float64(failed+done), 'f', 1, 64) + "%"
+		return strconv.FormatFloat(100*share, 'f', 1, 64) + "%"
 	},
-	"perMin": func(done, failed int64, minutes float64) string {
-		return strconv.FormatFloat(float64(done+failed)/minutes, 'f', 2, 64) + "/min"
+	"perMin": func(n int64, minutes float64) string {
+		return strconv.FormatFloat(float64(n)/minutes, 'f', 2, 64) + "/min"
 	},
 	"secs": secs,
 	"wait": wait,
 	"clip": func(s string, n int) string { return driver.Truncate(s, n, false) },
+	// final: the job will not run again, so it has no next run, and a
+	// success's last_error is from an attempt before it, not a problem.
+	"final": driver.IsFinal,
 }

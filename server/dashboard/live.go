@@ -16,8 +16,10 @@ import (
 // snapshot, rebuilt at most once per tick whoever asks, and only while
 // someone asks:
 //   - every liveTick, the live-rows Stats query (one read of the partial
-//     indexes over pending, processing and failed jobs);
-//   - every rollTick, the database clock, the paused flags and the day of
+//     indexes over pending, processing and failed jobs) and the paused
+//     flags (a read of the small queues table: a pause from the CLI or
+//     another process shows within a tick, not a roll-up period);
+//   - every rollTick, the database clock and the day of
 //     roll-ups (sluice_stats, one row per queue, type, outcome and minute,
 //     and sluice_stats_latency, one per queue, type, minute and latency
 //     histogram slot).
@@ -44,27 +46,23 @@ type snapshot struct {
 }
 
 type liveQueue struct {
-	Queue            string  `json:"queue"`
-	Pending          int64   `json:"pending"`
-	Processing       int64   `json:"processing"`
-	Failed           int64   `json:"failed"`
-	OldestPendingAge float64 `json:"oldest_pending_age_s"`
-	Paused           bool    `json:"paused"`
-	DoneHour         int64   `json:"done_1h"`
-	FailedHour       int64   `json:"failed_1h"`
-	DoneDay          int64   `json:"done_24h"`
-	FailedDay        int64   `json:"failed_24h"`
+	Queue            string         `json:"queue"`
+	Pending          int64          `json:"pending"`
+	Processing       int64          `json:"processing"`
+	Failed           int64          `json:"failed"`
+	OldestPendingAge float64        `json:"oldest_pending_age_s"`
+	Paused           bool           `json:"paused"`
+	Hour             sluice.Figures `json:"1h"`
+	Day              sluice.Figures `json:"24h"`
 }
 
-// liveType is one job type's finished attempts over the last hour and day:
-// Done succeeded, Failed failed (for good or to be retried); and the queue
-// latency of the attempts that started (nil: none did).
+// liveType is one job type's finished work over the last hour and day, as
+// sluice.Figures defines it, and the queue latency of the attempts that
+// started (nil: none did).
 type liveType struct {
 	Type        string               `json:"type"`
-	DoneHour    int64                `json:"done_1h"`
-	FailedHour  int64                `json:"failed_1h"`
-	DoneDay     int64                `json:"done_24h"`
-	FailedDay   int64                `json:"failed_24h"`
+	Hour        sluice.Figures       `json:"1h"`
+	Day         sluice.Figures       `json:"24h"`
 	LatencyHour *sluice.LatencyStats `json:"latency_1h"`
 	LatencyDay  *sluice.LatencyStats `json:"latency_24h"`
 }
@@ -86,7 +84,6 @@ type live struct {
 	liveAt  time.Time // when the Stats query last ran (this process's clock)
 	rollAt  time.Time // when the roll-ups last were read
 	dbNow   time.Time // the database clock at rollAt
-	paused  map[string]bool
 	rolls   []driver.StatRow
 	latency []driver.LatencyRow
 	queries int64 // queries run, for the cost test
@@ -112,10 +109,6 @@ func (l *live) get(ctx context.Context) (*snapshot, error) {
 		if err != nil {
 			return nil, err
 		}
-		paused, err := l.d.PausedQueues(ctx)
-		if err != nil {
-			return nil, err
-		}
 		day := now.Truncate(time.Hour).Add(-23 * time.Hour)
 		rolls, err := l.d.ReadStats(ctx, driver.ReadStatsParams{Since: day})
 		if err != nil {
@@ -125,16 +118,20 @@ func (l *live) get(ctx context.Context) (*snapshot, error) {
 		if err != nil {
 			return nil, err
 		}
-		l.queries += 4
-		l.rollAt, l.dbNow, l.paused, l.rolls, l.latency = local, now, paused, rolls, latency
+		l.queries += 3
+		l.rollAt, l.dbNow, l.rolls, l.latency = local, now, rolls, latency
 	}
 	st, err := l.d.Stats(ctx)
 	if err != nil {
 		return nil, err
 	}
-	l.queries++
+	paused, err := l.d.PausedQueues(ctx)
+	if err != nil {
+		return nil, err
+	}
+	l.queries += 2
 	l.liveAt = local
-	l.snap = build(st, l.paused, l.rolls, l.latency, l.dbNow.Add(time.Since(l.rollAt)))
+	l.snap = build(st, paused, l.rolls, l.latency, l.dbNow.Add(time.Since(l.rollAt)))
 	return l.snap, nil
 }
 
@@ -179,27 +176,21 @@ func build(st []driver.QueueStats, paused map[string]bool, rolls []driver.StatRo
 	}
 	series("")
 	for _, r := range rolls {
-		var done, failed int64
-		switch r.Outcome {
-		case driver.OutcomeSuccess:
-			done = r.Count
-		case driver.OutcomeFailed, driver.OutcomeRetry:
-			failed = r.Count
-		default:
+		// The charts show attempts: done, and failed (for good or retried).
+		var one sluice.Figures
+		one.Add(r.Outcome, r.Count)
+		if one.Attempts() == 0 {
 			continue // cancellations ran nothing
 		}
+		done, failed := one.Done, one.FailedAttempts()
 		q := queue(r.Queue)
 		t := typ(r.Type)
-		q.DoneDay += done
-		q.FailedDay += failed
-		t.DoneDay += done
-		t.FailedDay += failed
+		q.Day.Add(r.Outcome, r.Count)
+		t.Day.Add(r.Outcome, r.Count)
 		inHour := !r.Bucket.Before(hourStart)
 		if inHour {
-			q.DoneHour += done
-			q.FailedHour += failed
-			t.DoneHour += done
-			t.FailedHour += failed
+			q.Hour.Add(r.Outcome, r.Count)
+			t.Hour.Add(r.Outcome, r.Count)
 		}
 		for _, ts := range []*typeSeries{series(""), series(r.Type)} {
 			if i := int(r.Bucket.Sub(dayStart) / time.Hour); i >= 0 && i < 24 {

@@ -44,5 +44,22 @@ func TestLiveSnapshotIsShared(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, s.Queues, 1)
 	require.EqualValues(t, 1, s.Queues[0].Pending)
-	require.EqualValues(t, 6, l.queries, "the next tick reads the live rows only")
+	require.EqualValues(t, 7, l.queries, "the next tick reads the live rows and the paused flags only")
+}
+
+// A queue paused by another process (the CLI, the API of another server)
+// shows as paused on the next live tick, not after the roll-up period.
+func TestLivePausedFollowsWithinATick(t *testing.T) {
+	d := testdb.Open(t, "sqlite")
+	ctx := context.Background()
+	l := &live{d: d}
+	s, err := l.get(ctx)
+	require.NoError(t, err)
+	require.Empty(t, s.Queues)
+	require.NoError(t, d.SetQueuePaused(ctx, driver.SetQueuePausedParams{Queue: "mail", Paused: true}))
+	time.Sleep(liveTick)
+	s, err = l.get(ctx)
+	require.NoError(t, err)
+	require.Len(t, s.Queues, 1)
+	require.True(t, s.Queues[0].Paused, "paused within one live tick (%s)", liveTick)
 }

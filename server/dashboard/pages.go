@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/scheduler"
 )
 
 func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request, v *view) {
@@ -331,10 +332,11 @@ func (d *Dashboard) queueAction(w http.ResponseWriter, r *http.Request, _ *view)
 }
 
 type scheduleRow struct {
-	Name, Spec, Type, Queue string
-	Configured              bool
-	Next                    time.Time
-	State                   driver.ScheduleState
+	Name, Spec, Zone, Type, Queue string
+	Configured                    bool
+	Next                          time.Time // zero when not configured here
+	LastSlot                      time.Time // zero when no slot was handled yet
+	State                         driver.ScheduleState
 }
 
 func (d *Dashboard) schedules(w http.ResponseWriter, r *http.Request, v *view) {
@@ -343,22 +345,24 @@ func (d *Dashboard) schedules(w http.ResponseWriter, r *http.Request, v *view) {
 		d.fail(w, err)
 		return
 	}
-	byName := map[string]*scheduleRow{}
+	byName := map[string]driver.ScheduleState{}
+	for _, st := range states {
+		byName[st.Name] = st
+	}
 	var rows []*scheduleRow
 	now := time.Now()
 	for _, s := range d.c.Schedules() {
-		row := &scheduleRow{Name: s.Name, Spec: s.Spec.String(), Type: s.Type, Queue: s.Queue, Configured: true, Next: s.Spec.Next(now).At}
-		byName[s.Name] = row
-		rows = append(rows, row)
+		st := byName[s.Name]
+		delete(byName, s.Name)
+		rows = append(rows, &scheduleRow{Name: s.Name, Spec: s.Spec.String(), Zone: s.Spec.Location().String(), Type: s.Type,
+			Queue: s.Queue, Configured: true, Next: scheduler.NextSlot(s.Spec, st, now).At, State: st})
 	}
-	for _, st := range states {
-		row := byName[st.Name]
-		if row == nil {
-			// Known to the database but not configured in this process.
-			row = &scheduleRow{Name: st.Name}
-			rows = append(rows, row)
-		}
-		row.State = st
+	for _, st := range byName {
+		// Known to the database but not configured in this process.
+		rows = append(rows, &scheduleRow{Name: st.Name, State: st})
+	}
+	for _, row := range rows {
+		row.LastSlot, _ = scheduler.LastSlot(row.State)
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].Name < rows[j].Name })
 	v.Title, v.Nav = "Schedules", "schedules"

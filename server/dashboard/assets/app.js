@@ -53,6 +53,8 @@
     if (s < 3600) { return Math.floor(s / 60) + "m" + (s % 60) + "s"; }
     return Math.floor(s / 3600) + "h" + Math.floor((s % 3600) / 60) + "m" + (s % 60) + "s";
   };
+  // rate is the share of attempts that failed (for good or retried), as
+  // sluice.Figures.FailedAttemptShare defines it.
   var rate = function (failed, done) {
     var all = failed + done;
     return all ? (100 * failed / all).toFixed(1) + "%" : "—";
@@ -151,7 +153,7 @@
   var rateLine = function (svg, start, step, done, failed, labelEvery) {
     clear(svg);
     var n = done.length, bw = pw / n, pts = [];
-    axes(svg, n, start, step, labelEvery, 100, 4, "failure rate (%)", function (v) { return v + "%"; });
+    axes(svg, n, start, step, labelEvery, 100, 4, "failed attempts (%)", function (v) { return v + "%"; });
     var flush = function () {
       if (pts.length > 1) { svg.appendChild(el("polyline", { points: pts.join(" "), "class": "rate" })); }
       pts = [];
@@ -213,13 +215,15 @@
     fillTable("queues", snap.queues, function (q) {
       return [{ text: q.queue, href: "/jobs?queue=" + encodeURIComponent(q.queue) }, { text: q.pending, f: "pending" },
         { text: q.processing, f: "processing" }, { text: q.failed, f: "failed" }, { text: secs(q.oldest_pending_age_s), f: "oldest" },
-        { text: q.done_1h }, { text: q.failed_1h }, { text: q.done_24h }, { text: q.failed_24h }, { text: q.paused ? "paused" : "running" }];
+        { text: q["1h"].done }, { text: q["1h"].failed }, { text: q["1h"].retried },
+        { text: q["24h"].done }, { text: q["24h"].failed }, { text: q["24h"].retried }, { text: q.paused ? "paused" : "running" }];
     }, "No queues yet: no live jobs and no finished ones in the last day.");
     fillTable("types", snap.types, function (t) {
-      return [{ text: t.type, href: "/jobs?type=" + encodeURIComponent(t.type) }, { text: t.done_1h }, { text: t.failed_1h },
-        { text: rate(t.failed_1h, t.done_1h) }, { text: perMin(t.done_1h + t.failed_1h, 60) }, { text: wait(t.latency_1h) },
-        { text: t.done_24h }, { text: t.failed_24h }, { text: rate(t.failed_24h, t.done_24h) },
-        { text: perMin(t.done_24h + t.failed_24h, 1440) }, { text: wait(t.latency_24h) }];
+      var h = t["1h"], d = t["24h"];
+      return [{ text: t.type, href: "/jobs?type=" + encodeURIComponent(t.type) }, { text: h.done }, { text: h.failed }, { text: h.retried },
+        { text: rate(h.failed + h.retried, h.done) }, { text: perMin(h.done + h.failed + h.retried, 60) }, { text: wait(t.latency_1h) },
+        { text: d.done }, { text: d.failed }, { text: d.retried }, { text: rate(d.failed + d.retried, d.done) },
+        { text: perMin(d.done + d.failed + d.retried, 1440) }, { text: wait(t.latency_24h) }];
     }, "No finished jobs in the last day.");
     if (picker) {
       var have = {};

@@ -86,7 +86,13 @@ progress bar shows the rows done, the rate and (with --count) the ETA; otherwise
 plain line is printed every --interval. Interrupting or killing the run loses
 nothing: the next run resumes after the last checkpointed chunk.
 
---dry-run prints the next chunk's SQL and how many rows it returns, and writes nothing.`,
+--dry-run runs every query the run would (the shard query, the next chunk's query,
+the throttle query, with --count the counts, and an SQL sink's statements on that
+chunk in a transaction it rolls back), prints the chunk's SQL and row count, and
+writes nothing; a query that fails fails the dry run.
+
+SIGINT or SIGTERM stops the run: the chunk in flight is rolled back, the checkpoint
+keeps every chunk committed, and the run says so and exits 0; the next run resumes.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if shards < 0 || interval <= 0 {
@@ -110,7 +116,16 @@ nothing: the next run resumes after the last checkpointed chunk.
 					return nil
 				}
 				fmt.Fprintf(a.stdout, "shard: %s\nsql: %s\nargs: %v\nrows: %d\n", res.Shard, res.SQL, res.Args, res.Rows)
+				if res.Throttle != nil {
+					fmt.Fprintf(a.stdout, "throttle: the query returned %g (threshold %g)\n", *res.Throttle, b.Throttle.Threshold)
+				}
+				if b.CountTotal {
+					fmt.Fprintf(a.stdout, "total: %d rows\n", res.Total)
+				}
 				printSink(a.stdout, b.Sink)
+				if res.SinkChecked {
+					fmt.Fprintln(a.stdout, "sink: the statements ran on this chunk in a transaction that was rolled back")
+				}
 				fmt.Fprintln(a.stdout, "dry run: nothing written")
 				return nil
 			}
@@ -121,6 +136,12 @@ nothing: the next run resumes after the last checkpointed chunk.
 			case errors.Is(err, batch.ErrPaused):
 				// Paused on purpose: not a failure for cron.
 				fmt.Fprintf(a.stderr, "sluice: %s\n", oneLine(err.Error()))
+				return nil
+			case err != nil && cmd.Context().Err() != nil:
+				// A signal: the shards stopped at their chunk boundary (the
+				// chunk in flight rolled back), which is a clean stop.
+				fmt.Fprintf(a.stdout, "batch %s: stopped by a signal; the checkpoints hold every chunk committed, %d rows (%d in this run); run it again to resume\n",
+					b.Name, last.Rows, last.RunRows)
 				return nil
 			case err != nil:
 				return err
@@ -139,20 +160,31 @@ nothing: the next run resumes after the last checkpointed chunk.
 
 // batchProgress installs a progress display on b: a bar on a terminal,
 // plain lines every interval otherwise. The returned func ends the
-// display and returns the last snapshot.
+// display and returns the last snapshot. Totals are known before the
+// first call (Run counts every shard first), so a bar's size never
+// changes; without --count there is no total, and a spinner shows the
+// rows and rate instead of a count out of "-".
 func (a *app) batchProgress(b *batch.Batch, interval time.Duration) func() batch.Progress {
 	var last batch.Progress
 	out, ok := a.stdout.(*os.File)
 	if ok && term.IsTerminal(int(out.Fd())) {
-		bar := progressbar.NewOptions64(-1, progressbar.OptionSetWriter(out), progressbar.OptionSetDescription(b.Name),
-			progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("rows"),
-			progressbar.OptionThrottle(200*time.Millisecond))
+		var bar *progressbar.ProgressBar
 		b.Progress = func(p batch.Progress) {
 			last = p
-			if p.Total > 0 {
-				bar.ChangeMax64(p.Total)
+			if bar == nil {
+				opts := []progressbar.Option{progressbar.OptionSetWriter(out), progressbar.OptionSetDescription(b.Name),
+					progressbar.OptionThrottle(200 * time.Millisecond)}
+				max := int64(-1)
+				if p.Total > 0 {
+					max = p.Total
+					opts = append(opts, progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("rows"))
+				}
+				bar = progressbar.NewOptions64(max, opts...)
 			}
 			desc := b.Name
+			if p.Total <= 0 {
+				desc += fmt.Sprintf(": %d rows, %.0f rows/s", p.Rows, p.Rate)
+			}
 			if p.Throttled != "" {
 				desc += " (" + p.Throttled + ")"
 			}
@@ -160,12 +192,16 @@ func (a *app) batchProgress(b *batch.Batch, interval time.Duration) func() batch
 			bar.Set64(p.Rows)
 		}
 		return func() batch.Progress {
-			bar.Finish()
-			fmt.Fprintln(out)
+			if bar != nil {
+				bar.Finish()
+				fmt.Fprintln(out)
+			}
 			return last
 		}
 	}
-	var printed time.Time
+	// The first line comes after one interval, not at the first chunk,
+	// whose rate is that of a chunk before any pacing.
+	printed := time.Now()
 	var lastWhy string
 	b.Progress = func(p batch.Progress) {
 		last = p
@@ -173,13 +209,16 @@ func (a *app) batchProgress(b *batch.Batch, interval time.Duration) func() batch
 			fmt.Fprintf(a.stdout, "batch %s shard %s: %s\n", p.Batch, p.Shard, p.Throttled)
 		}
 		lastWhy = p.Throttled
-		if time.Since(printed) < interval {
-			return
+		if p.ChunkSize == 0 || time.Since(printed) < interval {
+			return // only chunks make a line; a shard's end or a throttle has no chunk size
 		}
 		printed = time.Now()
 		line := fmt.Sprintf("batch %s: %d rows, %.0f rows/s, chunk %d", p.Batch, p.Rows, p.Rate, p.ChunkSize)
-		if p.ETA > 0 {
-			line += fmt.Sprintf(", %d/%d, ETA %s", p.Rows, p.Total, p.ETA.Round(time.Second))
+		if p.Total > 0 {
+			line += fmt.Sprintf(", %d/%d (%.0f%%)", p.Rows, p.Total, 100*float64(min(p.Rows, p.Total))/float64(p.Total))
+			if p.ETA > 0 {
+				line += fmt.Sprintf(", ETA %s", p.ETA.Round(time.Second))
+			}
 		}
 		fmt.Fprintln(a.stdout, line)
 	}

@@ -54,6 +54,8 @@ func batchTable(t *testing.T, d driver.Driver, prefix string, n int) string {
 	return tbl
 }
 
+// writeBatchConfig writes body as a sluice.yaml in a fresh directory and
+// returns its path.
 func writeBatchConfig(t *testing.T, body string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "sluice.yaml")

@@ -7,7 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluicehq/sluice/cron"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/scheduler"
 )
 
 func (a *app) schedulesCommand() *cobra.Command {
@@ -49,20 +51,23 @@ func (a *app) schedulesCommand() *cobra.Command {
 			var rows []row
 			for _, s := range scheds {
 				r := row{Name: s.Name, Cron: s.Spec.String(), Timezone: s.Spec.Location().String(), Type: s.Type, Overlap: s.Overlap}
-				t := now
-				for i := 0; i < count; i++ {
-					sl := s.Spec.Next(t)
-					r.Next = append(r.Next, sl.At)
-					t = sl.At
-				}
 				st, err := c.Driver().ScheduleState(cmd.Context(), driver.ScheduleStateParams{Name: s.Name})
 				if err != nil {
 					return err
 				}
-				if st.Found {
-					last := st.LastSlot
-					r.LastSlot, r.Fires, r.Skips = &last, st.Fires, st.Skips
+				for i := 0; i < count; i++ {
+					var sl cron.Slot
+					if i == 0 {
+						sl = scheduler.NextSlot(s.Spec, st, now)
+					} else {
+						sl = s.Spec.Next(r.Next[i-1])
+					}
+					r.Next = append(r.Next, sl.At)
 				}
+				if last, ok := scheduler.LastSlot(st); ok {
+					r.LastSlot = &last
+				}
+				r.Fires, r.Skips = st.Fires, st.Skips
 				rows = append(rows, r)
 			}
 			if asJSON {

@@ -16,7 +16,7 @@ func (a *app) statsCommand() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "stats",
-		Short: "Per-queue counts of pending, processing and failed jobs and finished jobs in the last hour and day; per type, finished jobs and queue latency p50/p95",
+		Short: "Per-queue counts of pending, processing and failed jobs, and per queue and type the jobs done and failed for good and the attempts retried in the last hour and day, with queue latency p50/p95 per type",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := a.client(cmd.Context())
@@ -37,11 +37,12 @@ func (a *app) statsCommand() *cobra.Command {
 				return json.NewEncoder(a.stdout).Encode(snap)
 			}
 			w := newTable(a.stdout)
-			fmt.Fprintln(w, "QUEUE\tPENDING\tPROCESSING\tFAILED\tOLDEST PENDING\tPAUSED\tDONE 1H\tFAILED 1H\tDONE 24H\tFAILED 24H")
+			fmt.Fprintln(w, "QUEUE\tPENDING\tPROCESSING\tFAILED\tOLDEST PENDING\tPAUSED\tDONE 1H\tFAILED 1H\tRETRIED 1H\tDONE 24H\tFAILED 24H\tRETRIED 24H")
 			for _, s := range st {
-				fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\t%v\t%d\t%d\t%d\t%d\n", s.Queue, s.Pending, s.Processing, s.Failed,
+				h, d := sluice.FiguresOf(s.FinishedHour), sluice.FiguresOf(s.FinishedDay)
+				fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\t%v\t%d\t%d\t%d\t%d\t%d\t%d\n", s.Queue, s.Pending, s.Processing, s.Failed,
 					(time.Duration(s.OldestPendingAge * float64(time.Second))).Round(time.Second), s.Paused,
-					s.FinishedHour[string(driver.OutcomeSuccess)], s.FinishedHour[string(driver.OutcomeFailed)], s.FinishedDay[string(driver.OutcomeSuccess)], s.FinishedDay[string(driver.OutcomeFailed)])
+					h.Done, h.Failed, h.Retried, d.Done, d.Failed, d.Retried)
 			}
 			if err := w.Flush(); err != nil {
 				return err
@@ -65,13 +66,13 @@ func (a *app) statsCommand() *cobra.Command {
 // writeTypes lists each job type's finished attempts and queue latency
 // percentiles over the last hour and day, after the queue table.
 func writeTypes(out io.Writer, types []sluice.TypeStats) error {
-	header := "TYPE\tDONE 1H\tFAILED 1H\tWAIT P50 1H\tWAIT P95 1H\tDONE 24H\tFAILED 24H\tWAIT P50 24H\tWAIT P95 24H"
+	header := "TYPE\tDONE 1H\tFAILED 1H\tRETRIED 1H\tWAIT P50 1H\tWAIT P95 1H\tDONE 24H\tFAILED 24H\tRETRIED 24H\tWAIT P50 24H\tWAIT P95 24H"
 	return writeSection(out, header, types, func(w io.Writer, t sluice.TypeStats) {
 		p50h, p95h := latencyText(t.LatencyHour)
 		p50d, p95d := latencyText(t.LatencyDay)
-		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%d\t%d\t%s\t%s\n", t.Type,
-			t.FinishedHour[string(driver.OutcomeSuccess)], t.FinishedHour[string(driver.OutcomeFailed)], p50h, p95h,
-			t.FinishedDay[string(driver.OutcomeSuccess)], t.FinishedDay[string(driver.OutcomeFailed)], p50d, p95d)
+		h, d := sluice.FiguresOf(t.FinishedHour), sluice.FiguresOf(t.FinishedDay)
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", t.Type,
+			h.Done, h.Failed, h.Retried, p50h, p95h, d.Done, d.Failed, d.Retried, p50d, p95d)
 	})
 }
 
