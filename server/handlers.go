@@ -32,7 +32,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, driver.ErrKeyTaken):
 		writeError(w, http.StatusConflict, "job cannot be retried: "+driver.ErrKeyTaken.Error())
 	default:
-		s.log.Error("http request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		s.log.Error("http request failed", "method", r.Method, "path", s.scrub.scrub(r.URL.Path), "err", err)
 		writeError(w, http.StatusInternalServerError, "internal error; see the server log")
 	}
 }
