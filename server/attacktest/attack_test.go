@@ -72,8 +72,9 @@ func api(t *testing.T, method, url, body string) (int, string) {
 }
 
 // browser starts headless Chromium in which evil.example resolves to
-// 127.0.0.1, as a rebinding DNS server would make it.
-func browser(t *testing.T) context.Context {
+// evil (an address, or an address and port), as the attacker's DNS would
+// make it.
+func browser(t *testing.T, evil string) context.Context {
 	t.Helper()
 	if _, err := os.Stat(chromiumPath); err != nil {
 		msg := fmt.Sprintf("chromium not found at %s: %v (install Debian's chromium package; .ci/run does)", chromiumPath, err)
@@ -91,7 +92,7 @@ func browser(t *testing.T) context.Context {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("host-resolver-rules", "MAP evil.example 127.0.0.1"),
+		chromedp.Flag("host-resolver-rules", "MAP evil.example "+evil),
 		chromedp.UserDataDir(t.TempDir()),
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
@@ -154,7 +155,8 @@ Promise.allSettled([
 ]).then(() => { document.title = "sent" })
 </script>`, base+"/v1/jobs", base+"/v1/queues/default/pause"),
 	})
-	ctx := browser(t)
+	// A rebinding DNS server points the page's own name at 127.0.0.1.
+	ctx := browser(t, "127.0.0.1")
 	for _, p := range []string{"/bulk", "/pause"} {
 		require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(evil+p)))
 		waitJS(t, ctx, `location.href.startsWith(`+jsString(base)+`) && document.readyState == "complete"`, p+": the form was submitted")
@@ -206,7 +208,8 @@ Promise.allSettled([
 // dashboard's own origin.
 func TestLoginRedirectStaysOnOrigin(t *testing.T) {
 	base := serve(t, "auth:\n  tokens: [\"tok-redirect-test\"]\n")
-	ctx := browser(t)
+	evil := hostile(t, map[string]string{"/": "<title>evil</title>"})
+	ctx := browser(t, strings.TrimPrefix(evil, "http://"))
 	for _, next := range []string{
 		"/\t/evil.example/", "/\n/evil.example/", "/\r\n/evil.example/", "\t//evil.example/", " //evil.example/",
 		"//evil.example/", "/\\evil.example/", "\\\\evil.example/", "/\\/evil.example/", "https://evil.example/",
@@ -230,10 +233,18 @@ func TestLoginRedirectStaysOnOrigin(t *testing.T) {
 // context an evaluation runs in, so errors only mean "not yet".
 func waitJS(t *testing.T, ctx context.Context, expr, what string) {
 	t.Helper()
-	testdb.WaitFor(t, 20*time.Second, what, func() bool {
+	deadline := time.Now().Add(20 * time.Second)
+	for {
 		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr))
-		return err == nil && ok
-	})
+		if err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			loc, _ := chromedp.Run(ctx, chromedp.Location())
+			t.Fatalf("%s: not within 20s (the tab is at %s; last error %v)", what, loc, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 func jsString(s string) string {
