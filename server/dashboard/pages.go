@@ -16,11 +16,12 @@ import (
 )
 
 func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request, v *view) {
-	snap, err := d.live.get(r.Context())
+	full, err := d.live.get(r.Context())
 	if err != nil {
 		d.fail(w, err)
 		return
 	}
+	snap := full.busiest()
 	b, err := json.Marshal(snap)
 	if err != nil {
 		d.fail(w, err)
@@ -255,10 +256,16 @@ func (d *Dashboard) retryGroup(w http.ResponseWriter, r *http.Request, _ *view) 
 }
 
 func (d *Dashboard) queues(w http.ResponseWriter, r *http.Request, v *view) {
-	snap, err := d.live.get(r.Context())
+	full, err := d.live.get(r.Context())
 	if err != nil {
 		d.fail(w, err)
 		return
+	}
+	after := r.URL.Query().Get("after")
+	snap := full.page(after)
+	shown := map[string]bool{}
+	for _, q := range snap.Queues {
+		shown[q.Queue] = true
 	}
 	circuits, err := d.c.Circuits(r.Context())
 	if err != nil {
@@ -279,13 +286,13 @@ func (d *Dashboard) queues(w http.ResponseWriter, r *http.Request, v *view) {
 	}
 	var limited []sluice.QueueStats
 	for _, q := range st {
-		if q.Fair || q.MaxRunning > 0 || len(q.Partitions) > 0 {
+		if shown[q.Queue] && (q.Fair || q.MaxRunning > 0 || len(q.Partitions) > 0) {
 			limited = append(limited, q)
 		}
 	}
 	v.Title, v.Nav = "Queues", "queues"
 	v.Data = map[string]any{"Queues": snap.Queues, "Circuits": circuits, "Buckets": buckets,
-		"Limited": limited, "Top": sluice.TopPartitions}
+		"Limited": limited, "Top": sluice.TopPartitions, "After": after, "Next": snap.Next, "Total": snap.QueuesTotal, "Shown": queuesShown}
 	d.render(w, "queues", v)
 }
 
