@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"sort"
 	"sync"
 	"time"
 )
@@ -98,25 +99,30 @@ func (b *loginBrake) done(addr string, ok bool) {
 	}
 }
 
-// evict makes room: first every address idle past brakeIdle, else the one
-// whose latest failure is oldest. Either way its wait is forgotten, which
-// the global bucket still bounds.
+// evict makes room: every address idle past brakeIdle goes, and if that
+// is not enough, the tenth whose latest failure is oldest, so that the
+// next brakeAddrs/10 new addresses need no scan. Their waits are
+// forgotten, which the overall bucket still bounds.
 func (b *loginBrake) evict(now time.Time) {
-	var oldest string
-	var at time.Time
+	type entry struct {
+		addr string
+		last time.Time
+	}
+	var keep []entry
 	for a, f := range b.addrs {
-		if f.busy {
-			continue
-		}
-		if now.Sub(f.last) > brakeIdle {
+		switch {
+		case f.busy:
+		case now.Sub(f.last) > brakeIdle:
 			delete(b.addrs, a)
-			continue
-		}
-		if oldest == "" || f.last.Before(at) {
-			oldest, at = a, f.last
+		default:
+			keep = append(keep, entry{a, f.last})
 		}
 	}
-	if len(b.addrs) >= brakeAddrs && oldest != "" {
-		delete(b.addrs, oldest)
+	if len(b.addrs) < brakeAddrs {
+		return
+	}
+	sort.Slice(keep, func(i, j int) bool { return keep[i].last.Before(keep[j].last) })
+	for _, e := range keep[:min(len(keep), brakeAddrs/10)] {
+		delete(b.addrs, e.addr)
 	}
 }
