@@ -97,6 +97,28 @@ func TestPagesAtScale(t *testing.T) {
 				require.Len(t, q.Partitions, sluice.TopPartitions)
 			}
 		}
+		// Paged: every queue once, in pages of at most limit.
+		seen, after := 0, ""
+		for {
+			resp := get(t, base+"/v1/stats?limit=1000&after="+after, token)
+			var page struct {
+				Queues    []struct{ Queue string }
+				NextAfter string `json:"next_after"`
+			}
+			require.NoError(t, json.NewDecoder(resp.Body).Decode(&page))
+			resp.Body.Close()
+			require.LessOrEqual(t, len(page.Queues), 1000)
+			if len(page.Queues) > 0 {
+				require.Greater(t, page.Queues[0].Queue, after)
+			}
+			seen += len(page.Queues)
+			if page.NextAfter == "" {
+				break
+			}
+			after = page.NextAfter
+		}
+		require.Equal(t, queues+1, seen)
+		require.Equal(t, http.StatusBadRequest, get(t, base+"/v1/stats?limit=0", token).StatusCode)
 	})
 }
 
