@@ -114,8 +114,10 @@ func jsonBody(r *http.Request) (bool, string) {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
 		return true, ""
 	}
-	if r.ContentLength == 0 && r.Header.Get("Content-Type") == "" {
-		return true, "" // no body, as curl -X POST sends
+	if r.ContentLength == 0 {
+		// No body, as `curl -X POST` (or -d '') sends: nothing to forge,
+		// and the cross-origin check still applies.
+		return true, ""
 	}
 	ct := r.Header.Get("Content-Type")
 	mt, _, err := mime.ParseMediaType(ct)

@@ -104,6 +104,8 @@ func TestStateChangesNeedProof(t *testing.T) {
 	require.Equal(t, http.StatusCreated, code, body)
 	code, _, body = raw(t, base, "POST /v1/queues/default/pause HTTP/1.1\r\nHost: 127.0.0.1\r\n", "")
 	require.Equal(t, http.StatusOK, code, "curl -X POST without a body: %s", body)
+	code, _, body = raw(t, base, "POST /v1/queues/default/resume HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 0\r\n", "")
+	require.Equal(t, http.StatusOK, code, "curl -X POST -d '' (an empty form): %s", body)
 }
 
 func TestLoginRedirectIsLocal(t *testing.T) {
