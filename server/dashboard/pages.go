@@ -263,10 +263,6 @@ func (d *Dashboard) queues(w http.ResponseWriter, r *http.Request, v *view) {
 	}
 	after := r.URL.Query().Get("after")
 	snap := full.page(after)
-	shown := map[string]bool{}
-	for _, q := range snap.Queues {
-		shown[q.Queue] = true
-	}
 	circuits, err := d.c.Circuits(r.Context())
 	if err != nil {
 		d.fail(w, err)
@@ -277,16 +273,22 @@ func (d *Dashboard) queues(w http.ResponseWriter, r *http.Request, v *view) {
 		d.fail(w, err)
 		return
 	}
-	// The partitions with the largest backlog and the running caps, per
-	// queue with live jobs: an index-only read of live rows each.
-	st, err := d.c.Stats(r.Context())
+	// The partitions with the largest backlog and the running caps of the
+	// queues shown, from one read of the live rows for all queues; the
+	// counts come from the snapshot.
+	names := make([]string, len(snap.Queues))
+	for i, q := range snap.Queues {
+		names[i] = q.Queue
+	}
+	st, err := d.c.QueuePartitions(r.Context(), names)
 	if err != nil {
 		d.fail(w, err)
 		return
 	}
 	var limited []sluice.QueueStats
-	for _, q := range st {
-		if shown[q.Queue] && (q.Fair || q.MaxRunning > 0 || len(q.Partitions) > 0) {
+	for i, q := range st {
+		q.Processing = snap.Queues[i].Processing
+		if q.Fair || q.MaxRunning > 0 || len(q.Partitions) > 0 {
 			limited = append(limited, q)
 		}
 	}
