@@ -154,16 +154,18 @@ func (g *guard) secure(r *http.Request) bool {
 	return strings.EqualFold(strings.TrimSpace(vals[len(vals)-1]), "https")
 }
 
-// clientAddr is the address of the client behind any trusted proxies:
-// the connection's address, or the rightmost X-Forwarded-For entry that
-// is not a trusted proxy (entries left of it are the client's to forge).
+// clientAddr is the address the login brake counts failures of: the
+// client's behind any trusted proxies, that is the connection's address
+// or the rightmost X-Forwarded-For entry that is not a trusted proxy
+// (entries left of it are the client's to forge). An IPv6 client counts
+// as its /64, which one machine usually has whole.
 func (g *guard) clientAddr(r *http.Request) string {
 	a, ok := remoteIP(r.RemoteAddr)
 	if !ok {
 		return r.RemoteAddr
 	}
 	if !inAny(g.proxies, a) {
-		return a.String()
+		return brakeKey(a)
 	}
 	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
 	for i := len(hops) - 1; i >= 0; i-- {
@@ -175,6 +177,13 @@ func (g *guard) clientAddr(r *http.Request) string {
 		if !inAny(g.proxies, a) {
 			break
 		}
+	}
+	return brakeKey(a)
+}
+
+func brakeKey(a netip.Addr) string {
+	if a.Is6() {
+		return netip.PrefixFrom(a, 64).Masked().String()
 	}
 	return a.String()
 }

@@ -267,3 +267,24 @@ func TestSecureCookieBehindProxy(t *testing.T) {
 	require.False(t, secure(server.Config{AllowedHosts: hosts}, "X-Forwarded-Proto: https\r\n"))
 	require.True(t, secure(server.Config{PublicURL: "https://sluice.example.com"}, ""), "public_url allows its host and makes the cookie Secure")
 }
+
+// TestLoginBrakeBehindProxy: behind a trusted proxy the brake counts the
+// client in X-Forwarded-For, so one client's failures do not lock out
+// another; IPv6 clients count by /64.
+func TestLoginBrakeBehindProxy(t *testing.T) {
+	base, _ := guardServer(t, server.Config{Tokens: []string{token}, TrustedProxies: []string{"127.0.0.0/8"}})
+	login := func(xff, tok string) int {
+		code, _, _ := raw(t, base, "POST /login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nX-Forwarded-For: "+xff+"\r\n", "token="+tok)
+		return code
+	}
+	for _, client := range []string{"203.0.113.5", "2001:db8:1:2::5"} {
+		for i := range 3 {
+			require.Equal(t, http.StatusForbidden, login(client, "wrong"), "%s attempt %d", client, i)
+		}
+		require.Equal(t, http.StatusTooManyRequests, login(client, "wrong"), client)
+	}
+	require.Equal(t, http.StatusTooManyRequests, login("2001:db8:1:2::6", token), "the same /64 waits")
+	require.Equal(t, http.StatusTooManyRequests, login("198.51.100.1, 203.0.113.5", token), "entries left of the proxy's are the client's to forge")
+	require.Equal(t, http.StatusSeeOther, login("203.0.113.6", token), "another client logs in")
+	require.Equal(t, http.StatusSeeOther, login("2001:db8:1:3::5", token), "another /64 logs in")
+}
