@@ -85,6 +85,15 @@ type Auth struct {
 	Tokens     []string       `yaml:"tokens"`      // accepted bearer tokens; none means no auth
 	AllowCIDRs []netip.Prefix `yaml:"allow_cidrs"` // client allowlist; empty allows every address
 	QueryToken bool           `yaml:"query_token"` // also accept ?token=
+	// AllowedHosts are host names the server answers to besides IP
+	// literals, localhost and listen's host; others get 421.
+	AllowedHosts []string `yaml:"allowed_hosts"`
+	// TrustedProxies are reverse proxies whose X-Forwarded-For and
+	// X-Forwarded-Proto are believed.
+	TrustedProxies []netip.Prefix `yaml:"trusted_proxies"`
+	// PublicURL is the address browsers use; an https one makes the
+	// session cookie Secure, and its host is allowed.
+	PublicURL string `yaml:"public_url"`
 }
 
 // Queue configures the workers of one queue.

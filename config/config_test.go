@@ -376,6 +376,19 @@ func TestRejectBadCIDR(t *testing.T) {
 	requireRejected(t, "auth: { allow_cidrs: ['10.0.0.0/33'] }", "auth.allow_cidrs[0]", "invalid CIDR")
 }
 
+func TestServerAccessKeys(t *testing.T) {
+	f, err := config.Parse("sluice.yaml", []byte("auth:\n  allowed_hosts: [sluice.internal]\n  trusted_proxies: ['10.0.0.5/32', '10.1.0.0/16']\n  public_url: https://sluice.example.com\n"))
+	require.NoError(t, err)
+	require.Equal(t, []string{"sluice.internal"}, f.Auth.AllowedHosts)
+	require.Equal(t, []netip.Prefix{netip.MustParsePrefix("10.0.0.5/32"), netip.MustParsePrefix("10.1.0.0/16")}, f.Auth.TrustedProxies)
+	require.Equal(t, "https://sluice.example.com", f.Auth.PublicURL)
+	requireRejected(t, "auth: { allowed_hosts: [ok.example, 'http://x.example'] }", "auth.allowed_hosts[1]", "without scheme, port or wildcard")
+	requireRejected(t, "auth: { allowed_hosts: ['*.example.com'] }", "auth.allowed_hosts[0]", "without scheme, port or wildcard")
+	requireRejected(t, "auth: { trusted_proxies: ['10.0.0.0/40'] }", "auth.trusted_proxies[0]", "invalid CIDR")
+	requireRejected(t, "auth: { public_url: 'sluice.example.com' }", "auth.public_url", "want the address browsers use")
+	requireRejected(t, "auth: { public_url: 'https://sluice.example.com/dash' }", "auth.public_url", "want the address browsers use")
+}
+
 func TestRejectOtherProblems(t *testing.T) {
 	for _, tc := range []struct{ yaml, path, msg string }{
 		{"db: mongodb://h/db", "db", "unknown database URL scheme"},

@@ -17,6 +17,7 @@ import (
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/handler/command"
 	"github.com/sluicehq/sluice/handler/webhook"
+	"github.com/sluicehq/sluice/server"
 )
 
 // fail reports a problem found after decoding, at the line of path or of
@@ -74,6 +75,16 @@ func (d *decoder) validate(f *File) error {
 	for i, tok := range f.Auth.Tokens {
 		if tok == "" {
 			return d.failf(fmt.Sprintf("auth.tokens[%d]", i), "empty token (is its environment variable set?)")
+		}
+	}
+	for i, h := range f.Auth.AllowedHosts {
+		if err := server.CheckAllowedHost(h); err != nil {
+			return d.fail(fmt.Sprintf("auth.allowed_hosts[%d]", i), err)
+		}
+	}
+	if f.Auth.PublicURL != "" {
+		if _, err := server.ParsePublicURL(f.Auth.PublicURL); err != nil {
+			return d.fail("auth.public_url", err)
 		}
 	}
 	for _, name := range sortedKeys(f.Queues) {

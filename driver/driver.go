@@ -147,10 +147,11 @@ type Driver interface {
 	// finds its business key taken, is skipped.
 	Bulk(ctx context.Context, p BulkParams) (int64, error)
 	Stats(ctx context.Context) ([]QueueStats, error)
-	// PartitionStats returns the p.Limit partitions of p.Queue with the
-	// most pending jobs, with their pending and running counts; jobs
-	// without a partition are left out. It reads the queue's live rows
-	// through an index, never finished ones.
+	// PartitionStats returns, for every queue, the p.Limit partitions
+	// with the most pending jobs, with their pending and running counts,
+	// ordered by queue; jobs without a partition are left out. It is one
+	// query however many queues there are, and reads live rows through
+	// indexes, never finished ones.
 	PartitionStats(ctx context.Context, p PartitionStatsParams) ([]PartitionStats, error)
 
 	// SetQueuePaused records a queue's paused flag; PausedQueues reads all flags.
@@ -637,14 +638,14 @@ func (s QueueStats) OldestPendingAge(now time.Time) time.Duration {
 	return now.Sub(*s.OldestPending)
 }
 
-// PartitionStatsParams names the queue and how many partitions to return.
+// PartitionStatsParams says how many partitions to return per queue.
 type PartitionStatsParams struct {
-	Queue string
 	Limit int
 }
 
 // PartitionStats is the live picture of one partition of a queue.
 type PartitionStats struct {
+	Queue     string
 	Partition string
 	Pending   int64
 	Running   int64

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"sort"
 	"strconv"
 	"time"
 
@@ -32,7 +33,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, driver.ErrKeyTaken):
 		writeError(w, http.StatusConflict, "job cannot be retried: "+driver.ErrKeyTaken.Error())
 	default:
-		s.log.Error("http request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		s.log.Error("http request failed", "method", r.Method, "path", s.scrub.scrub(r.URL.Path), "err", err)
 		writeError(w, http.StatusInternalServerError, "internal error; see the server log")
 	}
 }
@@ -262,9 +263,42 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	s.reply(w, r, res, err)
 }
 
+// maxStatsQueues bounds a page of /v1/stats?limit=.
+const maxStatsQueues = 10000
+
+// statsPage is /v1/stats with its queues cut to one page: NextAfter is the
+// queue to ask after for the next, "" on the last page.
+type statsPage struct {
+	sluice.StatsSnapshot
+	NextAfter string `json:"next_after,omitempty"`
+}
+
 func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
+	limit, err := queryInt(r, "limit", 0, 1, maxStatsQueues)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	snap, err := s.client.StatsSnapshot(r.Context())
-	s.reply(w, r, snap, err)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	page := statsPage{StatsSnapshot: snap}
+	if after := r.URL.Query().Get("after"); after != "" || limit > 0 {
+		// Queues come sorted by name.
+		qs := snap.Queues
+		i := sort.Search(len(qs), func(i int) bool { return qs[i].Queue > after })
+		end := len(qs)
+		if limit > 0 {
+			end = min(i+int(limit), len(qs))
+		}
+		page.Queues = qs[i:end]
+		if end < len(qs) {
+			page.NextAfter = qs[end-1].Queue
+		}
+	}
+	s.reply(w, r, page, nil)
 }
 
 func (s *Server) openCircuit(w http.ResponseWriter, r *http.Request) {

@@ -18,7 +18,7 @@ func TestPanicIs500WithoutDetail(t *testing.T) {
 	require.NoError(t, err)
 	s.mux.HandleFunc("GET /v1/boom", func(http.ResponseWriter, *http.Request) { panic("secret internal detail") })
 	w := httptest.NewRecorder()
-	s.ServeHTTP(w, httptest.NewRequest("GET", "/v1/boom", nil))
+	s.ServeHTTP(w, httptest.NewRequest("GET", "http://127.0.0.1/v1/boom", nil))
 	require.Equal(t, http.StatusInternalServerError, w.Code)
 	require.JSONEq(t, `{"error":"internal error"}`, w.Body.String())
 }

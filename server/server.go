@@ -38,6 +38,19 @@ type Config struct {
 	Logger     *slog.Logger
 	// MaxBody caps request bodies; 0 means DefaultMaxBody.
 	MaxBody int64
+	// Listen is the address the server listens on; a host name in it is
+	// one the server answers to.
+	Listen string
+	// AllowedHosts are further host names the server answers to (the
+	// Host header), besides IP literals, localhost and Listen's host.
+	AllowedHosts []string
+	// TrustedProxies are the CIDRs of reverse proxies whose
+	// X-Forwarded-For and X-Forwarded-Proto headers are believed.
+	TrustedProxies []string
+	// PublicURL is the address browsers use, such as
+	// https://sluice.example.com behind a TLS proxy: its host is allowed
+	// and, when https, the session cookie is Secure.
+	PublicURL string
 }
 
 // Server serves the API. Build it with New.
@@ -50,6 +63,8 @@ type Server struct {
 	maxBody    int64
 	mux        *http.ServeMux
 	dash       *dashboard.Dashboard
+	guard      *guard
+	scrub      scrubber
 }
 
 // New checks cfg and returns the API handler.
@@ -74,6 +89,14 @@ func New(cfg Config) (*Server, error) {
 		// length: ConstantTimeCompare returns early on a length mismatch.
 		s.tokens = append(s.tokens, sha256.Sum256([]byte(t)))
 	}
+	// The log scrubber needs the tokens themselves, to find them in any
+	// part of a request path.
+	s.scrub = scrubber{tokens: cfg.Tokens}
+	g, err := newGuard(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.guard = g
 	for i, c := range cfg.AllowCIDRs {
 		p, err := parseCIDR(c)
 		if err != nil {
@@ -81,7 +104,7 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.allow = append(s.allow, p)
 	}
-	dcfg := dashboard.Config{Client: cfg.Client, Logger: s.log}
+	dcfg := dashboard.Config{Client: cfg.Client, Logger: s.log, Secure: g.secure, ClientAddr: g.clientAddr}
 	if len(s.tokens) > 0 {
 		dcfg.TokenOK = s.tokenOK
 	}
@@ -148,25 +171,45 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			// The stack goes to the log only; the client learns nothing
 			// about the internals.
-			s.log.Error("http handler panic", "method", r.Method, "path", r.URL.Path,
+			s.log.Error("http handler panic", "method", r.Method, "path", s.scrub.scrub(r.URL.Path),
 				"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 			if !rec.wrote {
 				writeError(rec, http.StatusInternalServerError, "internal error")
 			}
 		}
-		attrs := []any{"method", r.Method, "path", r.URL.Path, "status", rec.status(), "duration", time.Since(start), "remote", r.RemoteAddr}
-		if q := safeQuery(r); q != "" {
-			attrs = append(attrs, "query", q)
+		attrs := []any{"method", r.Method, "path", s.scrub.scrub(r.URL.Path), "status", rec.status(), "duration", time.Since(start), "remote", r.RemoteAddr}
+		if r.URL.RawQuery != "" {
+			attrs = append(attrs, "query", s.scrub.scrub(r.URL.RawQuery))
 		}
 		s.log.Info("http request", attrs...)
 	}()
 
-	if !apiPath(r.URL.Path) {
+	api := apiPath(r.URL.Path)
+	refuse := func(code int, msg string) {
+		if api {
+			writeError(rec, code, msg)
+			return
+		}
+		http.Error(rec, msg, code)
+	}
+	if !s.guard.hostOK(r) {
+		refuse(http.StatusMisdirectedRequest, fmt.Sprintf("host %q is not one this server answers to; add it to auth.allowed_hosts (or set auth.public_url)", r.Host))
+		return
+	}
+	if err := s.guard.cop.Check(r); err != nil {
+		refuse(http.StatusForbidden, "refused a cross-origin request: "+err.Error())
+		return
+	}
+	if !api {
 		if len(s.allow) > 0 && !s.allowed(r.RemoteAddr) {
 			http.Error(rec, "client address is not in allow_cidrs", http.StatusForbidden)
 			return
 		}
 		s.dash.ServeHTTP(rec, r)
+		return
+	}
+	if ok, msg := jsonBody(r); !ok {
+		writeError(rec, http.StatusUnsupportedMediaType, msg)
 		return
 	}
 	if r.URL.Path != "/healthz" {
@@ -185,16 +228,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mux.ServeHTTP(rec, r)
-}
-
-// safeQuery is the query string without the token, for the log.
-func safeQuery(r *http.Request) string {
-	if r.URL.RawQuery == "" {
-		return ""
-	}
-	q := r.URL.Query()
-	q.Del("token")
-	return q.Encode()
 }
 
 // authorize returns 0 when the request may proceed, else a status and message.
@@ -238,17 +271,8 @@ func (s *Server) tokenOK(given string) bool {
 }
 
 func (s *Server) allowed(remote string) bool {
-	ap, err := netip.ParseAddrPort(remote)
-	if err != nil {
-		return false
-	}
-	a := ap.Addr().Unmap()
-	for _, p := range s.allow {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
+	a, ok := remoteIP(remote)
+	return ok && inAny(s.allow, a)
 }
 
 // statusWriter records the status for the log and whether a response began.

@@ -64,6 +64,9 @@ func (a *api) do(method, path, body string) response {
 	}
 	req, err := http.NewRequest(method, a.srv.URL+path, rd)
 	require.NoError(a.t, err)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if a.tok != "" {
 		req.Header.Set("Authorization", "Bearer "+a.tok)
 	}

@@ -76,6 +76,7 @@ func TestTraceAcrossEnqueueAndWebhook(t *testing.T) {
 	req, err := http.NewRequest("POST", srv.URL+"/v1/jobs", strings.NewReader(`{"type":"notify","payload":{"to":"ada"}}`))
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
 	propagation.TraceContext{}.Inject(callerCtx, propagation.HeaderCarrier(req.Header))
 	r := a.send(req)
 	caller.End()

@@ -236,12 +236,14 @@ func exerciseFair(t *testing.T, open Opener) {
 		other.Queue = "other"
 		b.insert(other)
 		require.Len(t, b.claim(driver.ClaimParams{Queue: "default", Limit: 1, Lease: time.Minute, Token: newToken(), Fair: true}), 1)
-		st, err := b.d.PartitionStats(b.ctx, driver.PartitionStatsParams{Queue: "default", Limit: 10})
+		st, err := b.d.PartitionStats(b.ctx, driver.PartitionStatsParams{Limit: 10})
 		require.NoError(t, err)
-		require.Equal(t, []driver.PartitionStats{{Partition: "A", Pending: 2, Running: 1}, {Partition: "B", Pending: 1}}, st)
-		st, err = b.d.PartitionStats(b.ctx, driver.PartitionStatsParams{Queue: "default", Limit: 1})
+		require.Equal(t, []driver.PartitionStats{{Queue: "default", Partition: "A", Pending: 2, Running: 1}, {Queue: "default", Partition: "B", Pending: 1},
+			{Queue: "other", Partition: "Z", Pending: 1}}, st)
+		st, err = b.d.PartitionStats(b.ctx, driver.PartitionStatsParams{Limit: 1})
 		require.NoError(t, err)
-		require.Len(t, st, 1)
+		require.Equal(t, []driver.PartitionStats{{Queue: "default", Partition: "A", Pending: 2, Running: 1}, {Queue: "other", Partition: "Z", Pending: 1}}, st,
+			"the limit is per queue")
 	})
 }
 

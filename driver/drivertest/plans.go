@@ -158,7 +158,7 @@ func exercisePlans(t *testing.T, open Opener) {
 		if idx.order != nil {
 			through("running in queue", plan, false, []string{idx.running})
 		}
-		plan = check("partition stats", bind("partition_stats", 0), []any{"fair", 10}, false)
+		plan = check("partition stats", bind("partition_stats", 0), []any{10}, false)
 		through("partition stats", plan, false, idx.stats)
 		check("running by type", bind("running_types", 1), []any{"plan"}, false)
 	})

@@ -533,11 +533,11 @@ func TestUpgradeFrom011(t *testing.T) {
 	if want := []int64{res[0].ID, res[3].ID, res[4].ID, res[5].ID}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("claimed %v after the upgrade, want %v", got, want)
 	}
-	st, err := d.PartitionStats(ctx, driver.PartitionStatsParams{Queue: "q", Limit: 10})
+	st, err := d.PartitionStats(ctx, driver.PartitionStatsParams{Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []driver.PartitionStats{{Partition: "A", Running: 2}, {Partition: "B", Running: 1}}; !reflect.DeepEqual(st, want) {
+	if want := []driver.PartitionStats{{Queue: "q", Partition: "A", Running: 2}, {Queue: "q", Partition: "B", Running: 1}}; !reflect.DeepEqual(st, want) {
 		t.Fatalf("partition stats after the upgrade: %v, want %v", st, want)
 	}
 }

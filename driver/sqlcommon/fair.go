@@ -479,16 +479,16 @@ func (b *Base) ClaimIDsReturning(ctx context.Context, tx *sql.Tx, p driver.Claim
 
 // PartitionStats is driver.Driver's PartitionStats.
 func (b *Base) PartitionStats(ctx context.Context, p driver.PartitionStatsParams) ([]driver.PartitionStats, error) {
-	rows, err := b.Read.QueryContext(ctx, b.Bind(b.Q["partition_stats"], 0), p.Queue, p.Limit)
+	rows, err := b.Read.QueryContext(ctx, b.Bind(b.Q["partition_stats"], 0), p.Limit)
 	if err != nil {
-		return nil, fmt.Errorf("partition stats of queue %s: %w", p.Queue, err)
+		return nil, fmt.Errorf("partition stats: %w", err)
 	}
 	defer rows.Close()
 	var out []driver.PartitionStats
 	for rows.Next() {
 		var s driver.PartitionStats
-		if err := rows.Scan(&s.Partition, &s.Pending, &s.Running); err != nil {
-			return nil, fmt.Errorf("partition stats of queue %s: %w", p.Queue, err)
+		if err := rows.Scan(&s.Queue, &s.Partition, &s.Pending, &s.Running); err != nil {
+			return nil, fmt.Errorf("partition stats: %w", err)
 		}
 		out = append(out, s)
 	}

@@ -44,6 +44,7 @@ type Metrics struct {
 	fires, skips, lockAcquired, lockBusy         *prometheus.CounterVec
 	batchRows, batchChunks                       *prometheus.CounterVec
 	rescued                                      prometheus.Counter
+	loginFailed                                  *prometheus.CounterVec
 	runDuration, queueLatency                    *prometheus.HistogramVec
 	claimDuration, chunkDuration                 *prometheus.HistogramVec
 	pending, processing, failed, oldestPending   *prometheus.GaugeVec
@@ -91,6 +92,7 @@ func New(db *sql.DB) *Metrics {
 	m.completed = c("sluice_jobs_completed_total", "Finished attempts by outcome: success, retry (failed, will run again), failed (for good), cancelled (by an operator).", "queue", "type", "outcome")
 	m.rescued = c0("sluice_leases_rescued_total", "Jobs whose lease expired and that the maintenance leader returned to pending or failed.")
 	m.leaseLost = c("sluice_leases_lost_total", "Fenced updates that changed no row: the job's lease had moved on, so this worker's outcome was dropped.", "queue", "type")
+	m.loginFailed = c("sluice_login_failures_total", "Dashboard logins refused: wrong_token (checked and wrong), throttled (refused unchecked by the brake on failed attempts).", "outcome")
 	m.fires = c("sluice_schedule_fires_total", "Schedule slots that enqueued a job on this node.", "queue", "type")
 	m.skips = c("sluice_schedule_skips_total", "Schedule slots skipped because the previous run was still active (overlap forbid).", "queue", "type")
 	m.lockAcquired = c("sluice_lock_acquisitions_total", "Named locks taken: the /v1/run run lock (run:QUEUE:TYPE) and the locks of package lock given these metrics.", "name")
@@ -160,6 +162,10 @@ func (m *Metrics) Rescued(r driver.RescueResult) {
 		m.completed.WithLabelValues(k.Queue, k.Type, string(driver.OutcomeFailed)).Add(float64(n))
 	}
 }
+
+// LoginFailed counts a refused dashboard login; outcome is wrong_token
+// or throttled.
+func (m *Metrics) LoginFailed(outcome string) { m.loginFailed.WithLabelValues(outcome).Inc() }
 
 // ScheduleFired and ScheduleSkipped count schedule slots by the queue and
 // type of the job they enqueue.

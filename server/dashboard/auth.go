@@ -32,9 +32,7 @@ func newSessions() *sessions {
 }
 
 func (s *sessions) create() string {
-	b := make([]byte, 32)
-	rand.Read(b)
-	id := base64.RawURLEncoding.EncodeToString(b)
+	id := randomID()
 	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -81,7 +79,33 @@ func (s *sessions) session(r *http.Request) string {
 	return c.Value
 }
 
-func setSessionCookie(w http.ResponseWriter, r *http.Request, id string, maxAge int) {
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", MaxAge: maxAge,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+// The anonymous id of a browser on a server without tokens: a random
+// value in a cookie that the CSRF token of its forms is derived from. It
+// needs no storage; anonPrefix keeps its CSRF tokens apart from those of
+// login sessions.
+const (
+	anonCookie = "sluice_csrf"
+	anonPrefix = "anon:"
+	anonTTL    = 30 * 24 * time.Hour
+	idLen      = 43 // base64 of 32 random bytes
+)
+
+func randomID() string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// anonID returns the request's anonymous id, or "".
+func (s *sessions) anonID(r *http.Request) string {
+	c, err := r.Cookie(anonCookie)
+	if err != nil || len(c.Value) != idLen {
+		return ""
+	}
+	return c.Value
+}
+
+func setCookie(w http.ResponseWriter, name, value string, maxAge int, secure bool) {
+	http.SetCookie(w, &http.Cookie{Name: name, Value: value, Path: "/", MaxAge: maxAge,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secure})
 }

@@ -15,6 +15,8 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"math"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -38,6 +40,12 @@ type Config struct {
 	// server has no tokens and the dashboard needs no login.
 	TokenOK func(token string) bool
 	Logger  *slog.Logger
+	// Secure reports whether the browser reached the server over TLS, so
+	// that the session cookie is Secure; nil means r.TLS != nil.
+	Secure func(r *http.Request) bool
+	// ClientAddr is the address the login brake counts failures of; nil
+	// means the connection's address.
+	ClientAddr func(r *http.Request) string
 }
 
 // Dashboard serves the pages. Build it with New.
@@ -50,6 +58,9 @@ type Dashboard struct {
 	pages   map[string]*template.Template
 	mux     *http.ServeMux
 	live    *live
+	brake   *loginBrake
+	secure  func(*http.Request) bool
+	addr    func(*http.Request) string
 }
 
 // Paths lists the path prefixes the dashboard owns, for the server's router.
@@ -61,9 +72,22 @@ func New(cfg Config) (*Dashboard, error) {
 		return nil, errors.New("dashboard: Config.Client is required")
 	}
 	d := &Dashboard{c: cfg.Client, d: cfg.Client.Driver(), tokenOK: cfg.TokenOK, log: cfg.Logger, sess: newSessions(),
-		pages: map[string]*template.Template{}, live: &live{d: cfg.Client.Driver()}}
+		pages: map[string]*template.Template{}, live: &live{d: cfg.Client.Driver()},
+		brake: newLoginBrake(), secure: cfg.Secure, addr: cfg.ClientAddr}
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
+	}
+	if d.secure == nil {
+		d.secure = func(r *http.Request) bool { return r.TLS != nil }
+	}
+	if d.addr == nil {
+		d.addr = func(r *http.Request) string {
+			host, _, err := net.SplitHostPort(r.RemoteAddr)
+			if err != nil {
+				return r.RemoteAddr
+			}
+			return host
+		}
 	}
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
@@ -134,10 +158,24 @@ type view struct {
 type handler func(w http.ResponseWriter, r *http.Request, v *view)
 
 // authed checks the session (and, on POST, the CSRF token) before h.
+// Without tokens there is no login, but every browser still gets an
+// anonymous id in a cookie and every form a CSRF token derived from it,
+// so that a page on another origin cannot post a form that sluice takes.
 func (d *Dashboard) authed(h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		v := &view{Flash: r.URL.Query().Get("flash")}
-		if d.tokenOK != nil {
+		if d.tokenOK == nil {
+			id := d.sess.anonID(r)
+			if r.Method == http.MethodPost && (id == "" || !d.sess.csrfOK(anonPrefix+id, r.PostFormValue("csrf"))) {
+				http.Error(w, "missing or wrong CSRF token; reload the page", http.StatusForbidden)
+				return
+			}
+			if id == "" {
+				id = randomID()
+				setCookie(w, anonCookie, id, int(anonTTL.Seconds()), d.secure(r))
+			}
+			v.CSRF = d.sess.csrf(anonPrefix + id)
+		} else {
 			id := d.sess.session(r)
 			if id == "" {
 				if r.Method != http.MethodGet {
@@ -189,10 +227,7 @@ func (d *Dashboard) fail(w http.ResponseWriter, err error) {
 
 // back redirects after a POST to a local path with a message.
 func back(w http.ResponseWriter, r *http.Request, to, flash string) {
-	if !strings.HasPrefix(to, "/") || strings.HasPrefix(to, "//") || strings.Contains(to, "\\") {
-		to = "/"
-	}
-	u, err := url.Parse(to)
+	u, err := url.Parse(localPath(to))
 	if err != nil {
 		u = &url.URL{Path: "/"}
 	}
@@ -208,25 +243,59 @@ func (d *Dashboard) loginForm(w http.ResponseWriter, r *http.Request) {
 
 func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 	next := r.PostFormValue("next")
-	if d.tokenOK != nil && !d.tokenOK(r.PostFormValue("token")) {
-		w.WriteHeader(http.StatusForbidden)
-		d.render(w, "login", &view{Title: "Log in", Data: map[string]string{"Next": next, "Error": "Token not accepted."}})
-		return
-	}
 	if d.tokenOK != nil {
-		setSessionCookie(w, r, d.sess.create(), int(sessionTTL.Seconds()))
+		addr := d.addr(r)
+		if wait := d.brake.admit(addr); wait > 0 {
+			d.c.Metrics().LoginFailed("throttled")
+			secs := int(math.Ceil(wait.Seconds()))
+			w.Header().Set("Retry-After", strconv.Itoa(secs))
+			w.WriteHeader(http.StatusTooManyRequests)
+			d.render(w, "login", &view{Title: "Log in", Data: map[string]string{"Next": next,
+				"Error": "Too many failed attempts; try again in " + strconv.Itoa(secs) + "s."}})
+			return
+		}
+		ok := d.tokenOK(r.PostFormValue("token"))
+		d.brake.done(addr, ok)
+		if !ok {
+			d.c.Metrics().LoginFailed("wrong_token")
+			w.WriteHeader(http.StatusForbidden)
+			d.render(w, "login", &view{Title: "Log in", Data: map[string]string{"Next": next, "Error": "Token not accepted."}})
+			return
+		}
+		setCookie(w, sessionCookie, d.sess.create(), int(sessionTTL.Seconds()), d.secure(r))
 	}
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.Contains(next, "\\") {
-		next = "/"
+	http.Redirect(w, r, localPath(next), http.StatusSeeOther)
+}
+
+// localPath returns to if a browser would take it as a path on this
+// origin, else "/". It reads to as the browser will: tabs and newlines
+// are dropped anywhere, leading and trailing spaces and control
+// characters trimmed, and a backslash is a slash, so "/\t/evil.example"
+// and "/\\evil.example" are "//evil.example", another host.
+func localPath(to string) string {
+	to = strings.Map(func(r rune) rune {
+		if r == '\t' || r == '\n' || r == '\r' {
+			return -1
+		}
+		return r
+	}, to)
+	to = strings.TrimFunc(to, func(r rune) bool { return r <= ' ' })
+	if !strings.HasPrefix(to, "/") || strings.HasPrefix(to, "//") || strings.ContainsAny(to, "\\") ||
+		strings.ContainsFunc(to, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+		return "/"
 	}
-	http.Redirect(w, r, next, http.StatusSeeOther)
+	u, err := url.Parse(to)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil {
+		return "/"
+	}
+	return to
 }
 
 func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request, _ *view) {
 	if id := d.sess.session(r); id != "" {
 		d.sess.drop(id)
 	}
-	setSessionCookie(w, r, "", -1)
+	setCookie(w, sessionCookie, "", -1, d.secure(r))
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 

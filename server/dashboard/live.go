@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -36,7 +37,12 @@ type snapshot struct {
 	// At is the database time the snapshot describes, in Unix milliseconds.
 	At     int64       `json:"at"`
 	Queues []liveQueue `json:"queues"`
-	Types  []liveType  `json:"types"`
+	// QueuesTotal counts every queue; Queues holds at most queuesShown.
+	QueuesTotal int `json:"queues_total"`
+	// Next is the name the Queues page's next page starts after; "" on
+	// the last page and on the overview.
+	Next  string     `json:"next_after,omitempty"`
+	Types []liveType `json:"types"`
 	// Series holds the charts' counts per type; "" is all types together.
 	Series map[string]*typeSeries `json:"series"`
 	// HourStart and DayStart are the first bucket of each series (Unix
@@ -223,11 +229,50 @@ func build(st []driver.QueueStats, paused map[string]bool, rolls []driver.StatRo
 	return s
 }
 
+// queuesShown bounds the queues a page (and its live.json) lists: with
+// 10,000 queues, listing all made pages of megabytes.
+const queuesShown = 100
+
+// busiest is s with its queues cut to the queuesShown with the most live
+// jobs, still in name order, for the overview.
+func (s *snapshot) busiest() *snapshot {
+	c := *s
+	c.QueuesTotal = len(s.Queues)
+	if len(s.Queues) <= queuesShown {
+		return &c
+	}
+	qs := slices.Clone(s.Queues)
+	load := func(q liveQueue) int64 { return q.Pending + q.Processing + q.Failed }
+	sort.SliceStable(qs, func(i, j int) bool { return load(qs[i]) > load(qs[j]) })
+	qs = qs[:queuesShown]
+	sort.Slice(qs, func(i, j int) bool { return qs[i].Queue < qs[j].Queue })
+	c.Queues = qs
+	return &c
+}
+
+// page is s with the queuesShown queues whose names follow after, for the
+// Queues page; Next is the last one's name when more follow.
+func (s *snapshot) page(after string) *snapshot {
+	c := *s
+	c.QueuesTotal = len(s.Queues)
+	i := sort.Search(len(s.Queues), func(i int) bool { return s.Queues[i].Queue > after })
+	end := min(i+queuesShown, len(s.Queues))
+	c.Queues = s.Queues[i:end]
+	if end < len(s.Queues) {
+		c.Next = s.Queues[end-1].Queue
+	}
+	return &c
+}
+
 func (d *Dashboard) liveJSON(w http.ResponseWriter, r *http.Request, _ *view) {
-	s, err := d.live.get(r.Context())
+	full, err := d.live.get(r.Context())
 	if err != nil {
 		d.fail(w, err)
 		return
+	}
+	s := full.busiest()
+	if q := r.URL.Query(); q.Has("after") {
+		s = full.page(q.Get("after"))
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")

@@ -17,11 +17,12 @@ import (
 )
 
 func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request, v *view) {
-	snap, err := d.live.get(r.Context())
+	full, err := d.live.get(r.Context())
 	if err != nil {
 		d.fail(w, err)
 		return
 	}
+	snap := full.busiest()
 	b, err := json.Marshal(snap)
 	if err != nil {
 		d.fail(w, err)
@@ -256,11 +257,13 @@ func (d *Dashboard) retryGroup(w http.ResponseWriter, r *http.Request, _ *view) 
 }
 
 func (d *Dashboard) queues(w http.ResponseWriter, r *http.Request, v *view) {
-	snap, err := d.live.get(r.Context())
+	full, err := d.live.get(r.Context())
 	if err != nil {
 		d.fail(w, err)
 		return
 	}
+	after := r.URL.Query().Get("after")
+	snap := full.page(after)
 	circuits, err := d.c.Circuits(r.Context())
 	if err != nil {
 		d.fail(w, err)
@@ -271,22 +274,28 @@ func (d *Dashboard) queues(w http.ResponseWriter, r *http.Request, v *view) {
 		d.fail(w, err)
 		return
 	}
-	// The partitions with the largest backlog and the running caps, per
-	// queue with live jobs: an index-only read of live rows each.
-	st, err := d.c.Stats(r.Context())
+	// The partitions with the largest backlog and the running caps of the
+	// queues shown, from one read of the live rows for all queues; the
+	// counts come from the snapshot.
+	names := make([]string, len(snap.Queues))
+	for i, q := range snap.Queues {
+		names[i] = q.Queue
+	}
+	st, err := d.c.QueuePartitions(r.Context(), names)
 	if err != nil {
 		d.fail(w, err)
 		return
 	}
 	var limited []sluice.QueueStats
-	for _, q := range st {
+	for i, q := range st {
+		q.Processing = snap.Queues[i].Processing
 		if q.Fair || q.MaxRunning > 0 || len(q.Partitions) > 0 {
 			limited = append(limited, q)
 		}
 	}
 	v.Title, v.Nav = "Queues", "queues"
 	v.Data = map[string]any{"Queues": snap.Queues, "Circuits": circuits, "Buckets": buckets,
-		"Limited": limited, "Top": sluice.TopPartitions}
+		"Limited": limited, "Top": sluice.TopPartitions, "After": after, "Next": snap.Next, "Total": snap.QueuesTotal, "Shown": queuesShown}
 	d.render(w, "queues", v)
 }
 

@@ -265,7 +265,7 @@
     if (document.hidden) {
       return;
     }
-    fetch("/live.json", { credentials: "same-origin", headers: { Accept: "application/json" } }).then(function (r) {
+    fetch(live.getAttribute("data-src") || "/live.json", { credentials: "same-origin", headers: { Accept: "application/json" } }).then(function (r) {
       if (!r.ok) { throw new Error("HTTP " + r.status); }
       return r.json();
     }).then(function (s) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -242,6 +243,14 @@ batches:
 	_, err = d.ReleaseLease(ctx, driver.ReleaseLeaseParams{Name: "run:runq:", Holder: "test"})
 	require.NoError(t, err)
 
+	// Five wrong dashboard logins from one address: three are checked,
+	// then the brake refuses the rest unchecked for a second.
+	for range 5 {
+		resp, err := http.PostForm(base+"/login", url.Values{"token": {"wrong"}})
+		require.NoError(t, err)
+		resp.Body.Close()
+	}
+
 	const (
 		ok    = `queue="default",type="ok"`
 		flaky = `queue="default",type="flaky"`
@@ -256,6 +265,8 @@ batches:
 		exactly(`sluice_jobs_enqueued_total{queue="default",type="slow"}`, 1),
 		exactly(`sluice_jobs_enqueued_total{queue="orphans",type="orphan"}`, 2),
 		exactly(`sluice_jobs_deduplicated_total{`+flaky+`}`, 1),
+		exactly(`sluice_login_failures_total{outcome="wrong_token"}`, 3),
+		exactly(`sluice_login_failures_total{outcome="throttled"}`, 2),
 		exactly(`sluice_jobs_completed_total{outcome="success",`+ok+`}`, 3),
 		exactly(`sluice_jobs_completed_total{outcome="cancelled",`+ok+`}`, 1),
 		exactly(`sluice_jobs_completed_total{outcome="retry",`+flaky+`}`, 1),

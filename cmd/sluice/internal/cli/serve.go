@@ -48,8 +48,13 @@ address that is not loopback needs auth.tokens in the config.`,
 			for _, p := range f.Auth.AllowCIDRs {
 				cidrs = append(cidrs, p.String())
 			}
+			var proxies []string
+			for _, p := range f.Auth.TrustedProxies {
+				proxies = append(proxies, p.String())
+			}
 			h, err := server.New(server.Config{Client: c, Tokens: f.Auth.Tokens, AllowCIDRs: cidrs,
-				QueryToken: f.Auth.QueryToken, Logger: a.log})
+				QueryToken: f.Auth.QueryToken, Logger: a.log, Listen: listen, AllowedHosts: f.Auth.AllowedHosts,
+				TrustedProxies: proxies, PublicURL: f.Auth.PublicURL})
 			if err != nil {
 				return usagef("%v", err)
 			}
