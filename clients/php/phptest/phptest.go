@@ -5,12 +5,16 @@ package phptest
 
 import (
 	"fmt"
+	"net"
 	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/internal/testdb"
 )
@@ -68,4 +72,116 @@ func DSN(t testing.TB, dbURL string) (dsn, user, pass string) {
 func ClientDir() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Dir(filepath.Dir(file))
+}
+
+// Start runs a long-lived process (php -S, sluice work) in its own process
+// group in dir, stopped with SIGTERM to the group when the test ends (php -S
+// forks its workers), and returns its output so far.
+func Start(t testing.TB, dir string, env []string, name string, args ...string) *testdb.SyncBuffer {
+	t.Helper()
+	out := &testdb.SyncBuffer{}
+	cmd := exec.Command(name, args...)
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, env, out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("%s %s output:\n%s", name, strings.Join(args, " "), out)
+		}
+	})
+	return out
+}
+
+// WaitListening waits until something accepts connections on addr.
+func WaitListening(t testing.TB, addr string, out *testdb.SyncBuffer) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing listens on %s: %s", addr, out)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Run runs a command to its end in dir and returns its stdout; a failure
+// fails the test with stderr. From the test's goroutine only; others use Output.
+func Run(t testing.TB, dir string, env []string, name string, args ...string) string {
+	t.Helper()
+	out, err := Output(dir, env, name, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Output runs a command to its end in dir and returns its stdout, or an
+// error with its stderr.
+func Output(dir string, env []string, name string, args ...string) (string, error) {
+	cmd := exec.Command(name, args...)
+	cmd.Dir, cmd.Env = dir, env
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return string(out), fmt.Errorf("%s %s: %w\n%s%s", name, strings.Join(args, " "), err, out, stderr.String())
+	}
+	return string(out), nil
+}
+
+// Composer runs composer offline in dir, with a COMPOSER_HOME of the test's
+// own so that no user cache or config takes part.
+func Composer(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	if _, err := exec.LookPath("composer"); err != nil {
+		testdb.Unavailable(t, "php", "composer not found (apt-get install composer, or run .ci/php.sh)", err, nil)
+	}
+	env := append(os.Environ(), "COMPOSER_HOME="+t.TempDir(), "COMPOSER_NO_INTERACTION=1", "COMPOSER_DISABLE_NETWORK=1")
+	return Run(t, dir, env, "composer", args...)
+}
+
+// InstallApp makes a throwaway app: a copy of the files of src (not its
+// composer.json or vendor/) in a fresh directory, which then installs
+// sluice/sluice with the commands of docs/php.md "Install", from a path
+// repository and offline. It returns the app's directory.
+func InstallApp(t testing.TB, src string) string {
+	t.Helper()
+	dir := t.TempDir()
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.IsDir() || e.Name() == "composer.json" || e.Name() == "composer.lock" || strings.HasSuffix(e.Name(), "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	Composer(t, dir, "init", "--name", "example/app")
+	Composer(t, dir, "config", "repositories.sluice", fmt.Sprintf(`{"type": "path", "url": %q, "options": {"symlink": false}}`, ClientDir()))
+	Composer(t, dir, "config", "repositories.packagist.org", "false")
+	Composer(t, dir, "require", "sluice/sluice:@dev")
+	return dir
 }
