@@ -4,7 +4,9 @@
 package phptest
 
 import (
+	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/url"
 	"os"
@@ -157,31 +159,74 @@ func Composer(t testing.TB, dir string, args ...string) string {
 }
 
 // InstallApp makes a throwaway app: a copy of the files of src (not its
-// composer.json or vendor/) in a fresh directory, which then installs
-// sluice/sluice with the commands of docs/php.md "Install", from a path
-// repository and offline. It returns the app's directory.
+// composer.json, composer.lock or vendor/) in a fresh directory, which then
+// installs sluice/sluice with the commands of docs/php.md "Install", from a
+// path repository and offline. The "autoload" section of src's
+// composer.json, if any (Debian's framework autoloaders), is added as the
+// guide says, followed by composer dump-autoload. It returns the app's
+// directory.
 func InstallApp(t testing.TB, src string) string {
 	t.Helper()
 	dir := t.TempDir()
-	entries, err := os.ReadDir(src)
+	err := filepath.WalkDir(src, func(path string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		switch {
+		case e.IsDir() && e.Name() == "vendor":
+			return filepath.SkipDir
+		case e.IsDir():
+			return os.MkdirAll(filepath.Join(dir, rel), 0o755)
+		case rel == "composer.json" || rel == "composer.lock" || strings.HasSuffix(rel, "_test.go"):
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, rel), b, 0o644)
+		}
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if e.IsDir() || e.Name() == "composer.json" || e.Name() == "composer.lock" || strings.HasSuffix(e.Name(), "_test.go") {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(src, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
 	}
 	Composer(t, dir, "init", "--name", "example/app")
 	Composer(t, dir, "config", "repositories.sluice", fmt.Sprintf(`{"type": "path", "url": %q, "options": {"symlink": false}}`, ClientDir()))
 	Composer(t, dir, "config", "repositories.packagist.org", "false")
 	Composer(t, dir, "require", "sluice/sluice:@dev")
+	var srcJSON struct {
+		Autoload json.RawMessage `json:"autoload"`
+	}
+	if b, err := os.ReadFile(filepath.Join(src, "composer.json")); err == nil {
+		if err := json.Unmarshal(b, &srcJSON); err != nil {
+			t.Fatalf("%s/composer.json: %v", src, err)
+		}
+	}
+	if srcJSON.Autoload != nil {
+		path := filepath.Join(dir, "composer.json")
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var app map[string]json.RawMessage
+		if err := json.Unmarshal(b, &app); err != nil {
+			t.Fatal(err)
+		}
+		app["autoload"] = srcJSON.Autoload
+		b, _ = json.MarshalIndent(app, "", "    ")
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		Composer(t, dir, "dump-autoload")
+	}
 	return dir
+}
+
+// RequireFile skips (or fails in CI) unless path, which Debian's package
+// pkg installs, exists.
+func RequireFile(t testing.TB, path, pkg string) {
+	t.Helper()
+	if _, err := os.Stat(path); err != nil {
+		testdb.Unavailable(t, "php", pkg+" not installed (apt-get install "+pkg+", or run .ci/php.sh)", err, nil)
+	}
 }
