@@ -25,7 +25,7 @@ func TestMain(m *testing.M) { testdb.MainWithBinary(m, &bin) }
 // guides are the PHP guide and its translations: each must have the
 // English one's blocks, marker for marker and byte for byte, so that the
 // one run here is the one every reader follows.
-var guides = []string{"docs/php.md"}
+var guides = []string{"docs/php.md", "docs/zh/php.md"}
 
 // TestPHPGuide runs docs/php.md as a reader would, in one fresh directory
 // with the real sluice binary on PATH: `file` blocks are written, `run`
@@ -101,4 +101,30 @@ func TestPHPGuide(t *testing.T) {
 	require.NoError(t, d.DB().QueryRow(`SELECT o.status, j.status FROM orders o JOIN sluice_jobs j ON j.business_key = 'order:' || o.id`).Scan(&status, &job))
 	require.Equal(t, "synced", status)
 	require.Equal(t, "success", job)
+}
+
+// TestChineseQuickstart holds docs/zh/quickstart.md to the blocks of
+// README.md "Quickstart", which internal/readmetest runs: a change there
+// fails here until the translation follows.
+func TestChineseQuickstart(t *testing.T) {
+	root := filepath.Dir(filepath.Dir(phptest.ClientDir()))
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	require.NoError(t, err)
+	start := strings.Index(string(readme), "\n## Quickstart\n")
+	require.NotEqual(t, -1, start, "README.md has a Quickstart section")
+	section := string(readme)[start+1:]
+	if end := strings.Index(section[3:], "\n## "); end >= 0 {
+		section = section[:end+3]
+	}
+	want, err := readmetest.Parse(section)
+	require.NoError(t, err)
+	zh, err := os.ReadFile(filepath.Join(root, "docs/zh/quickstart.md"))
+	require.NoError(t, err)
+	got, err := readmetest.Parse(string(zh))
+	require.NoError(t, err)
+	require.Equal(t, len(want), len(got), "docs/zh/quickstart.md has the blocks of README.md Quickstart")
+	for i := range want {
+		require.Equal(t, want[i].Marker, got[i].Marker, "docs/zh/quickstart.md:%d", got[i].Line)
+		require.Equal(t, want[i].Text, got[i].Text, "docs/zh/quickstart.md:%d", got[i].Line)
+	}
 }
