@@ -41,6 +41,12 @@ final class Client
         $this->table = $prefix . 'jobs';
     }
 
+    /** sluice's job table, with its prefix. */
+    public function table(): string
+    {
+        return $this->table;
+    }
+
     /**
      * Enqueues one job. $options: key, dedupe (permanent|active), queue,
      * priority, run_at (DateTimeInterface or RFC 3339) or delay (seconds or

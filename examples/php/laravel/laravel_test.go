@@ -1,8 +1,8 @@
 // Package laravel_test runs the Laravel example against Debian's
 // php-laravel-framework (Illuminate 8.83): a throwaway app installs
 // sluice/sluice with Composer, dispatches SyncOrder jobs inside
-// DB::transaction (some rolled back, some afterCommit, some delayed) and a
-// unique BuildReport from two processes; `sluice work` delivers them to the
+// DB::transaction (some rolled back, some afterCommit, some delayed), a
+// unique BuildReport from two processes and a ChargeCard that always fails; `sluice work` delivers them to the
 // webhook route under php -S, which runs the job classes with no queue:work.
 package laravel_test
 
@@ -85,12 +85,25 @@ func TestLaravelQueue(t *testing.T) {
 	require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM `+jobs+` WHERE business_key = 'laravel-unique:App\\Jobs\\BuildReport:2026-12-01'`).Scan(&unique))
 	require.Equal(t, 1, unique, "one BuildReport for two processes' dispatches")
 
+	phptest.Run(t, app, env, "php", "failing.php", "4242")
 	phptest.Start(t, app, env, bin, "--config", "sluice.yaml", "work")
 	testdb.WaitFor(t, 60*time.Second, "every job finishes", func() bool {
 		var open int
 		require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM `+jobs+` WHERE status NOT IN ('success', 'failed', 'cancelled')`).Scan(&open))
 		return open == 0
 	})
+	var status, lastError string
+	var attempts int
+	require.NoError(t, db.QueryRow(`SELECT status, attempts, last_error FROM `+jobs+` WHERE JSON_VALUE(payload, '$.displayName') = 'App\\Jobs\\ChargeCard'`).Scan(&status, &attempts, &lastError))
+	require.Equal(t, "failed", status, "a job that always throws fails for good in sluice")
+	require.Equal(t, 2, attempts, "after the class's $tries")
+	require.Contains(t, lastError, "card of order 4242 declined by the partner")
+	var failures int
+	var failure string
+	require.NoError(t, db.QueryRow(`SELECT COUNT(*), MAX(error) FROM `+tg.Prefix+`failures WHERE order_id = 4242`).Scan(&failures, &failure))
+	require.Equal(t, 1, failures, "failed() ran once")
+	require.Equal(t, "card of order 4242 declined by the partner", failure)
+
 	rows, err := db.Query(`SELECT id, status, attempts, CAST(payload AS CHAR) FROM ` + jobs + ` WHERE queue = 'orders'`)
 	require.NoError(t, err)
 	for rows.Next() {

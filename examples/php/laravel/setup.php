@@ -16,4 +16,8 @@ $schema->create('reports', function (Blueprint $t) {
     $t->string('day', 10);
     $t->unsignedBigInteger('job_id');
 });
+$schema->create('failures', function (Blueprint $t) {
+    $t->unsignedBigInteger('order_id');
+    $t->string('error', 255);
+});
 (new Sluice\Idempotency(DB::connection()->getPdo(), DB::connection()->getTablePrefix() . 'applied'))->createTable();

@@ -25,6 +25,7 @@ use Sluice\Client;
 final class SluiceQueue extends Queue implements QueueContract
 {
     private readonly Client $client;
+    private readonly string $table;
 
     public function __construct(
         private readonly Connection $db,
@@ -34,13 +35,16 @@ final class SluiceQueue extends Queue implements QueueContract
         ?bool $dispatchAfterCommit,
     ) {
         $this->client = new Client($db->getPdo(), $prefix === null ? [] : ['prefix' => $prefix]);
+        $this->table = $this->client->table();
         $this->dispatchAfterCommit = $dispatchAfterCommit ?? false;
     }
 
     public function size($queue = null)
     {
-        $t = (getenv('SLUICE_PREFIX') ?: 'sluice_') . 'jobs';
-        return (int) $this->db->selectOne("SELECT COUNT(*) AS n FROM $t WHERE queue = ? AND status = 'pending'", [$this->getQueue($queue)])->n;
+        // getPdo(), not the query builder: the connection's own table prefix is the app's, not sluice's.
+        $st = $this->db->getPdo()->prepare("SELECT COUNT(*) FROM {$this->table} WHERE queue = ? AND status = 'pending'");
+        $st->execute([$this->getQueue($queue)]);
+        return (int) $st->fetchColumn();
     }
 
     public function push($job, $data = '', $queue = null)
