@@ -60,6 +60,7 @@ func TestMessengerTransport(t *testing.T) {
 	require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM `+jobs+` WHERE next_run_at >= created_at + interval '1900 milliseconds'`).Scan(&delayed))
 	require.Equal(t, 5, delayed, "DelayStamp sets the run time: orders 4, 8, 12, 16, 20")
 
+	phptest.Run(t, app, env, "php", "dispatch.php", "999") // no such order
 	phptest.Start(t, app, env, bin, "--config", "sluice.yaml", "work")
 	testdb.WaitFor(t, 60*time.Second, "every job finishes", func() bool {
 		var open int
@@ -69,6 +70,12 @@ func TestMessengerTransport(t *testing.T) {
 	var ok, retried int
 	require.NoError(t, db.QueryRow(`SELECT COUNT(*) FILTER (WHERE status = 'success'), COUNT(*) FILTER (WHERE attempts = 2) FROM `+jobs).Scan(&ok, &retried))
 	require.Equal(t, committed, ok)
+	var status, lastError string
+	var attempts int
+	require.NoError(t, db.QueryRow(`SELECT status, attempts, last_error FROM `+jobs+` WHERE status <> 'success'`).Scan(&status, &attempts, &lastError))
+	require.Equal(t, "failed", status)
+	require.Equal(t, 1, attempts, "UnrecoverableMessageHandlingException fails the job at once")
+	require.Contains(t, lastError, "order 999 does not exist")
 	require.Equal(t, 4, retried, "orders 1, 6, 11, 16: busy on their first attempt")
 	var synced, wrong int
 	require.NoError(t, db.QueryRow(`SELECT COUNT(*), COUNT(*) FILTER (WHERE sync_count <> 1 OR status <> 'synced') FROM `+tg.Prefix+`orders`).Scan(&synced, &wrong))
