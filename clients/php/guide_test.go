@@ -1,6 +1,7 @@
 package phpclient_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,6 +64,7 @@ func TestPHPGuide(t *testing.T) {
 		"COMPOSER_HOME=" + t.TempDir(), "COMPOSER_NO_INTERACTION=1", "COMPOSER_DISABLE_NETWORK=1",
 		"RECEIVER=" + receiver, "SLUICE_LISTEN=" + listen})
 	var out strings.Builder
+	thinkphp := false
 	for _, bl := range en {
 		switch bl.Kind() {
 		case "file":
@@ -87,6 +89,13 @@ func TestPHPGuide(t *testing.T) {
 			err := cmd.Wait()
 			require.NoError(t, err, "docs/php.md:%d:\n%s\n%s%s", bl.Line, bl.Text, stdout.String(), stderr.String())
 			out.WriteString(stdout.String())
+		case "thinkphp":
+			// The snippet, with a stand-in for think\facade\Db over the guide's database.
+			src := "<?php\nrequire __DIR__ . '/vendor/autoload.php';\nrequire " + fmt.Sprintf("%q", filepath.Join(phptest.ClientDir(), "tests/fixtures/thinkphp_shim.php")) +
+				";\n$orderId = 2002;\n" + bl.Text
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "thinkphp_snippet.php"), []byte(src), 0o644))
+			phptest.Run(t, dir, append(env, "THINKPHP_DSN=sqlite:"+filepath.Join(dir, "shop.db")), "php", "thinkphp_snippet.php")
+			thinkphp = true
 		case "skip":
 		default:
 			t.Fatalf("docs/php.md:%d: unknown marker %q", bl.Line, bl.Marker)
@@ -98,9 +107,13 @@ func TestPHPGuide(t *testing.T) {
 	require.NoError(t, err)
 	defer d.Close()
 	var status, job string
-	require.NoError(t, d.DB().QueryRow(`SELECT o.status, j.status FROM orders o JOIN sluice_jobs j ON j.business_key = 'order:' || o.id`).Scan(&status, &job))
+	require.NoError(t, d.DB().QueryRow(`SELECT o.status, j.status FROM orders o JOIN sluice_jobs j ON j.business_key = 'order:' || o.id WHERE o.id = 1001`).Scan(&status, &job))
 	require.Equal(t, "synced", status)
 	require.Equal(t, "success", job)
+	require.True(t, thinkphp, "the ThinkPHP block ran")
+	var n int
+	require.NoError(t, d.DB().QueryRow(`SELECT COUNT(*) FROM orders o JOIN sluice_jobs j ON j.business_key = 'order:2002' AND j.type = 'order_sync' WHERE o.id = 2002`).Scan(&n))
+	require.Equal(t, 1, n, "the ThinkPHP snippet placed order 2002 and its job in one transaction")
 }
 
 // TestChineseQuickstart holds docs/zh/quickstart.md to the blocks of
