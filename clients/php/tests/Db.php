@@ -15,9 +15,17 @@ final class Db
         if ($dsn === false || $dsn === '') {
             $t->markTestSkipped('SLUICE_PHP_TEST_DSN is not set: run `go test ./clients/php`, which migrates a database for these tests');
         }
-        return new \PDO($dsn, getenv('SLUICE_PHP_TEST_USER') ?: null, getenv('SLUICE_PHP_TEST_PASSWORD') ?: null, [
+        $pdo = new \PDO($dsn, getenv('SLUICE_PHP_TEST_USER') ?: null, getenv('SLUICE_PHP_TEST_PASSWORD') ?: null, [
             \PDO::ATTR_ERRMODE => \PDO::ERRMODE_EXCEPTION,
         ]);
+        // A test that fails inside a transaction must not leave the next
+        // ones waiting on its locks for long.
+        match ($pdo->getAttribute(\PDO::ATTR_DRIVER_NAME)) {
+            'mysql' => $pdo->exec('SET SESSION innodb_lock_wait_timeout = 5'),
+            'pgsql' => $pdo->exec("SET lock_timeout = '5s'"),
+            default => null,
+        };
+        return $pdo;
     }
 
     public static function table(string $name): string
