@@ -5,6 +5,9 @@
 # PHP (PHPUnit, php -S, Composer from a path repository) beside the real
 # sluice binary, so `go test ./...` runs them too; this script only makes
 # sure the tools are there and runs the PHP packages on their own.
+#
+#   bash .ci/php.sh            install what is missing, then run the PHP tests
+#   bash .ci/php.sh --install  only install (for a .ci/run whose go test ./... runs them)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,6 +29,7 @@ if [ ${#pkgs[@]} -gt 0 ]; then
 fi
 php --version | head -1
 phpunit --version | head -1
+[ "${1:-}" = "--install" ] && exit 0
 
 echo "== PHP client, examples and guide"
 go test -count=1 ./clients/php/... ./examples/php/... ./cmd/sluice/internal/cli -run 'TestPHPUnit|TestPHPGuide|TestLibraryExample|TestLaravelQueue|TestMessengerTransport|TestPHPExample|TestImport'
