@@ -84,6 +84,7 @@ func TestLibraryExample(t *testing.T) {
 		committed := enqueue(t, app, env)
 		db := d.DB()
 		jobs := tg.Prefix + "jobs"
+		typeSettings(t, db, tg.Prefix)
 		testdb.WaitFor(t, 60*time.Second, "every job finishes", func() bool {
 			var open int
 			require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM `+jobs+` WHERE status NOT IN ('success', 'failed', 'cancelled')`).Scan(&open))
@@ -176,6 +177,20 @@ func check(t *testing.T, db *sql.DB, prefix string, committed map[int]int64) {
 	var applied int
 	require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM `+prefix+`applied`).Scan(&applied))
 	require.Equal(t, len(committed), applied)
+}
+
+// typeSettings checks that the jobs the app enqueued without max_attempts
+// got their type's from sluice.yaml, where sluice keeps the types' settings
+// in the database (the table sluice_types, applied to plain inserts). A
+// schema without that table cannot, and is said so.
+func typeSettings(t *testing.T, db *sql.DB, prefix string) {
+	if _, err := db.Exec(`SELECT 1 FROM ` + prefix + `types WHERE 1 = 0`); err != nil {
+		t.Logf("no %stypes table in this schema: a job enqueued without max_attempts gets the column's default, not its type's", prefix)
+		return
+	}
+	var wrong int
+	require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM `+prefix+`jobs WHERE max_attempts <> 6`).Scan(&wrong))
+	require.Zero(t, wrong, "every job has its type's max_attempts from sluice.yaml")
 }
 
 // cron runs pass about every half second until stop, which waits for the
