@@ -85,6 +85,10 @@ func TestLaravelQueue(t *testing.T) {
 	require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM `+jobs+` WHERE business_key = 'laravel-unique:App\\Jobs\\BuildReport:2026-12-01'`).Scan(&unique))
 	require.Equal(t, 1, unique, "one BuildReport for two processes' dispatches")
 
+	require.JSONEq(t, `{"in_tx":1,"in_tx_after_commit_dispatch":1,"committed":2}`, phptest.Run(t, app, env, "php", "aftercommit.php"),
+		"a job is written inside the transaction, an afterCommit() one once it commits")
+	_, err = db.Exec(`DELETE FROM ` + jobs + ` WHERE queue = 'audit'`)
+	require.NoError(t, err)
 	phptest.Run(t, app, env, "php", "failing.php", "4242")
 	phptest.Start(t, app, env, bin, "--config", "sluice.yaml", "work")
 	testdb.WaitFor(t, 60*time.Second, "every job finishes", func() bool {
