@@ -5,8 +5,5 @@ require __DIR__ . '/app.php';
 
 $pdo = app_pdo();
 $orders = app_table('orders');
-$pdo->exec(match ($pdo->getAttribute(PDO::ATTR_DRIVER_NAME)) {
-    'mysql' => "CREATE TABLE IF NOT EXISTS $orders (id BIGINT PRIMARY KEY, job_id BIGINT NULL, status VARCHAR(16) NOT NULL DEFAULT 'new', sync_count INT NOT NULL DEFAULT 0)",
-    default => "CREATE TABLE IF NOT EXISTS $orders (id BIGINT PRIMARY KEY, job_id BIGINT NULL, status VARCHAR(16) NOT NULL DEFAULT 'new', sync_count INT NOT NULL DEFAULT 0)",
-});
+$pdo->exec("CREATE TABLE IF NOT EXISTS $orders (id BIGINT PRIMARY KEY, job_id BIGINT NULL, status VARCHAR(16) NOT NULL DEFAULT 'new', sync_count INT NOT NULL DEFAULT 0)");
 (new Sluice\Idempotency($pdo, app_table('applied')))->createTable();
