@@ -165,7 +165,7 @@ func (a *app) rootCommand() *cobra.Command {
 	// a different database than the others.
 	for _, c := range []*cobra.Command{a.migrateCommand(), a.enqueueCommand(), a.jobsCommand(), a.statsCommand(),
 		a.queuesCommand(), a.circuitCommand(), a.workCommand(), a.serveCommand(), a.runCommand(), a.schedulesCommand(), a.benchCommand(),
-		a.batchCommand()} {
+		a.batchCommand(), a.importCommand()} {
 		c.Annotations = map[string]string{annotationDatabase: "yes"}
 		root.AddCommand(c)
 	}
