@@ -15,6 +15,8 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -45,7 +47,10 @@ const (
 // can say what the database must hold.
 func declined(order int) bool { return order%7 == 0 }
 func busy(order int) bool     { return order%5 == 1 } // 503 before applying, first attempt
-func lost(order int) bool     { return order%6 == 2 } // applied, then a 503, first attempt
+// jobKeyRe matches the Idempotency-Key sluice sends: job-<id>-<created µs>.
+var jobKeyRe = regexp.MustCompile(`^job-(\d+)-\d+$`)
+
+func lost(order int) bool { return order%6 == 2 } // applied, then a 503, first attempt
 
 // requireTool skips when a tool is missing on a developer's machine, and
 // fails in CI (SLUICE_TEST_REQUIRE_ALL=1), where the example must run.
@@ -285,6 +290,10 @@ func runMode(t *testing.T, mode string, server *sql.DB, dbName, appURL string) {
 	require.NoError(t, rows.Err())
 	require.Equal(t, len(committed), seen)
 
+	orderOf := map[int64]int{}
+	for order, job := range committed {
+		orderOf[job] = order
+	}
 	rows, err = db.Query(`SELECT idempotency_key, job_id, redeliveries FROM applied`)
 	require.NoError(t, err)
 	seen = 0
@@ -294,10 +303,13 @@ func runMode(t *testing.T, mode string, server *sql.DB, dbName, appURL string) {
 		var job int64
 		var redeliveries int
 		require.NoError(t, rows.Scan(&key, &job, &redeliveries))
-		var order int
-		_, err := fmt.Sscanf(key, "order:%d", &order)
-		require.NoError(t, err, key)
-		require.Equal(t, committed[order], job, "%s was applied for job %d", key, job)
+		// The Idempotency-Key names one job (job-<id>-<created µs>), not
+		// the order's business key, which a later job may reuse.
+		m := jobKeyRe.FindStringSubmatch(key)
+		require.NotNil(t, m, "applied key %q is not a job's Idempotency-Key", key)
+		require.Equal(t, strconv.FormatInt(job, 10), m[1], "%s was applied for job %d", key, job)
+		order, ok := orderOf[job]
+		require.True(t, ok, "%s was applied for job %d, which no committed order has", key, job)
 		want := 0
 		if lost(order) && !busy(order) {
 			want = 1 // the first delivery's answer was lost after its commit
@@ -390,7 +402,8 @@ func checkSignatures(t *testing.T, receiverURL string) {
 		req, err := http.NewRequest("POST", receiverURL, bytes.NewReader(body))
 		require.NoError(t, err)
 		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Idempotency-Key", "order:999999")
+		req.Header.Set("Idempotency-Key", "job-1-1700000000000000")
+		req.Header.Set("X-Sluice-Key", "order:999999")
 		if sig != "" {
 			req.Header.Set("X-Sluice-Signature", sig)
 		}

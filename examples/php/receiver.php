@@ -8,7 +8,10 @@
 // 4xx other than 408/425/429 fails the job at once), and applies each
 // Idempotency-Key once: the key goes into `applied` in the same transaction
 // as the business effect, so a delivery that repeats an applied key changes
-// nothing and is answered 200 like the first.
+// nothing and is answered 200 like the first. The key names one job and is
+// the same on each of its retries; the job's business key (order:N) comes
+// apart in X-Sluice-Key, and a later job with that business key has a key
+// of its own, so it is applied again.
 declare(strict_types=1);
 require __DIR__ . '/db.php';
 
