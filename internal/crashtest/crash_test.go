@@ -22,13 +22,18 @@ import (
 	"github.com/sluicehq/sluice/internal/testdb"
 )
 
+// bin is the sluice binary, built once, for the variant that kills a
+// `sluice work` as users run it.
+var bin string
+
 // TestMain turns the test binary into a worker process when asked to, so
-// the crash test runs real processes without a separate program.
+// the crash test runs real processes of a Go handler without a separate
+// program; otherwise it builds sluice and runs the tests.
 func TestMain(m *testing.M) {
 	if os.Getenv("CRASHTEST_WORKER") == "1" {
 		os.Exit(workerMain())
 	}
-	os.Exit(m.Run())
+	testdb.MainWithBinary(m, &bin)
 }
 
 func workerMain() int {
@@ -82,7 +87,48 @@ func workerMain() int {
 	return 0
 }
 
-func TestKillWorkerMidRun(t *testing.T) {
+// startWorkers starts three worker processes on tg, each logging its runs
+// to logPath.
+type startWorkers func(t *testing.T, tg testdb.Target, logPath string) []*exec.Cmd
+
+// goWorkers are copies of the test binary running a Go handler.
+func goWorkers(t *testing.T, tg testdb.Target, logPath string) []*exec.Cmd {
+	var procs []*exec.Cmd
+	for i := 0; i < 3; i++ {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "CRASHTEST_WORKER=1", "CRASHTEST_DB="+tg.URL, "CRASHTEST_PREFIX="+tg.Prefix, "CRASHTEST_LOG="+logPath)
+		cmd.Stderr = os.Stderr
+		require.NoError(t, cmd.Start())
+		procs = append(procs, cmd)
+	}
+	return procs
+}
+
+// commandWorkers are `sluice work` processes of the built binary, from a
+// sluice.yaml whose type runs a shell command, as users deploy it. The
+// command logs in proctest.LogScript's format, with $PPID the worker's pid.
+func commandWorkers(t *testing.T, tg testdb.Target, logPath string) []*exec.Cmd {
+	cfg := proctest.WorkConfig(t, tg.URL, 8, proctest.LogScript(logPath, "SLUICE_JOB_ID", "0.1"), "    lease: 5s", "")
+	var procs []*exec.Cmd
+	for i := 0; i < 3; i++ {
+		cmd := exec.Command(bin, "work", "--config", cfg)
+		cmd.Env = append(os.Environ(), "SLUICE_PREFIX="+tg.Prefix)
+		cmd.Stderr = os.Stderr
+		require.NoError(t, cmd.Start())
+		procs = append(procs, cmd)
+	}
+	return procs
+}
+
+func TestKillWorkerMidRun(t *testing.T) { testKill(t, goWorkers) }
+
+// The same with the built `sluice work` running a command handler. The
+// command runs in a process group of its own, which a SIGKILL of sluice
+// does not reach: a job in flight may still end, unrecorded, and is run
+// again once its lease expires, which the checks allow for a held job.
+func TestKillSluiceWorkMidRun(t *testing.T) { testKill(t, commandWorkers) }
+
+func testKill(t *testing.T, start startWorkers) {
 	for _, name := range testdb.Names {
 		t.Run(name, func(t *testing.T) {
 			// A kill that lands between jobs proves nothing about jobs in
@@ -91,7 +137,7 @@ func TestKillWorkerMidRun(t *testing.T) {
 			const attempts = 5
 			for i := 1; ; i++ {
 				d, tg := testdb.OpenURL(t, name)
-				if runCrash(t, d, tg) {
+				if runCrash(t, d, tg, start) {
 					return
 				}
 				if i == attempts {
@@ -106,20 +152,13 @@ func TestKillWorkerMidRun(t *testing.T) {
 // runCrash runs three workers on a fresh queue, SIGKILLs one mid-run and
 // checks the outcome. It reports false, having checked nothing, when the
 // killed worker turns out to have had no job in flight at the kill.
-func runCrash(t *testing.T, d driver.Driver, tg testdb.Target) bool {
+func runCrash(t *testing.T, d driver.Driver, tg testdb.Target, start startWorkers) bool {
 	const jobs = 1000
 	ctx := context.Background()
 	proctest.Enqueue(t, d, "work", jobs)
 
 	logPath := t.TempDir() + "/exec.log"
-	var procs []*exec.Cmd
-	for i := 0; i < 3; i++ {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), "CRASHTEST_WORKER=1", "CRASHTEST_DB="+tg.URL, "CRASHTEST_PREFIX="+tg.Prefix, "CRASHTEST_LOG="+logPath)
-		cmd.Stderr = os.Stderr
-		require.NoError(t, cmd.Start())
-		procs = append(procs, cmd)
-	}
+	procs := start(t, tg, logPath)
 	defer func() {
 		for _, p := range procs {
 			if p.ProcessState == nil {
