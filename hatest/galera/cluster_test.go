@@ -198,8 +198,21 @@ func (c *cluster) build() (error, []byte) {
 		return fmt.Errorf("create database: %w", err), nil
 	}
 	// The joiners start together; each copies node 1's data by rsync (a
-	// state snapshot transfer), one after the other.
+	// state snapshot transfer), one after the other. Their ports were free
+	// when picked, seconds ago: one taken since is picked again (nothing
+	// has used the joiner's ports yet).
 	for _, nd := range c.nodes[1:] {
+		if !portFree(nd.port) {
+			if nd.port, err = testdb.FreeLoopbackPort(); err != nil {
+				return err, nil
+			}
+		}
+		if err := c.movePorts(nd, false); err != nil {
+			return err, nil
+		}
+		if err := os.WriteFile(nd.dir+"/my.cnf", []byte(c.config(nd)), 0o644); err != nil {
+			return err, nil
+		}
 		if err := c.start(nd); err != nil {
 			return err, c.errLog(nd)
 		}
