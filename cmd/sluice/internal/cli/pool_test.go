@@ -4,24 +4,27 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/testdb"
 )
 
 // The README's sizing promise: a `sluice work` process opens at most 32
 // pooled connections to MySQL or PostgreSQL whatever its concurrency (plus
 // one LISTEN connection on PostgreSQL). One process runs 200 jobs at once,
-// with a Go-free command handler, and the server's own session list,
-// polled through the run, counts its sessions: on MySQL those of a user
-// only it logs in as, on PostgreSQL those carrying its application_name.
+// spread over 50 queues so that 50 producers claim and write outcomes side
+// by side (one queue of 200 would batch its claims into a few
+// connections), and the server's own session list, polled through the
+// run, counts its sessions: on MySQL those of a user only it logs in as,
+// on PostgreSQL those carrying its application_name.
 func TestPoolBoundedWhateverTheConcurrency(t *testing.T) {
-	const conc, jobs, maxPool = 200, 600, 32
+	const queues, perQueue, jobs, maxPool = 50, 4, 400, 32
 	for _, tc := range []struct {
 		name   string
 		listen int // the LISTEN connection, outside the pool
@@ -51,14 +54,25 @@ func TestPoolBoundedWhateverTheConcurrency(t *testing.T) {
 				url += map[bool]string{true: "&", false: "?"}[strings.Contains(url, "?")] + "application_name=" + app
 				count = fmt.Sprintf("SELECT count(*) FROM pg_stat_activity WHERE application_name = '%s'", app)
 			}
-			cfg, _ := writeConfig(t, fmt.Sprintf("db: %s\n", url))
-			cfg = rewriteConcurrency(t, cfg, conc)
-			enqueueN(t, d, "wait", jobs)
+			var qs, types strings.Builder
+			ps := make([]sluice.EnqueueParams, jobs)
+			for i := range queues {
+				fmt.Fprintf(&qs, "  q%d: { concurrency: %d }\n", i, perQueue)
+				fmt.Fprintf(&types, "  w%d: { queue: q%d, command: [\"sleep\", \"0.2\"] }\n", i, i)
+			}
+			for i := range ps {
+				ps[i] = sluice.EnqueueParams{Type: fmt.Sprintf("w%d", i%queues), Queue: fmt.Sprintf("q%d", i%queues)}
+			}
+			cfg := filepath.Join(t.TempDir(), "sluice.yaml")
+			require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf("db: %s\nqueues:\n%stypes:\n%s", url, qs.String(), types.String())), 0o644))
+			c, err := sluice.NewClient(sluice.Config{Driver: d})
+			require.NoError(t, err)
+			_, err = c.EnqueueMany(context.Background(), ps)
+			require.NoError(t, err)
 			env := []string{"SLUICE_PREFIX=" + tg.Prefix}
 			w := startWorker(t, env, "work", "--config", cfg)
 
-			peak, peakRunning := 0, int64(0)
-			var mu sync.Mutex
+			peak, peakRunning := 0, int64(0) // written by the poller, read once it is done
 			stop := make(chan struct{})
 			done := make(chan struct{})
 			go func() {
@@ -74,37 +88,24 @@ func TestPoolBoundedWhateverTheConcurrency(t *testing.T) {
 						continue
 					}
 					st, err := d.Stats(context.Background())
-					mu.Lock()
-					if n > peak {
-						peak = n
+					running := int64(0)
+					for _, q := range st {
+						running += q.Processing
 					}
-					if err == nil && len(st) > 0 && st[0].Processing > peakRunning {
-						peakRunning = st[0].Processing
+					peak = max(peak, n)
+					if err == nil {
+						peakRunning = max(peakRunning, running)
 					}
-					mu.Unlock()
 				}
 			}()
 			waitDone(t, d, 3*time.Minute)
 			close(stop)
 			<-done
 			require.NoError(t, w.Term(t, 2*time.Minute))
-			t.Logf("%s: concurrency %d, up to %d jobs processing at once, at most %d server sessions", tc.name, conc, peakRunning, peak)
+			t.Logf("%s: %d queues of concurrency %d, up to %d jobs processing at once, at most %d server sessions", tc.name, queues, perQueue, peakRunning, peak)
 			require.GreaterOrEqual(t, peakRunning, int64(maxPool*2), "the run had far more jobs at once than the pool has connections")
 			require.LessOrEqual(t, peak, maxPool+tc.listen, "server sessions of one sluice work process")
 			require.Positive(t, peak, "the count saw the process's sessions")
 		})
 	}
-}
-
-// rewriteConcurrency sets the default queue's concurrency in a config
-// written by writeConfig, and adds the "wait" type: a command that holds
-// its slot for a second.
-func rewriteConcurrency(t *testing.T, cfg string, conc int) string {
-	t.Helper()
-	b, err := os.ReadFile(cfg)
-	require.NoError(t, err)
-	s := strings.Replace(string(b), "default: { concurrency: 8 }", fmt.Sprintf("default: { concurrency: %d }", conc), 1)
-	s = strings.Replace(s, "types:\n", "types:\n  wait:\n    command: [\"sleep\", \"1\"]\n", 1)
-	require.NoError(t, os.WriteFile(cfg, []byte(s), 0o644))
-	return cfg
 }
