@@ -46,8 +46,8 @@ func (s *pingServer) Open(string) (sqldriver.Conn, error) {
 type pingConn struct{}
 
 func (pingConn) Prepare(string) (sqldriver.Stmt, error) { return nil, errors.New("unused") }
-func (pingConn) Close() error                            { return nil }
-func (pingConn) Begin() (sqldriver.Tx, error)            { return nil, errors.New("unused") }
+func (pingConn) Close() error                           { return nil }
+func (pingConn) Begin() (sqldriver.Tx, error)           { return nil, errors.New("unused") }
 
 // pingDriver is a driver.Driver whose DB is the pingServer's.
 type pingDriver struct {
@@ -56,7 +56,6 @@ type pingDriver struct {
 }
 
 func (d pingDriver) DB() *sql.DB { return d.db }
-
 
 func TestOutagePingEvery250msSharedByAllLoops(t *testing.T) {
 	require.Equal(t, 250*time.Millisecond, probeEvery, "the README's figure")
