@@ -164,7 +164,10 @@ func TestDashboardInBrowser(t *testing.T) {
 	require.NoError(t, err)
 	retried, err := chromedp.Run(bctx, chromedp.FullScreenshot(90))
 	require.NoError(t, err)
-	require.True(t, strings.HasPrefix(title, "Overview"), "title %q", title)
+	// The retry kept the session: the job's own page, not the login form.
+	jobTitle, err := chromedp.Run(bctx, chromedp.Title())
+	require.NoError(t, err)
+	require.Equal(t, fmt.Sprintf("Job %d · sluice", r.ID), jobTitle)
 	require.Equal(t, string(driver.StatusPending), strings.TrimSpace(status), "the page shows the retried job as pending")
 	requireStatus(t, c, r.ID, driver.StatusPending)
 

@@ -17,6 +17,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -197,8 +198,21 @@ func (c *cluster) build() (error, []byte) {
 		return fmt.Errorf("create database: %w", err), nil
 	}
 	// The joiners start together; each copies node 1's data by rsync (a
-	// state snapshot transfer), one after the other.
+	// state snapshot transfer), one after the other. Their ports were free
+	// when picked, seconds ago: one taken since is picked again (nothing
+	// has used the joiner's ports yet).
 	for _, nd := range c.nodes[1:] {
+		if !portFree(nd.port) {
+			if nd.port, err = testdb.FreeLoopbackPort(); err != nil {
+				return err, nil
+			}
+		}
+		if err := c.movePorts(nd, false); err != nil {
+			return err, nil
+		}
+		if err := os.WriteFile(nd.dir+"/my.cnf", []byte(c.config(nd)), 0o644); err != nil {
+			return err, nil
+		}
 		if err := c.start(nd); err != nil {
 			return err, c.errLog(nd)
 		}
@@ -336,10 +350,61 @@ func (c *cluster) rejoin(nd *node) error {
 	if m == nil {
 		return fmt.Errorf("node %d: no recovered position in %s", nd.n, logf)
 	}
-	if err := c.start(nd, "--wsrep-start-position="+string(m[len(m)-1][1])); err != nil {
-		return err
+	// The node's ports were free when the cluster formed; another process
+	// may have bound one while it was down. The SQL port is the test's
+	// (HAProxy and the drivers use it); the group, IST and SST ports are
+	// the node's to announce, so a taken one is replaced, and so is one
+	// taken between this check and mariadbd's bind.
+	if !portFree(nd.port) {
+		return fmt.Errorf("node %d: SQL port %d was taken while the node was down", nd.n, nd.port)
 	}
-	return c.waitSynced(nd, 150*time.Second)
+	for attempt := 1; ; attempt++ {
+		if err := c.movePorts(nd, false); err != nil {
+			return err
+		}
+		logStart := len(c.fullErrLog(nd))
+		if err := c.start(nd, "--wsrep-start-position="+string(m[len(m)-1][1])); err != nil {
+			return err
+		}
+		err := c.waitSynced(nd, 150*time.Second)
+		if err == nil || attempt == 3 || !bytes.Contains(c.fullErrLog(nd)[logStart:], []byte("Address already in use")) {
+			return err
+		}
+		if err := c.movePorts(nd, true); err != nil {
+			return err
+		}
+	}
+}
+
+// movePorts gives the node new group, IST and SST ports in place of those
+// another process holds (all three when all is set), and rewrites its
+// my.cnf.
+func (c *cluster) movePorts(nd *node, all bool) error {
+	moved := false
+	for _, p := range []*int{&nd.gport, &nd.iport, &nd.sport} {
+		if all || !portFree(*p) {
+			var err error
+			if *p, err = testdb.FreeLoopbackPort(); err != nil {
+				return err
+			}
+			moved = true
+		}
+	}
+	if !moved {
+		return nil
+	}
+	return os.WriteFile(nd.dir+"/my.cnf", []byte(c.config(nd)), 0o644)
+}
+
+// portFree reports whether nothing listens on, or is bound to, the
+// loopback port.
+func portFree(port int) bool {
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
 }
 
 // transferKind says how the node last caught up: "IST" or "SST".
@@ -358,10 +423,15 @@ func (c *cluster) transferKind(nd *node) string {
 }
 
 func (c *cluster) errLog(nd *node) []byte {
-	b, _ := os.ReadFile(nd.dir + "/err.log")
+	b := c.fullErrLog(nd)
 	if len(b) > 6000 {
 		b = b[len(b)-6000:]
 	}
+	return b
+}
+
+func (c *cluster) fullErrLog(nd *node) []byte {
+	b, _ := os.ReadFile(nd.dir + "/err.log")
 	return b
 }
 

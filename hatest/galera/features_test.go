@@ -314,7 +314,7 @@ func TestCertificationFailureIsTransient(t *testing.T) {
 	tg := newTarget(t, c)
 	ctx := context.Background()
 	proctest.Enqueue(t, tg.drv[0], "work", 1)
-	testdb.WaitFor(t, 5*time.Second, "the job on node 2", func() bool { return !allDone(tg.drv[1], "work") })
+	testdb.WaitFor(t, 5*time.Second, "the job on node 2", func() bool { return hasPending(tg.drv[1], "work") })
 	tx1, err := tg.drv[0].DB().BeginTx(ctx, nil)
 	require.NoError(t, err)
 	defer tx1.Rollback()

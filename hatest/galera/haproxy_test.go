@@ -1,10 +1,13 @@
 package galera
 
 import (
+	"encoding/csv"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -32,9 +35,10 @@ state=$(mysql -h"$3" -P"$4" -uroot --connect-timeout=3 -Nse "SHOW GLOBAL STATUS 
 // on this loaded machine a shorter timeout killed slow checks of healthy
 // nodes, whose sessions HAProxy then cut.
 type haproxy struct {
-	addr string
-	cmd  *exec.Cmd
-	done chan struct{}
+	addr  string
+	stats string // the admin socket
+	cmd   *exec.Cmd
+	done  chan struct{}
 }
 
 func startHAProxy(t *testing.T, c *cluster) *haproxy {
@@ -50,7 +54,7 @@ func startHAProxy(t *testing.T, c *cluster) *haproxy {
 	if err := os.WriteFile(check, []byte(checkScript), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	h := &haproxy{addr: testdb.FreeAddr(t), done: make(chan struct{})}
+	h := &haproxy{addr: testdb.FreeAddr(t), stats: dir + "/stats.sock", done: make(chan struct{})}
 	var servers []string
 	for _, nd := range c.nodes {
 		servers = append(servers, fmt.Sprintf("  server n%d %s check", nd.n, nd.addr()))
@@ -59,6 +63,7 @@ func startHAProxy(t *testing.T, c *cluster) *haproxy {
   external-check
   insecure-fork-wanted
   maxconn 2000
+  stats socket %s
 defaults
   mode tcp
   timeout connect 2s
@@ -74,7 +79,7 @@ listen galera
   external-check command %s
   default-server inter 3s fastinter 1s downinter 1s fall 2 rise 1 on-marked-down shutdown-sessions
 %s
-`, h.addr, check, strings.Join(servers, "\n"))
+`, h.stats, h.addr, check, strings.Join(servers, "\n"))
 	cfgPath := dir + "/haproxy.cfg"
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -114,6 +119,36 @@ listen galera
 		time.Sleep(200 * time.Millisecond)
 	}
 	return h
+}
+
+// sessions is how many client sessions HAProxy holds open on the node: the
+// column scur of its server line in `show stat`.
+func (h *haproxy) sessions(t *testing.T, nd *node) int {
+	t.Helper()
+	conn, err := net.Dial("unix", h.stats)
+	if err != nil {
+		t.Fatalf("haproxy stats socket: %v", err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("show stat\n")); err != nil {
+		t.Fatalf("haproxy show stat: %v", err)
+	}
+	rows, err := csv.NewReader(conn).ReadAll()
+	if err != nil {
+		t.Fatalf("haproxy show stat: %v", err)
+	}
+	col := slices.Index(rows[0], "scur")
+	for _, r := range rows[1:] {
+		if r[0] == "galera" && r[1] == fmt.Sprintf("n%d", nd.n) {
+			n, err := strconv.Atoi(r[col])
+			if err != nil {
+				t.Fatalf("haproxy show stat: scur %q: %v", r[col], err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("haproxy show stat: no server n%d in %v", nd.n, rows)
+	return 0
 }
 
 // URL is sluice's URL of the test database through HAProxy.

@@ -1,6 +1,8 @@
 package galera
 
 import (
+	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -31,6 +33,15 @@ func newTarget(t *testing.T, c *cluster) *target {
 		require.NoError(t, err)
 		tg.drv = append(tg.drv, d)
 	}
+	// A node applies replicated writes after the commit on node 1 returns:
+	// a process started on another node at once can find the schema a
+	// version behind.
+	for i, d := range tg.drv {
+		testdb.WaitFor(t, 10*time.Second, fmt.Sprintf("node %d applied the migrations", i+1), func() bool {
+			cur, latest, err := d.SchemaVersion(context.Background())
+			return err == nil && cur == latest
+		})
+	}
 	t.Cleanup(func() {
 		testdb.Drop(tg.drv[0], tg.prefix)
 		for _, d := range tg.drv {
@@ -50,6 +61,15 @@ func startWork(t *testing.T, env []string, args ...string) *proctest.Proc {
 func workConfig(t *testing.T, url, logPath string, concurrency int, extra string) string {
 	t.Helper()
 	return proctest.WorkConfig(t, url, concurrency, proctest.LogScript(logPath, "SLUICE_JOB_ID", "0.01"), "    lease: 15s", extra)
+}
+
+// hasPending reports whether the node answers and holds a pending job of
+// type typ.
+func hasPending(d driver.Driver, typ string) bool {
+	ctx, cancel := ctxT(5 * time.Second)
+	defer cancel()
+	rows, err := d.ListJobs(ctx, driver.ListParams{Status: driver.StatusPending, Type: typ, Limit: 1})
+	return err == nil && len(rows) == 1
 }
 
 // allDone reports whether no job of type typ is pending or processing.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -18,17 +19,23 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/dburl"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/maintenance"
 	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
 )
 
+// bin is the sluice binary, built once, for the variant that kills a
+// `sluice work` as users run it.
+var bin string
+
 // TestMain turns the test binary into a worker process when asked to, so
-// the crash test runs real processes without a separate program.
+// the crash test runs real processes of a Go handler without a separate
+// program; otherwise it builds sluice and runs the tests.
 func TestMain(m *testing.M) {
 	if os.Getenv("CRASHTEST_WORKER") == "1" {
 		os.Exit(workerMain())
 	}
-	os.Exit(m.Run())
+	testdb.MainWithBinary(m, &bin)
 }
 
 func workerMain() int {
@@ -82,7 +89,62 @@ func workerMain() int {
 	return 0
 }
 
-func TestKillWorkerMidRun(t *testing.T) {
+// startWorkers starts three worker processes on tg, each logging its runs
+// to logPath.
+type startWorkers func(t *testing.T, tg testdb.Target, logPath string) []*exec.Cmd
+
+// workers is a way to start them, and whether the kill spares the
+// maintenance leader: `sluice work` keeps the default 30 s leader lease,
+// and a killed leader would hold up every rescue that long.
+type workers struct {
+	start       startWorkers
+	spareLeader bool
+}
+
+// goWorkers are copies of the test binary running a Go handler.
+func goWorkers(t *testing.T, tg testdb.Target, logPath string) []*exec.Cmd {
+	var procs []*exec.Cmd
+	for i := 0; i < 3; i++ {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "CRASHTEST_WORKER=1", "CRASHTEST_DB="+tg.URL, "CRASHTEST_PREFIX="+tg.Prefix, "CRASHTEST_LOG="+logPath)
+		cmd.Stderr = os.Stderr
+		require.NoError(t, cmd.Start())
+		procs = append(procs, cmd)
+	}
+	return procs
+}
+
+// commandWorkers are `sluice work` processes of the built binary, from a
+// sluice.yaml whose type runs a shell command, as users deploy it. The
+// command logs in proctest.LogScript's format with its worker's pid, which
+// each worker passes down in $CRASHTEST_PID: a command started as its
+// worker dies finds itself orphaned already, and its $PPID is 1.
+func commandWorkers(t *testing.T, tg testdb.Target, logPath string) []*exec.Cmd {
+	script := strings.ReplaceAll(proctest.LogScript(logPath, "SLUICE_JOB_ID", "0.1"), "$PPID", "$CRASHTEST_PID")
+	cfg := proctest.WorkConfig(t, tg.URL, 8, script, "    lease: 5s", "")
+	var procs []*exec.Cmd
+	for i := 0; i < 3; i++ {
+		// sh sets the pid it then execs sluice as: the pid the test sees.
+		cmd := exec.Command("sh", "-c", `CRASHTEST_PID=$$ exec "$0" "$@"`, bin, "work", "--config", cfg)
+		cmd.Env = append(os.Environ(), "SLUICE_PREFIX="+tg.Prefix)
+		cmd.Stderr = os.Stderr
+		require.NoError(t, cmd.Start())
+		procs = append(procs, cmd)
+	}
+	return procs
+}
+
+func TestKillWorkerMidRun(t *testing.T) { testKill(t, workers{start: goWorkers}) }
+
+// The same with the built `sluice work` running a command handler. The
+// command runs in a process group of its own, which a SIGKILL of sluice
+// does not reach: a job in flight may still end, unrecorded, and is run
+// again once its lease expires, which the checks allow for a held job.
+func TestKillSluiceWorkMidRun(t *testing.T) {
+	testKill(t, workers{start: commandWorkers, spareLeader: true})
+}
+
+func testKill(t *testing.T, w workers) {
 	for _, name := range testdb.Names {
 		t.Run(name, func(t *testing.T) {
 			// A kill that lands between jobs proves nothing about jobs in
@@ -91,7 +153,7 @@ func TestKillWorkerMidRun(t *testing.T) {
 			const attempts = 5
 			for i := 1; ; i++ {
 				d, tg := testdb.OpenURL(t, name)
-				if runCrash(t, d, tg) {
+				if runCrash(t, d, tg, w) {
 					return
 				}
 				if i == attempts {
@@ -106,20 +168,13 @@ func TestKillWorkerMidRun(t *testing.T) {
 // runCrash runs three workers on a fresh queue, SIGKILLs one mid-run and
 // checks the outcome. It reports false, having checked nothing, when the
 // killed worker turns out to have had no job in flight at the kill.
-func runCrash(t *testing.T, d driver.Driver, tg testdb.Target) bool {
+func runCrash(t *testing.T, d driver.Driver, tg testdb.Target, w workers) bool {
 	const jobs = 1000
 	ctx := context.Background()
 	proctest.Enqueue(t, d, "work", jobs)
 
 	logPath := t.TempDir() + "/exec.log"
-	var procs []*exec.Cmd
-	for i := 0; i < 3; i++ {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), "CRASHTEST_WORKER=1", "CRASHTEST_DB="+tg.URL, "CRASHTEST_PREFIX="+tg.Prefix, "CRASHTEST_LOG="+logPath)
-		cmd.Stderr = os.Stderr
-		require.NoError(t, cmd.Start())
-		procs = append(procs, cmd)
-	}
+	procs := w.start(t, tg, logPath)
 	defer func() {
 		for _, p := range procs {
 			if p.ProcessState == nil {
@@ -139,7 +194,20 @@ func runCrash(t *testing.T, d driver.Driver, tg testdb.Target) bool {
 		if runs.Ends < jobs/4 {
 			return false
 		}
+		leader := ""
+		if w.spareLeader {
+			ls, err := d.ListLeases(ctx)
+			require.NoError(t, err)
+			for _, l := range ls {
+				if l.Name == maintenance.LeaderLease {
+					leader = l.Holder
+				}
+			}
+		}
 		for _, p := range procs {
+			if strings.HasSuffix(leader, fmt.Sprintf(":%d", p.Process.Pid)) {
+				continue
+			}
 			if len(runs.Unfinished(p.Process.Pid)) > 0 {
 				victim = p
 				return true

@@ -18,9 +18,11 @@ import (
 // follows the database clock; when the chores run follows a manual clock
 // that only the test moves.
 
-// leaderTTL is short so that a hand-over takes a fraction of a second; the
-// services renew every third of it.
-const leaderTTL = 600 * time.Millisecond
+// leaderTTL is short so that a hand-over takes seconds; the services
+// renew every third of it. The bounds below are fractions of it, and 2 s
+// leaves each a renewal late by a second or more, as a loaded machine
+// under -race can make one.
+const leaderTTL = 2 * time.Second
 
 // node is one service's view of the shared database: every call goes to
 // the real driver, rescues are counted, and cut makes the database

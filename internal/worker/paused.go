@@ -32,8 +32,21 @@ func (c *pausedCache) refresh(ctx context.Context) {
 		return
 	}
 	c.mu.Lock()
+	old := c.paused
 	c.paused = m
 	c.mu.Unlock()
+	// Said once per change, so that an operator (and a test) sees when a
+	// pause made elsewhere reached this process.
+	for q, p := range m {
+		if p && !old[q] {
+			c.log.Info("queue paused: no new claims", "queue", q)
+		}
+	}
+	for q, p := range old {
+		if p && !m[q] {
+			c.log.Info("queue resumed", "queue", q)
+		}
+	}
 }
 
 func (c *pausedCache) loop(ctx context.Context) {

@@ -34,17 +34,32 @@ func TestLiveSnapshotIsShared(t *testing.T) {
 
 	_, err := d.Insert(ctx, driver.InsertParams{Jobs: []driver.InsertJob{{Queue: "q", Type: "t", Dedupe: driver.DedupePermanent, Payload: []byte(`{}`), MaxAttempts: 1}}})
 	require.NoError(t, err)
+	// The ticks are read against the process clock; the test moves the
+	// snapshot's age instead of waiting, so that a slow machine cannot
+	// turn "within a tick" into "after one".
+	age := func(liveAge, rollAge time.Duration) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		now := time.Now()
+		l.liveAt, l.rollAt = now.Add(-liveAge), now.Add(-rollAge)
+	}
+	age(liveTick-time.Second, 0)
 	s, err := l.get(ctx)
 	require.NoError(t, err)
 	require.Empty(t, s.Queues, "within a tick the cached snapshot is served")
 	require.EqualValues(t, 5, l.queries)
 
-	time.Sleep(liveTick)
+	age(liveTick, rollTick-time.Second)
 	s, err = l.get(ctx)
 	require.NoError(t, err)
 	require.Len(t, s.Queues, 1)
 	require.EqualValues(t, 1, s.Queues[0].Pending)
 	require.EqualValues(t, 7, l.queries, "the next tick reads the live rows and the paused flags only")
+
+	age(liveTick, rollTick)
+	_, err = l.get(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 12, l.queries, "a roll-up tick reads the clock and the roll-ups again, beside the live rows and the paused flags")
 }
 
 // A queue paused by another process (the CLI, the API of another server)
@@ -57,7 +72,11 @@ func TestLivePausedFollowsWithinATick(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, s.Queues)
 	require.NoError(t, d.SetQueuePaused(ctx, driver.SetQueuePausedParams{Queue: "mail", Paused: true}))
-	time.Sleep(liveTick)
+	// One live tick later (the snapshot's age moved rather than slept),
+	// with the roll-ups still fresh.
+	l.mu.Lock()
+	l.liveAt = time.Now().Add(-liveTick)
+	l.mu.Unlock()
 	s, err = l.get(ctx)
 	require.NoError(t, err)
 	require.Len(t, s.Queues, 1)

@@ -172,14 +172,20 @@ func TestWorkShutdownAndPause(t *testing.T) {
 
 	r := run(t, env, "", "--config", cfg, "queues", "pause", "default")
 	require.Equal(t, 0, r.Code, r.Stderr)
-	time.Sleep(1500 * time.Millisecond) // workers re-read paused flags every second
+	testdb.WaitFor(t, 10*time.Second, "the worker saw the pause", func() bool {
+		return strings.Contains(w.Stderr(), `msg="queue paused: no new claims" queue=default`)
+	})
 	enqueueN(t, d, "append", 3)
-	time.Sleep(1500 * time.Millisecond)
-	_, err := os.Stat(logPath)
-	require.True(t, os.IsNotExist(err), "a paused queue ran jobs")
+	// Unpaused, the idle worker would claim them at its next poll, within
+	// PollMax (1 s); twice that, and none ran.
+	require.Never(t, func() bool {
+		_, err := os.Stat(logPath)
+		return err == nil
+	}, 2*time.Second, 50*time.Millisecond, "a paused queue ran jobs")
 	r = run(t, env, "", "--config", cfg, "queues", "resume", "default")
 	require.Equal(t, 0, r.Code, r.Stderr)
 	waitDone(t, d, 20*time.Second)
+	require.Contains(t, w.Stderr(), `msg="queue resumed" queue=default`)
 
 	enqueueN(t, d, "sleep", 2)
 	require.Eventually(t, func() bool {
@@ -189,7 +195,7 @@ func TestWorkShutdownAndPause(t *testing.T) {
 	}, 10*time.Second, 50*time.Millisecond)
 	start := time.Now()
 	require.NoError(t, w.Term(t, 2*time.Minute))
-	require.Less(t, time.Since(start), 8*time.Second)
+	require.Less(t, time.Since(start), shutdownBound(time.Second), "exit within the deadline, the handlers' grace and the requeue")
 	jobs, err := d.ListJobs(context.Background(), driver.ListParams{Type: "sleep"})
 	require.NoError(t, err)
 	for _, j := range jobs {
@@ -197,6 +203,15 @@ func TestWorkShutdownAndPause(t *testing.T) {
 		require.Equal(t, 0, j.Attempts)
 		require.Empty(t, j.LockedBy, "no job left processing with a live lease")
 	}
+}
+
+// shutdownBound is how long a SIGTERMed `sluice work` or `serve` with
+// running jobs may take to exit: the --shutdown-timeout deadline, then
+// the handlers' grace (worker.Config.Grace, 1 s: `sleep` returns at once
+// on the group's SIGTERM), then about a second to requeue the jobs and
+// exit on a loaded machine.
+func shutdownBound(deadline time.Duration) time.Duration {
+	return deadline + time.Second + time.Second
 }
 
 // serve refuses a non-loopback address without tokens, and serves the API.
