@@ -339,18 +339,18 @@ func (d *Driver) SchemaVersion(ctx context.Context) (int, int, error) {
 // On Galera the lock holds on one node only: concurrent migrations through
 // different nodes can then collide on a step that cannot run twice (an
 // index), and one of them fails; a re-run finds the schema complete.
-func (d *Driver) Migrate(ctx context.Context) (int, error) {
+func (d *Driver) Migrate(ctx context.Context) (driver.MigrateResult, error) {
 	conn, err := d.Write.Conn(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("migrate: %w", err)
+		return driver.MigrateResult{}, fmt.Errorf("migrate: %w", err)
 	}
 	defer conn.Close()
 	var got sql.NullInt64
 	if err := conn.QueryRowContext(ctx, d.Q["migrate_lock"], d.migrateLock).Scan(&got); err != nil {
-		return 0, fmt.Errorf("migrate: take lock %s: %w", d.migrateLock, err)
+		return driver.MigrateResult{}, fmt.Errorf("migrate: take lock %s: %w", d.migrateLock, err)
 	}
 	if got.Int64 != 1 {
-		return 0, fmt.Errorf("migrate: lock %s still held by another process after 60s", d.migrateLock)
+		return driver.MigrateResult{}, fmt.Errorf("migrate: lock %s still held by another process after 60s", d.migrateLock)
 	}
 	defer func() {
 		var released sql.NullInt64
@@ -363,7 +363,7 @@ func (d *Driver) Migrate(ctx context.Context) (int, error) {
 	cur := 0
 	err = conn.QueryRowContext(ctx, d.Q["schema_version"]).Scan(&cur)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) && errNumber(err) != errNoSuchTable {
-		return 0, fmt.Errorf("migrate: read version: %w", err)
+		return driver.MigrateResult{}, fmt.Errorf("migrate: read version: %w", err)
 	}
 	v, err := sqlcommon.ApplyMigrations(ctx, conn, d.migrations, cur, d.Q["schema_set"])
 	if err != nil && d.galera {
@@ -373,10 +373,10 @@ func (d *Driver) Migrate(ctx context.Context) (int, error) {
 		// schema is complete and there is nothing to report.
 		var now int
 		if d.Write.QueryRowContext(ctx, d.Q["schema_version"]).Scan(&now) == nil && now >= len(d.migrations) {
-			return now, nil
+			return driver.MigrateResult{From: now, To: now}, nil
 		}
 	}
-	return v, err
+	return driver.MigrateResult{From: cur, To: v}, err
 }
 
 // AcquireLease takes or renews a named lease. The row is locked while the

@@ -128,10 +128,11 @@ func TestOpenUnreachable(t *testing.T) {
 func TestMigrate(t *testing.T) {
 	ctx := context.Background()
 	d := open(t, false)
-	v, err := d.Migrate(ctx)
+	m, err := d.Migrate(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
+	v := m.To
 	cur, latest, err := d.SchemaVersion(ctx)
 	if err != nil || cur != v || latest != v || v < 1 {
 		t.Fatalf("version %d, schema %d/%d, %v", v, cur, latest, err)
@@ -184,8 +185,8 @@ func TestMigrateConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
 	for _, d := range ds {
 		wg.Go(func() {
-			if v, err := d.Migrate(ctx); err != nil || v < 1 {
-				t.Errorf("migrate: version %d, %v", v, err)
+			if m, err := d.Migrate(ctx); err != nil || m.To < 1 {
+				t.Errorf("migrate: version %d, %v", m.To, err)
 			}
 		})
 	}
@@ -519,8 +520,8 @@ func TestUpgradeFrom011(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if v, err := d.Migrate(ctx); err != nil || v != 12 {
-		t.Fatalf("upgrade: version %d, %v", v, err)
+	if m, err := d.Migrate(ctx); err != nil || m.To < 12 {
+		t.Fatalf("upgrade: version %d, %v", m.To, err)
 	}
 	var pending int
 	if err := d.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM "+table+" WHERE partitioned_queue = 'q'").Scan(&pending); err != nil || pending != 2 {

@@ -33,13 +33,15 @@ func ApplyMigrations(ctx context.Context, q driver.Querier, migs []driver.Migrat
 // ApplyMigrationsTx is ApplyMigrations in tx, committed at the end, for the
 // databases whose DDL is transactional. On failure the rollback undoes
 // every step, so the version reported is still current.
-func ApplyMigrationsTx(ctx context.Context, tx *sql.Tx, migs []driver.Migration, current int, setVersion string) (int, error) {
+func ApplyMigrationsTx(ctx context.Context, tx *sql.Tx, migs []driver.Migration, current int, setVersion string) (driver.MigrateResult, error) {
+	res := driver.MigrateResult{From: current, To: current}
 	v, err := ApplyMigrations(ctx, tx, migs, current, setVersion)
 	if err != nil {
-		return current, err
+		return res, err
 	}
 	if err := tx.Commit(); err != nil {
-		return current, fmt.Errorf("migrate: commit: %w", err)
+		return res, fmt.Errorf("migrate: commit: %w", err)
 	}
-	return v, nil
+	res.To = v
+	return res, nil
 }

@@ -18,20 +18,19 @@ func (a *app) migrateCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			before, _, err := d.SchemaVersion(cmd.Context())
-			if err != nil {
-				return err
-			}
-			v, err := d.Migrate(cmd.Context())
+			// The version before is the one Migrate read under its lock:
+			// of several concurrent runs, one upgrades and the others
+			// find the schema current.
+			m, err := d.Migrate(cmd.Context())
 			if err != nil {
 				return fmt.Errorf("migrate: %w", err)
 			}
 			// Naming the database shows at once when it is not the one meant.
 			db := dburl.Redact(a.url())
-			if v == before {
-				fmt.Fprintf(a.stdout, "%s: schema version %d (already up to date)\n", db, v)
+			if m.To == m.From {
+				fmt.Fprintf(a.stdout, "%s: schema version %d (already up to date)\n", db, m.To)
 			} else {
-				fmt.Fprintf(a.stdout, "%s: schema version %d (upgraded from %d)\n", db, v, before)
+				fmt.Fprintf(a.stdout, "%s: schema version %d (upgraded from %d)\n", db, m.To, m.From)
 			}
 			return nil
 		},
