@@ -247,6 +247,12 @@ type Driver interface {
 	// Limits: the cluster-wide circuit breakers and rate limits.
 	Limits
 
+	// SyncTypes records p.Types in sluice_types, where the insert trigger
+	// of sluice_jobs reads what a plain-SQL enqueue leaves out, and
+	// returns how many rows it wrote; a type whose row already holds its
+	// settings is not written. Rows of other types stay.
+	SyncTypes(ctx context.Context, p SyncTypesParams) (int, error)
+
 	// DropTables drops every table whose name starts with p.Prefix, exactly
 	// (a LIKE pattern would take '_' as a wildcard). Tests and the bench
 	// clean up their own prefixes with it.

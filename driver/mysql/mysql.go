@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -179,6 +180,7 @@ func Open(rawURL string, opts Options) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
+	migs[namedChecksVersion-1].Prepare = dropServerNamedChecks(prefix, "jobs", "schema")
 	connector, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("mysql: %w", err)
@@ -264,6 +266,52 @@ func supportsSkipLocked(version string) bool {
 		return v[0] > 10 || v[0] == 10 && v[1] >= 6
 	}
 	return v[0] > 8 || v[0] == 8 && (v[1] > 0 || v[2] >= 1)
+}
+
+// namedChecksVersion is the migration that names the CHECK constraints of
+// the first version (013_type_settings.sql).
+const namedChecksVersion = 13
+
+// dropServerNamedChecks returns the Prepare step that drops the CHECK
+// constraints the server named on the prefixed tables, so that the
+// migration can add them again under their columns' names. The names
+// differ between MySQL and MariaDB, hence the lookup.
+func dropServerNamedChecks(prefix string, tables ...string) func(context.Context, driver.Querier) ([]string, error) {
+	return func(ctx context.Context, q driver.Querier) ([]string, error) {
+		var stmts []string
+		for _, table := range tables {
+			name := prefix + table
+			// The names a server gives an unnamed CHECK: CONSTRAINT_1 on
+			// MariaDB, <table>_chk_1 on MySQL. The JSON checks MariaDB adds
+			// to a JSON column are named after the column, and stay.
+			serverNamed := regexp.MustCompile(`^(CONSTRAINT|` + regexp.QuoteMeta(name) + `_chk)_[0-9]+$`)
+			rows, err := q.QueryContext(ctx, `SELECT constraint_name FROM information_schema.table_constraints
+				WHERE constraint_schema = DATABASE() AND table_name = ? AND constraint_type = 'CHECK'
+				ORDER BY constraint_name`, name)
+			if err != nil {
+				return nil, fmt.Errorf("list the CHECK constraints of %s: %w", name, err)
+			}
+			var drops []string
+			for rows.Next() {
+				var c string
+				if err := rows.Scan(&c); err != nil {
+					rows.Close()
+					return nil, fmt.Errorf("list the CHECK constraints of %s: %w", name, err)
+				}
+				if serverNamed.MatchString(c) {
+					drops = append(drops, "DROP CONSTRAINT `"+c+"`")
+				}
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return nil, fmt.Errorf("list the CHECK constraints of %s: %w", name, err)
+			}
+			if len(drops) > 0 {
+				stmts = append(stmts, "ALTER TABLE `"+name+"` "+strings.Join(drops, ", "))
+			}
+		}
+		return stmts, nil
+	}
 }
 
 // migrateLockName keeps the lock name within GET_LOCK's 64 characters.

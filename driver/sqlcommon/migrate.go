@@ -17,7 +17,15 @@ func ApplyMigrations(ctx context.Context, q driver.Querier, migs []driver.Migrat
 		return current, fmt.Errorf("schema version %d, this binary knows up to %d: %w", current, latest, driver.ErrSchemaTooNew)
 	}
 	for _, m := range migs[current:] {
-		for _, stmt := range m.Statements {
+		stmts := m.Statements
+		if m.Prepare != nil {
+			before, err := m.Prepare(ctx, q)
+			if err != nil {
+				return current, fmt.Errorf("migration %d (%s): %w", m.Version, m.Name, err)
+			}
+			stmts = append(before, stmts...)
+		}
+		for _, stmt := range stmts {
 			if _, err := q.ExecContext(ctx, stmt); err != nil {
 				return current, fmt.Errorf("migration %d (%s): %w", m.Version, m.Name, err)
 			}

@@ -5,13 +5,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/dburl"
 )
 
 func (a *app) migrateCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "migrate",
-		Short: "Create or upgrade the schema (idempotent)",
+		Short: "Create or upgrade the schema (idempotent); record the config's type settings for SQL enqueues",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			d, err := a.openOrCreate()
@@ -31,6 +32,23 @@ func (a *app) migrateCommand() *cobra.Command {
 				fmt.Fprintf(a.stdout, "%s: schema version %d (already up to date)\n", db, m.To)
 			} else {
 				fmt.Fprintf(a.stdout, "%s: schema version %d (upgraded from %d)\n", db, m.To, m.From)
+			}
+			// The config's types go to sluice_types, where plain-SQL
+			// enqueues find their queue, max_attempts and dedupe.
+			types, err := a.cfg.SluiceTypes()
+			if err != nil {
+				return err
+			}
+			c, err := sluice.NewClient(sluice.Config{Driver: d, Logger: a.log, Types: types})
+			if err != nil {
+				return err
+			}
+			n, err := c.SyncTypes(cmd.Context())
+			if err != nil {
+				return fmt.Errorf("migrate: %w", err)
+			}
+			if n > 0 {
+				fmt.Fprintf(a.stdout, "%s: settings of %d job types written from %s\n", db, n, a.cfgPath)
 			}
 			return nil
 		},
