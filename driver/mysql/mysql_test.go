@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/driver/drivertest"
 	"github.com/sluicehq/sluice/driver/mysql"
 	"github.com/sluicehq/sluice/internal/testdb"
 )
@@ -606,5 +607,40 @@ func TestPurgeReadsOnlyDueRows(t *testing.T) {
 	var left int
 	if err := d.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM "+table).Scan(&left); err != nil || left != kept {
 		t.Fatalf("%d jobs left (%v), want %d", left, err, kept)
+	}
+}
+
+// TestUpgradeToLatest: the newest migration keeps the rows of the version
+// before, those it now refuses at insert too, and replaces the CHECK
+// constraints the server named with ones named after their columns.
+func TestUpgradeToLatest(t *testing.T) {
+	url, prefix := testdb.URL("mysql", t.TempDir()), testdb.Prefix()
+	d, err := mysql.Open(url, mysql.Options{Prefix: prefix})
+	if err != nil {
+		skipUnreachable(t, err)
+	}
+	t.Cleanup(func() {
+		testdb.Drop(d, prefix)
+		d.Close()
+	})
+	drivertest.ExerciseUpgrade(t, d, func(ctx context.Context, v int) error { return mysql.MigrateTo(ctx, d, v) })
+	rows, err := d.DB().Query(`SELECT constraint_name FROM information_schema.table_constraints
+		WHERE constraint_schema = DATABASE() AND table_name = ? AND constraint_type = 'CHECK' ORDER BY constraint_name`, prefix+"jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, strings.TrimPrefix(n, prefix))
+	}
+	// MariaDB names the JSON check of a JSON column after the column.
+	want := []string{"history", "payload", "jobs_business_key_check", "jobs_dedupe_check", "jobs_queue_check", "jobs_status_check", "jobs_type_check"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("CHECK constraints after the upgrade: %v, want %v", got, want)
 	}
 }
