@@ -28,6 +28,15 @@ func (b *bundle) sqlInsert(q driver.Querier, table, cols, values string) (int64,
 	return id, err
 }
 
+// syncTypes records settings, failing the case on an error, and returns
+// how many rows SyncTypes wrote.
+func (b *bundle) syncTypes(settings ...driver.TypeSettings) int {
+	b.t.Helper()
+	n, err := b.d.SyncTypes(b.ctx, driver.SyncTypesParams{Types: settings})
+	require.NoError(b.t, err)
+	return n
+}
+
 // exerciseTypes: an INSERT of plain SQL that leaves queue, max_attempts or
 // dedupe out takes them from the type's settings (SyncTypes), as sluice's
 // own enqueue does; values it gives win; and a row the table refuses is
@@ -39,9 +48,7 @@ func exerciseTypes(t *testing.T, open Opener) {
 		t.Parallel()
 		b := setup(t, open)
 		table := b.jobsTable()
-		n, err := b.d.SyncTypes(b.ctx, driver.SyncTypesParams{Types: []driver.TypeSettings{mail}})
-		require.NoError(t, err)
-		require.Equal(t, 1, n)
+		require.Equal(t, 1, b.syncTypes(mail))
 		settings := func(id int64) driver.TypeSettings {
 			j := b.get(id)
 			return driver.TypeSettings{Type: j.Type, Queue: j.Queue, MaxAttempts: j.MaxAttempts, Dedupe: j.Dedupe}
@@ -68,14 +75,10 @@ func exerciseTypes(t *testing.T, open Opener) {
 
 		// A second sync of the same settings writes nothing; a change is
 		// written, and later inserts take it.
-		n, err = b.d.SyncTypes(b.ctx, driver.SyncTypesParams{Types: []driver.TypeSettings{mail}})
-		require.NoError(t, err)
-		require.Zero(t, n)
+		require.Zero(t, b.syncTypes(mail))
 		changed := mail
 		changed.MaxAttempts = 3
-		n, err = b.d.SyncTypes(b.ctx, driver.SyncTypesParams{Types: []driver.TypeSettings{changed}})
-		require.NoError(t, err)
-		require.Equal(t, 1, n)
+		require.Equal(t, 1, b.syncTypes(changed))
 		id, err = b.sqlInsert(b.d.DB(), table, "type", "'send_mail'")
 		require.NoError(t, err)
 		require.Equal(t, changed, settings(id))
@@ -85,8 +88,7 @@ func exerciseTypes(t *testing.T, open Opener) {
 		t.Parallel()
 		b := setup(t, open)
 		table := b.jobsTable()
-		_, err := b.d.SyncTypes(b.ctx, driver.SyncTypesParams{Types: []driver.TypeSettings{mail}})
-		require.NoError(t, err)
+		b.syncTypes(mail)
 		tx, err := b.d.DB().BeginTx(b.ctx, nil)
 		require.NoError(t, err)
 		defer tx.Rollback()
@@ -106,8 +108,7 @@ func exerciseTypes(t *testing.T, open Opener) {
 		t.Parallel()
 		b := setup(t, open)
 		table := b.jobsTable()
-		_, err := b.d.SyncTypes(b.ctx, driver.SyncTypesParams{Types: []driver.TypeSettings{mail}})
-		require.NoError(t, err)
+		b.syncTypes(mail)
 		finish := func(queue string, id int64) {
 			t.Helper()
 			jobs := b.claim(driver.ClaimParams{Queue: queue, Limit: 1, Lease: time.Minute})

@@ -487,10 +487,10 @@ func TestClaimMergesPartitions(t *testing.T) {
 	})
 }
 
-// TestUpgradeFrom011: migration 012 rebuilds the pending indexes of a
-// table that holds jobs, and the jobs it held claim in their order.
-func TestUpgradeFrom011(t *testing.T) {
-	ctx := context.Background()
+// openUnmigrated opens a driver on fresh tables that it does not create,
+// and returns it with their prefix.
+func openUnmigrated(t *testing.T) (*mysql.Driver, string) {
+	t.Helper()
 	url, prefix := testdb.URL("mysql", t.TempDir()), testdb.Prefix()
 	d, err := mysql.Open(url, mysql.Options{Prefix: prefix})
 	if err != nil {
@@ -500,6 +500,14 @@ func TestUpgradeFrom011(t *testing.T) {
 		testdb.Drop(d, prefix)
 		d.Close()
 	})
+	return d, prefix
+}
+
+// TestUpgradeFrom011: migration 012 rebuilds the pending indexes of a
+// table that holds jobs, and the jobs it held claim in their order.
+func TestUpgradeFrom011(t *testing.T) {
+	ctx := context.Background()
+	d, prefix := openUnmigrated(t)
 	if err := mysql.MigrateTo(ctx, d, 11); err != nil {
 		t.Fatal(err)
 	}
@@ -521,8 +529,8 @@ func TestUpgradeFrom011(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if m, err := d.Migrate(ctx); err != nil || m.To < 12 {
-		t.Fatalf("upgrade: version %d, %v", m.To, err)
+	if m, err := d.Migrate(ctx); err != nil || m.From != 11 {
+		t.Fatalf("upgrade from 11: %+v, %v", m, err)
 	}
 	var pending int
 	if err := d.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM "+table+" WHERE partitioned_queue = 'q'").Scan(&pending); err != nil || pending != 2 {
@@ -614,15 +622,7 @@ func TestPurgeReadsOnlyDueRows(t *testing.T) {
 // before, those it now refuses at insert too, and replaces the CHECK
 // constraints the server named with ones named after their columns.
 func TestUpgradeToLatest(t *testing.T) {
-	url, prefix := testdb.URL("mysql", t.TempDir()), testdb.Prefix()
-	d, err := mysql.Open(url, mysql.Options{Prefix: prefix})
-	if err != nil {
-		skipUnreachable(t, err)
-	}
-	t.Cleanup(func() {
-		testdb.Drop(d, prefix)
-		d.Close()
-	})
+	d, prefix := openUnmigrated(t)
 	drivertest.ExerciseUpgrade(t, d, func(ctx context.Context, v int) error { return mysql.MigrateTo(ctx, d, v) })
 	rows, err := d.DB().Query(`SELECT constraint_name FROM information_schema.table_constraints
 		WHERE constraint_schema = DATABASE() AND table_name = ? AND constraint_type = 'CHECK' ORDER BY constraint_name`, prefix+"jobs")
