@@ -75,7 +75,7 @@ func TestConfigFileChoosesTheDatabase(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, latest, cur, "migrate created the config's database")
 			db := dburl.Redact(tg.URL)
-			require.Equal(t, fmt.Sprintf("%s: schema version %d (upgraded from 0)\n%s: settings of 2 job types written from %s\n",
+			require.Equal(t, fmt.Sprintf("%s: schema version %d (upgraded from 0)\n%s: job type settings written from %s: 2\n",
 				db, latest, db, cfg), r.Stdout, "the config's types are recorded for plain-SQL enqueues")
 			requireNoDefaultDB(t, wd)
 		})

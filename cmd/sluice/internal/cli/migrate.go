@@ -48,7 +48,7 @@ func (a *app) migrateCommand() *cobra.Command {
 				return fmt.Errorf("migrate: %w", err)
 			}
 			if n > 0 {
-				fmt.Fprintf(a.stdout, "%s: settings of %d job types written from %s\n", db, n, a.cfgPath)
+				fmt.Fprintf(a.stdout, "%s: job type settings written from %s: %d\n", db, a.cfgPath, n)
 			}
 			return nil
 		},

@@ -59,9 +59,10 @@ func TestPlainSQLEnqueueTakesTypeSettings(t *testing.T) {
 			return fmt.Sprintf("%s/%d/%s", j.Queue, j.MaxAttempts, j.Dedupe)
 		}
 
-		r := run(t, env, "", "--config", typesConfig(t, tg.URL, 2), "migrate")
+		cfg := typesConfig(t, tg.URL, 2)
+		r := run(t, env, "", "--config", cfg, "migrate")
 		require.Equal(t, 0, r.Code, r.Stderr)
-		require.Contains(t, r.Stdout, "settings of 1 job types written")
+		require.Contains(t, r.Stdout, "job type settings written from "+cfg+": 1")
 
 		tx, err := d.DB().BeginTx(ctx, nil)
 		require.NoError(t, err)
