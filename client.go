@@ -42,6 +42,9 @@ type Client struct {
 	mu         sync.Mutex
 	started    bool
 	stopGauges context.CancelFunc
+
+	typesMu     sync.Mutex
+	typesSynced bool // see syncTypesOnce
 }
 
 // NewClient checks cfg and builds a client. It does not touch the database.
@@ -201,8 +204,9 @@ func (c *Client) leaseFor(jobType string) time.Duration {
 // its package comment says what compatibility it promises.
 func (c *Client) Driver() driver.Driver { return c.drv }
 
-// Start checks the schema and starts the workers and maintenance. It
-// returns at once; Stop shuts them down.
+// Start checks the schema, records the types' settings for plain-SQL
+// enqueues (SyncTypes) and starts the workers and maintenance. It returns
+// at once; Stop shuts them down.
 func (c *Client) Start(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -210,6 +214,9 @@ func (c *Client) Start(ctx context.Context) error {
 		return errors.New("sluice: client already started")
 	}
 	if _, err := driver.CheckSchema(ctx, c.drv); err != nil {
+		return err
+	}
+	if err := c.syncTypesOnce(ctx); err != nil {
 		return err
 	}
 	c.started = true

@@ -85,6 +85,9 @@ func (c *Client) RunOnce(ctx context.Context, p RunParams) (RunResult, error) {
 			return RunResult{}, err
 		}
 	}
+	if err := c.syncTypesOnce(ctx); err != nil {
+		return RunResult{}, err
+	}
 	// A timeout, not a deadline read from the clock: the runtime measures
 	// it on its own monotonic clock, which a skewed Config.Clock cannot move.
 	runCtx, cancel := context.WithTimeout(ctx, p.MaxDuration)

@@ -82,6 +82,12 @@ var (
 	ErrCheckpointLost = errors.New("checkpoint deleted or moved on")
 )
 
+// MigrateResult is what Migrate did: the schema version it found and the
+// one it left, equal when there was nothing to do.
+type MigrateResult struct {
+	From, To int
+}
+
 // Querier is what *sql.DB, *sql.Tx and *sql.Conn have in common.
 type Querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
@@ -98,8 +104,11 @@ type Driver interface {
 	DB() *sql.DB
 	Close() error
 
-	// Migrate creates or upgrades the schema and returns its version.
-	Migrate(ctx context.Context) (int, error)
+	// Migrate creates or upgrades the schema. The version it reports
+	// having found is read under the migration lock, so of several
+	// processes migrating one database at once exactly one reports the
+	// upgrade and the others find the schema current.
+	Migrate(ctx context.Context) (MigrateResult, error)
 	// SchemaVersion returns the schema version in the database and the newest
 	// version this driver knows.
 	SchemaVersion(ctx context.Context) (current, latest int, err error)
@@ -238,6 +247,12 @@ type Driver interface {
 
 	// Limits: the cluster-wide circuit breakers and rate limits.
 	Limits
+
+	// SyncTypes records p.Types in sluice_types, where the insert trigger
+	// of sluice_jobs reads what a plain-SQL enqueue leaves out, and
+	// returns how many rows it wrote; a type whose row already holds its
+	// settings is not written. Rows of other types stay.
+	SyncTypes(ctx context.Context, p SyncTypesParams) (int, error)
 
 	// DropTables drops every table whose name starts with p.Prefix, exactly
 	// (a LIKE pattern would take '_' as a wildcard). Tests and the bench

@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
 	"path"
@@ -66,6 +67,10 @@ type Migration struct {
 	Version    int
 	Name       string
 	Statements []string
+	// Prepare, when set, returns statements that run before Statements,
+	// computed from the database when the migration runs: what a static
+	// file cannot name, such as constraints the server named itself.
+	Prepare func(ctx context.Context, q Querier) ([]string, error)
 }
 
 // LoadMigrations reads dir/NNN_name.sql files in version order.
@@ -105,7 +110,9 @@ func LoadMigrations(fsys fs.FS, dir, prefix string) ([]Migration, error) {
 }
 
 // SplitStatements splits a migration file on semicolons that end a line,
-// except inside a $$-quoted body (a PostgreSQL function). Migrations are our
+// except inside a $$-quoted body: a PostgreSQL function's, or a MySQL or
+// SQLite trigger's, whose first and last lines end in a "-- $$" comment
+// (the statement then ends at a line holding ";"). Migrations are our
 // own files, so this simple rule is enough: no statement in them ends a
 // line inside a string literal.
 func SplitStatements(sql string) []string {

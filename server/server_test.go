@@ -138,7 +138,7 @@ func TestEnqueueAndGet(t *testing.T) {
 func TestBatch(t *testing.T) {
 	testdb.ForEachDriver(t, func(t *testing.T, d driver.Driver) {
 		a := start(t, d, nil, nil)
-		r := a.do("POST", "/v1/jobs/batch", `[{"type":"a","key":"k1"},{"type":"b","payload":[1,2]},{"type":"a","key":"k1"}]`)
+		r := a.do("POST", "/v1/jobs/batch", `[{"type":"a","key":"k1"},{"type":"b","payload":{"n":[1,2]}},{"type":"a","key":"k1"}]`)
 		require.Equal(t, http.StatusOK, r.code, r.raw)
 		require.Equal(t, float64(2), r.body["inserted"])
 		require.Equal(t, float64(1), r.body["duplicates"])

@@ -62,6 +62,7 @@ func Exercise(t *testing.T, open func(t *testing.T) driver.Driver) {
 		{"Plans", exercisePlans},
 		{"Limits", exerciseLimits},
 		{"ClaimRates", exerciseClaimRates},
+		{"Types", exerciseTypes},
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {

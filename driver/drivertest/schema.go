@@ -15,12 +15,13 @@ func exerciseSchema(t *testing.T, open Opener) {
 		b := setup(t, open)
 		// open already migrated once; running it again must be a no-op that
 		// reports the same version, or every `sluice migrate` would break.
-		v1, err := b.d.Migrate(b.ctx)
+		m1, err := b.d.Migrate(b.ctx)
 		require.NoError(t, err)
-		v2, err := b.d.Migrate(b.ctx)
+		m2, err := b.d.Migrate(b.ctx)
 		require.NoError(t, err)
-		require.Equal(t, v1, v2)
-		require.Positive(t, v1)
+		require.Equal(t, m1, m2)
+		require.Equal(t, m1.From, m1.To, "open migrated already: nothing to upgrade")
+		require.Positive(t, m1.To)
 
 		// The schema still works after the repeated migration.
 		id := b.insertOne(newJob("after-migrate"))
@@ -34,9 +35,9 @@ func exerciseSchema(t *testing.T, open Opener) {
 		require.NoError(t, err)
 		require.Positive(t, latest)
 		require.Equal(t, latest, cur)
-		v, err := b.d.Migrate(b.ctx)
+		m, err := b.d.Migrate(b.ctx)
 		require.NoError(t, err)
-		require.Equal(t, latest, v, "Migrate and SchemaVersion disagree on the version")
+		require.Equal(t, driver.MigrateResult{From: latest, To: latest}, m, "Migrate and SchemaVersion disagree on the version")
 	})
 
 	t.Run("NowIsTheDatabaseClockInUTC", func(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -179,6 +180,7 @@ func Open(rawURL string, opts Options) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
+	migs[namedChecksVersion-1].Prepare = dropServerNamedChecks(prefix, "jobs", "schema")
 	connector, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("mysql: %w", err)
@@ -266,6 +268,52 @@ func supportsSkipLocked(version string) bool {
 	return v[0] > 8 || v[0] == 8 && (v[1] > 0 || v[2] >= 1)
 }
 
+// namedChecksVersion is the migration that names the CHECK constraints of
+// the first version (013_type_settings.sql).
+const namedChecksVersion = 13
+
+// dropServerNamedChecks returns the Prepare step that drops the CHECK
+// constraints the server named on the prefixed tables, so that the
+// migration can add them again under their columns' names. The names
+// differ between MySQL and MariaDB, hence the lookup.
+func dropServerNamedChecks(prefix string, tables ...string) func(context.Context, driver.Querier) ([]string, error) {
+	return func(ctx context.Context, q driver.Querier) ([]string, error) {
+		var stmts []string
+		for _, table := range tables {
+			name := prefix + table
+			// The names a server gives an unnamed CHECK: CONSTRAINT_1 on
+			// MariaDB, <table>_chk_1 on MySQL. The JSON checks MariaDB adds
+			// to a JSON column are named after the column, and stay.
+			serverNamed := regexp.MustCompile(`^(CONSTRAINT|` + regexp.QuoteMeta(name) + `_chk)_[0-9]+$`)
+			rows, err := q.QueryContext(ctx, `SELECT constraint_name FROM information_schema.table_constraints
+				WHERE constraint_schema = DATABASE() AND table_name = ? AND constraint_type = 'CHECK'
+				ORDER BY constraint_name`, name)
+			if err != nil {
+				return nil, fmt.Errorf("list the CHECK constraints of %s: %w", name, err)
+			}
+			var drops []string
+			for rows.Next() {
+				var c string
+				if err := rows.Scan(&c); err != nil {
+					rows.Close()
+					return nil, fmt.Errorf("list the CHECK constraints of %s: %w", name, err)
+				}
+				if serverNamed.MatchString(c) {
+					drops = append(drops, "DROP CONSTRAINT `"+c+"`")
+				}
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return nil, fmt.Errorf("list the CHECK constraints of %s: %w", name, err)
+			}
+			if len(drops) > 0 {
+				stmts = append(stmts, "ALTER TABLE `"+name+"` "+strings.Join(drops, ", "))
+			}
+		}
+		return stmts, nil
+	}
+}
+
 // migrateLockName keeps the lock name within GET_LOCK's 64 characters.
 func migrateLockName(dbName, prefix string) string {
 	name := dbName + "." + prefix + "migrate"
@@ -339,18 +387,18 @@ func (d *Driver) SchemaVersion(ctx context.Context) (int, int, error) {
 // On Galera the lock holds on one node only: concurrent migrations through
 // different nodes can then collide on a step that cannot run twice (an
 // index), and one of them fails; a re-run finds the schema complete.
-func (d *Driver) Migrate(ctx context.Context) (int, error) {
+func (d *Driver) Migrate(ctx context.Context) (driver.MigrateResult, error) {
 	conn, err := d.Write.Conn(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("migrate: %w", err)
+		return driver.MigrateResult{}, fmt.Errorf("migrate: %w", err)
 	}
 	defer conn.Close()
 	var got sql.NullInt64
 	if err := conn.QueryRowContext(ctx, d.Q["migrate_lock"], d.migrateLock).Scan(&got); err != nil {
-		return 0, fmt.Errorf("migrate: take lock %s: %w", d.migrateLock, err)
+		return driver.MigrateResult{}, fmt.Errorf("migrate: take lock %s: %w", d.migrateLock, err)
 	}
 	if got.Int64 != 1 {
-		return 0, fmt.Errorf("migrate: lock %s still held by another process after 60s", d.migrateLock)
+		return driver.MigrateResult{}, fmt.Errorf("migrate: lock %s still held by another process after 60s", d.migrateLock)
 	}
 	defer func() {
 		var released sql.NullInt64
@@ -363,7 +411,7 @@ func (d *Driver) Migrate(ctx context.Context) (int, error) {
 	cur := 0
 	err = conn.QueryRowContext(ctx, d.Q["schema_version"]).Scan(&cur)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) && errNumber(err) != errNoSuchTable {
-		return 0, fmt.Errorf("migrate: read version: %w", err)
+		return driver.MigrateResult{}, fmt.Errorf("migrate: read version: %w", err)
 	}
 	v, err := sqlcommon.ApplyMigrations(ctx, conn, d.migrations, cur, d.Q["schema_set"])
 	if err != nil && d.galera {
@@ -373,10 +421,10 @@ func (d *Driver) Migrate(ctx context.Context) (int, error) {
 		// schema is complete and there is nothing to report.
 		var now int
 		if d.Write.QueryRowContext(ctx, d.Q["schema_version"]).Scan(&now) == nil && now >= len(d.migrations) {
-			return now, nil
+			return driver.MigrateResult{From: now, To: now}, nil
 		}
 	}
-	return v, err
+	return driver.MigrateResult{From: cur, To: v}, err
 }
 
 // AcquireLease takes or renews a named lease. The row is locked while the

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/driver/drivertest"
 	"github.com/sluicehq/sluice/driver/mysql"
 	"github.com/sluicehq/sluice/internal/testdb"
 )
@@ -128,10 +129,11 @@ func TestOpenUnreachable(t *testing.T) {
 func TestMigrate(t *testing.T) {
 	ctx := context.Background()
 	d := open(t, false)
-	v, err := d.Migrate(ctx)
+	m, err := d.Migrate(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
+	v := m.To
 	cur, latest, err := d.SchemaVersion(ctx)
 	if err != nil || cur != v || latest != v || v < 1 {
 		t.Fatalf("version %d, schema %d/%d, %v", v, cur, latest, err)
@@ -184,8 +186,8 @@ func TestMigrateConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
 	for _, d := range ds {
 		wg.Go(func() {
-			if v, err := d.Migrate(ctx); err != nil || v < 1 {
-				t.Errorf("migrate: version %d, %v", v, err)
+			if m, err := d.Migrate(ctx); err != nil || m.To < 1 {
+				t.Errorf("migrate: version %d, %v", m.To, err)
 			}
 		})
 	}
@@ -485,10 +487,10 @@ func TestClaimMergesPartitions(t *testing.T) {
 	})
 }
 
-// TestUpgradeFrom011: migration 012 rebuilds the pending indexes of a
-// table that holds jobs, and the jobs it held claim in their order.
-func TestUpgradeFrom011(t *testing.T) {
-	ctx := context.Background()
+// openUnmigrated opens a driver on fresh tables that it does not create,
+// and returns it with their prefix.
+func openUnmigrated(t *testing.T) (*mysql.Driver, string) {
+	t.Helper()
 	url, prefix := testdb.URL("mysql", t.TempDir()), testdb.Prefix()
 	d, err := mysql.Open(url, mysql.Options{Prefix: prefix})
 	if err != nil {
@@ -498,6 +500,14 @@ func TestUpgradeFrom011(t *testing.T) {
 		testdb.Drop(d, prefix)
 		d.Close()
 	})
+	return d, prefix
+}
+
+// TestUpgradeFrom011: migration 012 rebuilds the pending indexes of a
+// table that holds jobs, and the jobs it held claim in their order.
+func TestUpgradeFrom011(t *testing.T) {
+	ctx := context.Background()
+	d, prefix := openUnmigrated(t)
 	if err := mysql.MigrateTo(ctx, d, 11); err != nil {
 		t.Fatal(err)
 	}
@@ -519,8 +529,8 @@ func TestUpgradeFrom011(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if v, err := d.Migrate(ctx); err != nil || v != 12 {
-		t.Fatalf("upgrade: version %d, %v", v, err)
+	if m, err := d.Migrate(ctx); err != nil || m.From != 11 {
+		t.Fatalf("upgrade from 11: %+v, %v", m, err)
 	}
 	var pending int
 	if err := d.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM "+table+" WHERE partitioned_queue = 'q'").Scan(&pending); err != nil || pending != 2 {
@@ -605,5 +615,32 @@ func TestPurgeReadsOnlyDueRows(t *testing.T) {
 	var left int
 	if err := d.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM "+table).Scan(&left); err != nil || left != kept {
 		t.Fatalf("%d jobs left (%v), want %d", left, err, kept)
+	}
+}
+
+// TestUpgradeToLatest: the newest migration keeps the rows of the version
+// before, those it now refuses at insert too, and replaces the CHECK
+// constraints the server named with ones named after their columns.
+func TestUpgradeToLatest(t *testing.T) {
+	d, prefix := openUnmigrated(t)
+	drivertest.ExerciseUpgrade(t, d, func(ctx context.Context, v int) error { return mysql.MigrateTo(ctx, d, v) })
+	rows, err := d.DB().Query(`SELECT constraint_name FROM information_schema.table_constraints
+		WHERE constraint_schema = DATABASE() AND table_name = ? AND constraint_type = 'CHECK' ORDER BY constraint_name`, prefix+"jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, strings.TrimPrefix(n, prefix))
+	}
+	// MariaDB names the JSON check of a JSON column after the column.
+	want := []string{"history", "payload", "jobs_business_key_check", "jobs_dedupe_check", "jobs_queue_check", "jobs_status_check", "jobs_type_check"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("CHECK constraints after the upgrade: %v, want %v", got, want)
 	}
 }

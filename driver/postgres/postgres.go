@@ -286,26 +286,26 @@ func (d *Driver) SchemaVersion(ctx context.Context) (int, int, error) {
 // transactional in PostgreSQL, so a failed upgrade leaves no trace, and the
 // advisory lock makes a second migrating process wait and then find the
 // work done.
-func (d *Driver) Migrate(ctx context.Context) (int, error) {
+func (d *Driver) Migrate(ctx context.Context) (driver.MigrateResult, error) {
 	tx, err := d.Write.BeginTx(ctx, nil)
 	if err != nil {
-		return 0, fmt.Errorf("migrate: %w", err)
+		return driver.MigrateResult{}, fmt.Errorf("migrate: %w", err)
 	}
 	defer tx.Rollback()
 	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", d.migrateLock); err != nil {
-		return 0, fmt.Errorf("migrate: take migration lock: %w", err)
+		return driver.MigrateResult{}, fmt.Errorf("migrate: take migration lock: %w", err)
 	}
 	// A failed statement would abort the transaction, so the version table
 	// is looked up rather than read and its absence caught.
 	var exists bool
 	if err := tx.QueryRowContext(ctx, d.Q["schema_exists"]).Scan(&exists); err != nil {
-		return 0, fmt.Errorf("migrate: look up version table: %w", err)
+		return driver.MigrateResult{}, fmt.Errorf("migrate: look up version table: %w", err)
 	}
 	cur := 0
 	if exists {
 		err := tx.QueryRowContext(ctx, d.Q["schema_version"]).Scan(&cur)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return 0, fmt.Errorf("migrate: read version: %w", err)
+			return driver.MigrateResult{}, fmt.Errorf("migrate: read version: %w", err)
 		}
 	}
 	return sqlcommon.ApplyMigrationsTx(ctx, tx, d.migrations, cur, d.Q["schema_set"])

@@ -38,7 +38,8 @@ func TestOpenUnreachable(t *testing.T) {
 
 func TestSchema(t *testing.T) {
 	d, ctx := setup(t)
-	v, err := d.Migrate(ctx)
+	m, err := d.Migrate(ctx)
+	v := m.To
 	if err != nil {
 		t.Fatalf("second migrate: %v", err)
 	}

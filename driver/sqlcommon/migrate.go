@@ -17,7 +17,15 @@ func ApplyMigrations(ctx context.Context, q driver.Querier, migs []driver.Migrat
 		return current, fmt.Errorf("schema version %d, this binary knows up to %d: %w", current, latest, driver.ErrSchemaTooNew)
 	}
 	for _, m := range migs[current:] {
-		for _, stmt := range m.Statements {
+		stmts := m.Statements
+		if m.Prepare != nil {
+			before, err := m.Prepare(ctx, q)
+			if err != nil {
+				return current, fmt.Errorf("migration %d (%s): %w", m.Version, m.Name, err)
+			}
+			stmts = append(before, stmts...)
+		}
+		for _, stmt := range stmts {
 			if _, err := q.ExecContext(ctx, stmt); err != nil {
 				return current, fmt.Errorf("migration %d (%s): %w", m.Version, m.Name, err)
 			}
@@ -33,13 +41,15 @@ func ApplyMigrations(ctx context.Context, q driver.Querier, migs []driver.Migrat
 // ApplyMigrationsTx is ApplyMigrations in tx, committed at the end, for the
 // databases whose DDL is transactional. On failure the rollback undoes
 // every step, so the version reported is still current.
-func ApplyMigrationsTx(ctx context.Context, tx *sql.Tx, migs []driver.Migration, current int, setVersion string) (int, error) {
+func ApplyMigrationsTx(ctx context.Context, tx *sql.Tx, migs []driver.Migration, current int, setVersion string) (driver.MigrateResult, error) {
+	res := driver.MigrateResult{From: current, To: current}
 	v, err := ApplyMigrations(ctx, tx, migs, current, setVersion)
 	if err != nil {
-		return current, err
+		return res, err
 	}
 	if err := tx.Commit(); err != nil {
-		return current, fmt.Errorf("migrate: commit: %w", err)
+		return res, fmt.Errorf("migrate: commit: %w", err)
 	}
-	return v, nil
+	res.To = v
+	return res, nil
 }

@@ -205,16 +205,16 @@ func (d *Driver) SchemaVersion(ctx context.Context) (int, int, error) {
 
 // Migrate applies pending migrations in one IMMEDIATE transaction, which
 // also keeps two migrating processes apart.
-func (d *Driver) Migrate(ctx context.Context) (int, error) {
+func (d *Driver) Migrate(ctx context.Context) (driver.MigrateResult, error) {
 	tx, err := d.Write.BeginTx(ctx, nil)
 	if err != nil {
-		return 0, fmt.Errorf("migrate: %w", err)
+		return driver.MigrateResult{}, fmt.Errorf("migrate: %w", err)
 	}
 	defer tx.Rollback()
 	cur := 0
 	err = tx.QueryRowContext(ctx, d.Q["schema_version"]).Scan(&cur)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) && !strings.Contains(err.Error(), "no such table") {
-		return 0, fmt.Errorf("migrate: read version: %w", err)
+		return driver.MigrateResult{}, fmt.Errorf("migrate: read version: %w", err)
 	}
 	return sqlcommon.ApplyMigrationsTx(ctx, tx, d.migrations, cur, d.Q["schema_set"])
 }

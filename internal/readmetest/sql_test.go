@@ -264,6 +264,20 @@ func TestReadmeSQLEnqueue(t *testing.T) {
 						require.Equal(t, 2, st.keyRows(t, tx))
 					})
 				})
+				t.Run("takes the type's settings", func(t *testing.T) {
+					// As `sluice migrate --config` records them; in the
+					// transaction, which is rolled back, so that other runs
+					// on this database see no settings.
+					inTx(t, func(tx *sql.Tx) {
+						_, err := tx.ExecContext(ctx, "INSERT INTO sluice_types (type, queue, max_attempts, dedupe) VALUES ('order_sync', 'orders', 2, 'active')")
+						require.NoError(t, err)
+						id := run(t, tx)
+						var queue, dedupe string
+						var attempts int
+						require.NoError(t, tx.QueryRow(fmt.Sprintf("SELECT queue, max_attempts, dedupe FROM sluice_jobs WHERE id = %d", id)).Scan(&queue, &attempts, &dedupe))
+						require.Equal(t, "orders/2/active", fmt.Sprintf("%s/%d/%s", queue, attempts, dedupe))
+					})
+				})
 				if name == "postgres" {
 					t.Run("NOTIFY on commit", func(t *testing.T) { notifyOnCommit(t, st, b, stmts) })
 				}

@@ -3,8 +3,8 @@
 -- milliseconds ago and earlier, one millisecond apart. MySQL has no
 -- generate_series and caps recursive CTEs at 1,000 levels by default, so
 -- rows come from a cross join of digits (up to 100,000 per statement).
-INSERT INTO sluice_jobs (queue, type, payload, status, attempts, max_attempts, next_run_at, created_at, updated_at, finished_at)
-SELECT ?, ?, '{}', 'success', 1, 5, t, t, t, t FROM (
+INSERT INTO sluice_jobs (queue, type, dedupe, payload, status, attempts, max_attempts, next_run_at, created_at, updated_at, finished_at)
+SELECT ?, ?, 'permanent', '{}', 'success', 1, 5, t, t, t, t FROM (
   SELECT UTC_TIMESTAMP(6) - INTERVAL ((? + a.n + 10 * b.n + 100 * c.n + 1000 * d.n + 10000 * e.n) * 1000) MICROSECOND AS t
   FROM (SELECT 0 AS n UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4
         UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) a

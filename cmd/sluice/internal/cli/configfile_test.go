@@ -74,7 +74,9 @@ func TestConfigFileChoosesTheDatabase(t *testing.T) {
 			cur, latest, err := fd.SchemaVersion(context.Background())
 			require.NoError(t, err)
 			require.Equal(t, latest, cur, "migrate created the config's database")
-			require.Equal(t, fmt.Sprintf("%s: schema version %d (upgraded from 0)\n", dburl.Redact(tg.URL), latest), r.Stdout)
+			db := dburl.Redact(tg.URL)
+			require.Equal(t, fmt.Sprintf("%s: schema version %d (upgraded from 0)\n%s: job type settings written from %s: 2\n",
+				db, latest, db, cfg), r.Stdout, "the config's types are recorded for plain-SQL enqueues")
 			requireNoDefaultDB(t, wd)
 		})
 		t.Run("enqueue", func(t *testing.T) {
