@@ -25,7 +25,7 @@ const TX_ATTEMPTS = 5;
 
 /**
  * Enqueues a job inside the caller's transaction and returns its id. The
- * business key is unique in sluice_jobs (index sluice_jobs_key), so a key
+ * business key is unique in sluice_jobs (index sluice_jobs_business_key_unique), so a key
  * that is already there does not insert a second job: ON DUPLICATE KEY
  * UPDATE turns the INSERT into a no-op on the existing row, and
  * LAST_INSERT_ID(id) makes that row's id the one returned.
