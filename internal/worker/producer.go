@@ -385,8 +385,7 @@ func (pr *producer) start(j driver.JobRow) {
 			if o.Tx != nil {
 				o.Tx.Rollback()
 			}
-			msg := "interrupted by shutdown"
-			o = Outcome{Status: driver.StatusPending, Refund: true, Error: &msg}
+			o = p.interrupted(x, "interrupted by shutdown")
 		}
 		if pol.Threshold > 0 {
 			// Before the handler slot is given back: the next job's check
@@ -395,22 +394,38 @@ func (pr *producer) start(j driver.JobRow) {
 			p.recordCircuit(j, pol, g, o)
 		}
 		pr.run <- struct{}{}
+		if !p.settle(x, o) {
+			return // requeued by shutdown, and observed there
+		}
 		if h := p.cfg.Hooks.Completed; h != nil {
 			h(j, o, p.cfg.Clock.Since(began))
 		}
-		p.finish(x, o)
+		p.write(x, o)
 	}()
 }
 
 // finish writes the outcome of a handler that returned, unless shutdown
 // has already requeued its job: that write would be fenced out anyway.
 func (p *Pool) finish(x *running, o Outcome) {
-	if !p.running.settle(x) {
-		if o.Tx != nil {
-			o.Tx.Rollback()
-		}
-		return
+	if p.settle(x, o) {
+		p.write(x, o)
 	}
+}
+
+// settle marks x's handler as returned, and reports false (rolling back
+// its transaction) when shutdown has already requeued the job.
+func (p *Pool) settle(x *running, o Outcome) bool {
+	if p.running.settle(x) {
+		return true
+	}
+	if o.Tx != nil {
+		o.Tx.Rollback()
+	}
+	return false
+}
+
+// write queues the fenced write of a settled outcome.
+func (p *Pool) write(x *running, o Outcome) {
 	if o.Tx != nil {
 		p.completeInTx(x, o)
 		return
