@@ -52,8 +52,6 @@ types:
     command: ["sh", "-c", %s]
     max_attempts: 2
     backoff: { base: %s, max: %s }
-  slow:
-    command: ["sleep", "30"]
 `, dbURL, script, cronBackoff, cronBackoff)
 	path := filepath.Join(t.TempDir(), "sluice.yaml")
 	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o644))
@@ -229,12 +227,6 @@ func TestCronPassOverHTTP(t *testing.T) {
 			resp.Body.Close()
 			require.Len(t, stats.Queues, 1)
 			require.Equal(t, cronOutcomes, stats.Queues[0].FinishedHour)
-
-			// A job still running at the deadline goes back uncharged.
-			resp, err = http.Post(base+"/v1/jobs", "application/json", strings.NewReader(`{"type":"slow"}`))
-			require.NoError(t, err)
-			resp.Body.Close()
-			require.Equal(t, map[string]int{"done": 0, "retried": 0, "failed": 0, "requeued": 1}, pass("type=slow&max_seconds=1"))
 
 			resp, err = http.Get(base + "/metrics")
 			require.NoError(t, err)
