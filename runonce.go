@@ -109,6 +109,12 @@ func (c *Client) RunOnce(ctx context.Context, p RunParams) (RunResult, error) {
 		if err := checkName("type", p.Type, driver.MaxTypeLen); err != nil {
 			return RunResult{}, err
 		}
+		if t, ok := c.cfg.Types[p.Type]; !ok || t.Handler == nil {
+			return RunResult{}, inputErr("type", "no handler for type %q in this process's config", p.Type)
+		}
+	}
+	if err := c.checkQueueKnown(ctx, p.Queue); err != nil {
+		return RunResult{}, err
 	}
 	// A timeout, not a deadline read from the clock: the runtime measures
 	// it on its own monotonic clock, which a skewed Config.Clock cannot move.

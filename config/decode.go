@@ -29,6 +29,26 @@ type decoder struct {
 	// lines records the line of every key path set in the file, so that
 	// validation errors, found after decoding, can point at the line.
 	lines map[string]int
+	// unresolved holds, by key path, the secrets whose environment
+	// variable is unset (see secretPath); their value is left empty.
+	unresolved map[string]error
+}
+
+// secretPath reports whether the value at path is a secret that only some
+// commands use: an API token, or a webhook's signing secret or header. An
+// unset variable there fails those commands alone (File.Unresolved), so
+// that `sluice jobs show` needs neither the server's tokens nor the
+// handlers' secrets.
+func secretPath(path string) bool {
+	if strings.HasPrefix(path, "auth.tokens[") {
+		return true
+	}
+	rest, ok := strings.CutPrefix(path, "types.")
+	if !ok {
+		return false
+	}
+	_, field, ok := strings.Cut(rest, ".http.")
+	return ok && (field == "secret" || strings.HasPrefix(field, "headers."))
 }
 
 // defaulter is implemented by structs whose zero value is not their
@@ -392,6 +412,13 @@ func (d *decoder) scalar(n *yaml.Node, path, want string) (*yaml.Node, error) {
 		return nil, d.errorf(path, n.Line, "want %s, got %s", want, kindName(n))
 	}
 	v, err := expand(n.Value)
+	var unset *unsetError
+	if errors.As(err, &unset) && secretPath(path) {
+		d.unresolved[path] = d.wrap(path, n.Line, err)
+		c := *n
+		c.Value, c.Tag = "", "!!str"
+		return &c, nil
+	}
 	if err != nil {
 		return nil, d.wrap(path, n.Line, err)
 	}
@@ -458,11 +485,18 @@ func expand(s string) (string, error) {
 		case val == "" && hasDef:
 			val = def
 		case !set:
-			return "", fmt.Errorf("environment variable %s is not set (write ${%s:-default} to make it optional)", name, name)
+			return "", &unsetError{name: name}
 		}
 		b.WriteString(val)
 		s = s[i+end+1:]
 	}
+}
+
+// unsetError is a reference to an unset variable without a default.
+type unsetError struct{ name string }
+
+func (e *unsetError) Error() string {
+	return fmt.Sprintf("environment variable %s is not set (write ${%s:-default} to make it optional)", e.name, e.name)
 }
 
 func isEnvName(s string) bool {

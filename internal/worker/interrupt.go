@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/driver"
@@ -41,9 +42,11 @@ func (p *Pool) interrupted(x *running, msg string) Outcome {
 	return Outcome{Status: driver.StatusPending, Error: &msg}
 }
 
-// interruptionsInARow counts the job's latest attempts that were
-// interrupted and given back uncharged: released with an error (a
-// snooze or a job that never started is released without one).
+// Interrupted begins the error of every attempt that shutdown cut short.
+const Interrupted = "interrupted by shutdown"
+
+// interruptionsInARow counts the job's latest attempts that shutdown cut
+// short and gave back uncharged.
 func (p *Pool) interruptionsInARow(id int64) (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -54,7 +57,7 @@ func (p *Pool) interruptionsInARow(id int64) (int, error) {
 	n := 0
 	for i := len(j.History) - 1; i >= 0; i-- {
 		a := j.History[i]
-		if a.Outcome != driver.AttemptReleased || a.Error == "" {
+		if a.Outcome != driver.AttemptReleased || !strings.HasPrefix(a.Error, Interrupted) {
 			break
 		}
 		n++

@@ -385,7 +385,7 @@ func (pr *producer) start(j driver.JobRow) {
 			if o.Tx != nil {
 				o.Tx.Rollback()
 			}
-			o = p.interrupted(x, "interrupted by shutdown")
+			o = p.interrupted(x, Interrupted)
 		}
 		if pol.Threshold > 0 {
 			// Before the handler slot is given back: the next job's check

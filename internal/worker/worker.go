@@ -268,7 +268,7 @@ func (p *Pool) requeueStuck() {
 	cs := make([]driver.Completion, 0, len(jobs))
 	outcomes := make([]Outcome, 0, len(jobs))
 	for _, r := range jobs {
-		o := p.interrupted(r, "interrupted by shutdown; handler did not return")
+		o := p.interrupted(r, Interrupted+"; handler did not return")
 		outcomes = append(outcomes, o)
 		cs = append(cs, p.completion(r, o))
 	}

@@ -310,5 +310,11 @@ func (a *app) client(ctx context.Context) (*sluice.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return sluice.NewClient(sluice.Config{Driver: d, Logger: a.log, Types: types})
+	// The queues too, so that an admin command knows the config's queues
+	// (sluice queues pause refuses one that nothing knows).
+	queues := map[string]sluice.QueueConfig{}
+	for name, q := range a.cfg.Queues {
+		queues[name] = q.SluiceQueue()
+	}
+	return sluice.NewClient(sluice.Config{Driver: d, Logger: a.log, Types: types, Queues: queues, DisableMaintenance: true})
 }

@@ -31,6 +31,9 @@ address that is not loopback needs auth.tokens in the config.`,
 			if err != nil {
 				return err
 			}
+			if err := f.Unresolved("auth"); err != nil {
+				return usagef("%v", err)
+			}
 			if listen == "" {
 				listen = f.Listen
 			}
