@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -68,6 +69,9 @@ func (d *decoder) decodeFile(data []byte) (*File, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
+		if line := tabLine(data, err); line > 0 {
+			return nil, d.errorf("", line, "a tab character: tabs are not allowed for indentation in YAML; indent with spaces")
+		}
 		return nil, d.wrap("", 0, errors.New(strings.TrimPrefix(err.Error(), "yaml: ")))
 	}
 	var extra yaml.Node
@@ -83,6 +87,25 @@ func (d *decoder) decodeFile(data []byte) (*File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// yamlLine finds the line of a yaml.v3 syntax error ("yaml: line 3: ...").
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): found character that cannot start any token`)
+
+// tabLine is the line of a syntax error that a tab on that line caused,
+// which yaml.v3 reports only as "found character that cannot start any
+// token"; 0 for any other error.
+func tabLine(data []byte, err error) int {
+	m := yamlLine.FindStringSubmatch(err.Error())
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(m[1])
+	lines := strings.Split(string(data), "\n")
+	if n < 1 || n > len(lines) || !strings.Contains(lines[n-1], "\t") {
+		return 0
+	}
+	return n
 }
 
 func join(path, key string) string {

@@ -67,7 +67,7 @@ func (d *decoder) validate(f *File) error {
 		}
 	}
 	if f.Listen != "" {
-		if err := checkListen(f.Listen); err != nil {
+		if err := CheckListen(f.Listen); err != nil {
 			return d.fail("listen", err)
 		}
 	}
@@ -138,7 +138,9 @@ func (d *decoder) validateTracing(t Tracing) error {
 	return nil
 }
 
-func checkListen(addr string) error {
+// CheckListen checks a listen address: HOST:PORT with a port from 0 to
+// 65535. The CLI applies it to --listen too.
+func CheckListen(addr string) error {
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("invalid address %q: want host:port, such as 127.0.0.1:8080 or :8080", addr)

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/server"
 )
 
@@ -39,6 +40,9 @@ address that is not loopback needs auth.tokens in the config.`,
 			}
 			if listen == "" {
 				listen = "127.0.0.1:8080"
+			}
+			if err := config.CheckListen(listen); err != nil {
+				return usagef("listen address: %v", err)
 			}
 			if err := server.CheckListen(listen, len(f.Auth.Tokens) > 0); err != nil {
 				return usagef("%v", err)
