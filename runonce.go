@@ -197,9 +197,15 @@ func (c *Client) RunOnce(ctx context.Context, p RunParams) (RunResult, error) {
 			c.log.Info("run pass deadline reached; claiming stopped, waiting for running jobs to finish",
 				"queue", p.Queue, "running", n, "max_seconds", p.MaxDuration.Seconds())
 		}
+		// Every claimed job starts and runs to its end, unless ctx ends
+		// first (a signal, or the caller giving up).
+		select {
+		case <-drained:
+		case <-ctx.Done():
+		}
 	}
-	// Stop waits for the running jobs until ctx ends (a signal, or the
-	// caller giving up), then interrupts them as a worker shutdown does.
+	// With ctx ended, Stop interrupts what still runs as a worker
+	// shutdown does; otherwise nothing is left to stop.
 	pool.Stop(ctx)
 	// A `sluice run` process ends with the pass and never starts the
 	// heartbeat that flushes roll-ups elsewhere, so the pass flushes its

@@ -353,9 +353,16 @@ func (pr *producer) start(j driver.JobRow) {
 		defer p.jobWG.Done()
 		defer func() { pr.slots <- struct{}{} }()
 		if !pr.acquireRun(p.stopping) {
-			// A prefetched job that never started goes straight back.
+			// A prefetched job that never started goes straight back,
+			// observed (a pass counts it as requeued).
 			cancel(nil)
-			p.finish(x, Outcome{Status: driver.StatusPending, Refund: true})
+			o := Outcome{Status: driver.StatusPending, Refund: true}
+			if p.settle(x, o) {
+				if h := p.cfg.Hooks.Completed; h != nil {
+					h(j, o, 0)
+				}
+				p.write(x, o)
+			}
 			return
 		}
 		var pol driver.CircuitPolicy

@@ -24,6 +24,7 @@ func typoConfig(t *testing.T, url, extra string) string {
 	cfg := filepath.Join(t.TempDir(), "sluice.yaml")
 	require.NoError(t, os.WriteFile(cfg, []byte(`db: `+url+`
 queues:
+  default: { concurrency: 2 }
   mail: { concurrency: 1 }
 types:
   greet:
