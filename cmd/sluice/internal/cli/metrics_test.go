@@ -126,6 +126,7 @@ queues:
   gauged:  { concurrency: 1, paused: true }
   orphans: { concurrency: 1, paused: true }
   parked:  { concurrency: 1, paused: true }
+  runq:    { concurrency: 1 } # empty: for the /v1/run lock
 types:
   ok:    { command: ["true"], circuit: { threshold: 3 } }
   flaky: { command: ["sh", "-c", "[ \"$SLUICE_JOB_ATTEMPT\" -gt 1 ]"], backoff: { base: 10ms, max: 10ms } }
