@@ -499,9 +499,13 @@ func (c *Client) StatsSnapshot(ctx context.Context) (StatsSnapshot, error) {
 }
 
 // PauseQueue stops every worker of queue from claiming, within about a
-// second, until ResumeQueue. Running jobs finish.
+// second, until ResumeQueue. Running jobs finish. A queue that nothing
+// knows (see checkQueueKnown) is refused, with an *InputError.
 func (c *Client) PauseQueue(ctx context.Context, queue string) error {
 	if err := checkName("queue", queue, driver.MaxQueueLen); err != nil {
+		return err
+	}
+	if err := c.checkQueueKnown(ctx, queue); err != nil {
 		return err
 	}
 	return c.drv.SetQueuePaused(ctx, driver.SetQueuePausedParams{Queue: queue, Paused: true})
@@ -510,6 +514,9 @@ func (c *Client) PauseQueue(ctx context.Context, queue string) error {
 // ResumeQueue lets a paused queue's workers claim again.
 func (c *Client) ResumeQueue(ctx context.Context, queue string) error {
 	if err := checkName("queue", queue, driver.MaxQueueLen); err != nil {
+		return err
+	}
+	if err := c.checkQueueKnown(ctx, queue); err != nil {
 		return err
 	}
 	return c.drv.SetQueuePaused(ctx, driver.SetQueuePausedParams{Queue: queue, Paused: false})

@@ -98,6 +98,7 @@ func (c *Client) enqueue(ctx context.Context, tx *sql.Tx, ps []EnqueueParams) ([
 		span.SetStatus(codes.Error, err.Error())
 		return nil, err
 	}
+	c.warnUnknownTypes(rows)
 	out := make([]EnqueueResult, len(res))
 	queues := map[string]bool{}
 	for i, r := range res {
@@ -116,6 +117,22 @@ func (c *Client) enqueue(ctx context.Context, tx *sql.Tx, ps []EnqueueParams) ([
 		}
 	}
 	return out, nil
+}
+
+// warnUnknownTypes logs the types of rows that the client's config does
+// not declare: no worker with this config runs them, a typo's likely sign.
+// A client with no types at all (an enqueue-only program) says nothing.
+func (c *Client) warnUnknownTypes(rows []driver.InsertJob) {
+	if len(c.cfg.Types) == 0 {
+		return
+	}
+	warned := map[string]bool{}
+	for _, r := range rows {
+		if _, ok := c.cfg.Types[r.Type]; !ok && !warned[r.Type] {
+			warned[r.Type] = true
+			c.log.Warn("enqueued a job of a type the config does not declare: no worker with this config runs it", "type", r.Type, "queue", r.Queue)
+		}
+	}
 }
 
 // prepare validates one job and fills in its type's defaults.

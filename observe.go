@@ -119,7 +119,7 @@ func (c *Client) workerHooks() worker.Hooks {
 }
 
 // logAttempt writes the one log line of an attempt: a warning when it
-// failed, debug otherwise. Above debug level it carries no user data: the
+// failed, info otherwise. Above debug level it carries no user data: the
 // error is its summary (see DetailError), and the payload and the
 // handler's output appear only when debug is enabled.
 func (c *Client) logAttempt(job driver.JobRow, o worker.Outcome, outcome driver.Outcome, ran time.Duration) {
@@ -149,9 +149,11 @@ func (c *Client) logAttempt(job driver.JobRow, o worker.Outcome, outcome driver.
 	case driver.OutcomeFailed, driver.OutcomeRetry:
 		c.log.Warn("job attempt failed", attrs...)
 	case uncharged:
-		c.log.Debug("job returned to pending without using its attempt", attrs...)
+		c.log.Info("job returned to pending without using its attempt", attrs...)
 	default:
-		c.log.Debug("job finished", attrs...)
+		// At info, so that a worker's terminal shows each job finish;
+		// --log-level warn keeps only failures.
+		c.log.Info("job finished", attrs...)
 	}
 }
 

@@ -5,10 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"time"
 
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/worker"
 )
+
+// NoHandlerDelay is how long a job claimed by a process with no handler
+// for its type waits before it may be claimed again.
+const NoHandlerDelay = 30 * time.Second
 
 // run executes one claimed job with its type's handler and classifies the
 // result as docs/design.md "Retries" describes.
@@ -24,8 +29,12 @@ func (c *Client) run(ctx context.Context, row driver.JobRow) worker.Outcome {
 func (c *Client) runTraced(ctx context.Context, row driver.JobRow) worker.Outcome {
 	t, ok := c.cfg.Types[row.Type]
 	if !ok || t.Handler == nil {
-		// Transient, so that deploying the handler lets the job run.
-		return c.failure(row, Type{}, fmt.Errorf("no handler registered for job type %q", row.Type))
+		// Given back uncharged, so that a process without the handler (an
+		// old one in a rolling deploy) never burns the job's attempts;
+		// counted, so that a type no process serves shows on /metrics.
+		c.metrics.NoHandler(row.Queue, row.Type)
+		msg := fmt.Sprintf("no handler for job type %q in this process (%s); waiting %s for one", row.Type, c.cfg.NodeID, NoHandlerDelay)
+		return worker.Outcome{Status: driver.StatusPending, Refund: true, Delay: NoHandlerDelay, Error: &msg}
 	}
 	if t.Timeout > 0 {
 		var cancel context.CancelFunc

@@ -4,6 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -25,7 +28,8 @@ type RunParams struct {
 // ended is in exactly one count, under the outcome that metrics, roll-ups
 // and logs give it (an attempt whose lease was lost ends nowhere: its
 // outcome is dropped, as under sluice work). Skipped is set when another
-// pass for the same queue and type held the run lock.
+// pass for the same queue and type held the run lock; the answer is then
+// only {"ok":true,"skipped":...}.
 type RunResult struct {
 	OK bool `json:"ok"`
 	// Done counts jobs that succeeded.
@@ -37,10 +41,27 @@ type RunResult struct {
 	// last attempt.
 	Failed int `json:"failed"`
 	// Requeued counts jobs given back to pending without using an
-	// attempt: cut short at the deadline (or when the pass was
-	// cancelled), or snoozed by their handler.
+	// attempt: snoozed by their handler, or interrupted because the pass
+	// itself was stopped (a signal to sluice run). The pass's deadline
+	// never interrupts a job.
 	Requeued int    `json:"requeued"`
 	Skipped  string `json:"skipped,omitempty"`
+	// Warnings name the pass's job types whose timeout is longer than the
+	// pass's window: a job of theirs may hold the pass (and its run lock)
+	// past max_seconds.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// MarshalJSON gives a skipped pass its short answer.
+func (r RunResult) MarshalJSON() ([]byte, error) {
+	if r.Skipped != "" {
+		return json.Marshal(struct {
+			OK      bool   `json:"ok"`
+			Skipped string `json:"skipped"`
+		}{r.OK, r.Skipped})
+	}
+	type plain RunResult
+	return json.Marshal(plain(r))
 }
 
 // count adds one attempt by its outcome (see outcomeOf).
@@ -60,10 +81,14 @@ func (r *RunResult) count(outcome driver.Outcome) {
 // RunOnce is the cron-triggered runner: it takes the run lock for the
 // queue and type (a lease row, so no other service is needed), rescues
 // expired leases, then claims and executes up to MaxJobs jobs before the
-// deadline. Jobs still running at the deadline are cancelled and returned
-// to pending without charging the attempt. Its attempts are logged and
-// counted in the metrics and roll-ups exactly as the workers' are, and the
-// roll-ups are in sluice_stats when it returns.
+// deadline. The deadline stops claiming; jobs already running finish (or
+// are cut by their type's Timeout, a failed attempt like any other), so a
+// job longer than the pass's window still reaches a final state, and the
+// pass keeps the run lock until they return. Only ctx ending stops them
+// early: they are then interrupted as at a worker shutdown (given back
+// uncharged up to worker.FreeInterruptions times in a row). Its attempts
+// are logged and counted in the metrics and roll-ups exactly as the
+// workers' are, and the roll-ups are in sluice_stats when it returns.
 func (c *Client) RunOnce(ctx context.Context, p RunParams) (RunResult, error) {
 	if p.Queue == "" {
 		p.Queue = DefaultQueue
@@ -84,6 +109,12 @@ func (c *Client) RunOnce(ctx context.Context, p RunParams) (RunResult, error) {
 		if err := checkName("type", p.Type, driver.MaxTypeLen); err != nil {
 			return RunResult{}, err
 		}
+		if t, ok := c.cfg.Types[p.Type]; !ok || t.Handler == nil {
+			return RunResult{}, inputErr("type", "no handler for type %q in this process's config", p.Type)
+		}
+	}
+	if err := c.checkQueueKnown(ctx, p.Queue); err != nil {
+		return RunResult{}, err
 	}
 	if err := c.syncTypesOnce(ctx); err != nil {
 		return RunResult{}, err
@@ -94,7 +125,8 @@ func (c *Client) RunOnce(ctx context.Context, p RunParams) (RunResult, error) {
 	defer cancel()
 	lockName := "run:" + p.Queue + ":" + p.Type
 	holder := c.cfg.NodeID + ":" + randomHex()
-	l, err := c.drv.AcquireLease(ctx, driver.LeaseParams{Name: lockName, Holder: holder, TTL: p.MaxDuration + 30*time.Second})
+	lockTTL := p.MaxDuration + 30*time.Second
+	l, err := c.drv.AcquireLease(ctx, driver.LeaseParams{Name: lockName, Holder: holder, TTL: lockTTL})
 	if err != nil {
 		return RunResult{}, err
 	}
@@ -103,6 +135,10 @@ func (c *Client) RunOnce(ctx context.Context, p RunParams) (RunResult, error) {
 		return RunResult{OK: true, Skipped: "another run is active"}, nil
 	}
 	c.metrics.LockAcquired(lockName)
+	// Jobs may run past the deadline: the lock is renewed until the pass
+	// ends, so that the next pass is skipped rather than doubled.
+	renewed := c.renewRunLock(ctx, driver.LeaseParams{Name: lockName, Holder: holder, TTL: lockTTL})
+	defer renewed()
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
@@ -115,7 +151,10 @@ func (c *Client) RunOnce(ctx context.Context, p RunParams) (RunResult, error) {
 	}
 
 	var mu sync.Mutex
-	res := RunResult{OK: true}
+	res := RunResult{OK: true, Warnings: c.passWarnings(p)}
+	for _, w := range res.Warnings {
+		c.log.Warn("run pass: "+w, "queue", p.Queue, "max_seconds", p.MaxDuration.Seconds())
+	}
 	// The pass's jobs are observed like any other worker's (logs, metrics,
 	// roll-ups); the pass only adds its own tally.
 	hooks := c.workerHooks()
@@ -150,13 +189,27 @@ func (c *Client) RunOnce(ctx context.Context, p RunParams) (RunResult, error) {
 		Hooks:    hooks,
 		Clock:    c.cfg.Clock,
 	})
+	// The deadline ends the claims only: the jobs' contexts do not derive
+	// from runCtx.
 	pool.Start(runCtx)
+	drained := pool.Drained()
 	select {
-	case <-pool.Drained():
+	case <-drained:
 	case <-runCtx.Done():
+		if n := pool.Running(); n > 0 && ctx.Err() == nil {
+			c.log.Info("run pass deadline reached; claiming stopped, waiting for running jobs to finish",
+				"queue", p.Queue, "running", n, "max_seconds", p.MaxDuration.Seconds())
+		}
+		// Every claimed job starts and runs to its end, unless ctx ends
+		// first (a signal, or the caller giving up).
+		select {
+		case <-drained:
+		case <-ctx.Done():
+		}
 	}
-	// Past the deadline, Stop cancels what still runs and requeues it.
-	pool.Stop(runCtx)
+	// With ctx ended, Stop interrupts what still runs as a worker
+	// shutdown does; otherwise nothing is left to stop.
+	pool.Stop(ctx)
 	// A `sluice run` process ends with the pass and never starts the
 	// heartbeat that flushes roll-ups elsewhere, so the pass flushes its
 	// own counts before it answers. In `sluice serve` the heartbeat may be
@@ -170,6 +223,51 @@ func (c *Client) RunOnce(ctx context.Context, p RunParams) (RunResult, error) {
 	mu.Lock()
 	defer mu.Unlock()
 	return res, nil
+}
+
+// renewRunLock renews the pass's run lock every third of its TTL until the
+// returned func is called.
+func (c *Client) renewRunLock(ctx context.Context, lp driver.LeaseParams) (stop func()) {
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(lp.TTL / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-rctx.Done():
+				return
+			case <-t.C:
+			}
+			if l, err := c.drv.AcquireLease(rctx, lp); err != nil && rctx.Err() == nil {
+				c.log.Warn("renewing the run lock failed", "lock", lp.Name, "err", err)
+			} else if err == nil && !l.Held {
+				c.log.Warn("the run lock was taken over while the pass ran", "lock", lp.Name, "holder", l.Holder)
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// passWarnings names the types a pass may run whose timeout is longer than
+// its window: known here, and not at config load, because the window is
+// the caller's (a crontab line).
+func (c *Client) passWarnings(p RunParams) []string {
+	var out []string
+	for name, t := range c.cfg.Types {
+		q := t.Queue
+		if q == "" {
+			q = DefaultQueue
+		}
+		if q != p.Queue || (p.Type != "" && name != p.Type) || t.Timeout <= p.MaxDuration {
+			continue
+		}
+		out = append(out, fmt.Sprintf("type %s: timeout %s is longer than the pass's max_seconds %s; a job of it may keep the pass running until it ends",
+			name, t.Timeout, p.MaxDuration))
+	}
+	sort.Strings(out)
+	return out
 }
 
 func randomHex() string {

@@ -32,7 +32,11 @@ func TestRunOnce(t *testing.T) {
 				return nil
 			})},
 			"bad": {Handler: sluice.HandlerFunc(func(ctx context.Context, j *sluice.Job) error { return errors.New("nope") })},
-			"slow": {Handler: sluice.HandlerFunc(func(ctx context.Context, j *sluice.Job) error {
+			"slow": {Timeout: time.Second, Handler: sluice.HandlerFunc(func(ctx context.Context, j *sluice.Job) error {
+				<-ctx.Done()
+				return ctx.Err()
+			})},
+			"hang": {Handler: sluice.HandlerFunc(func(ctx context.Context, j *sluice.Job) error {
 				<-ctx.Done()
 				return ctx.Err()
 			})},
@@ -69,15 +73,32 @@ func TestRunOnce(t *testing.T) {
 		require.Equal(t, sluice.RunResult{OK: true, Done: 6, Retried: 1}, r)
 		require.Zero(t, twice.Load())
 
-		// The deadline cancels a job that runs over and requeues it uncharged.
-		res, err := c.Enqueue(ctx, sluice.EnqueueParams{Type: "slow"})
+		// The deadline stops the claims only: a job that runs over is cut
+		// by its type's timeout, a failed attempt, and the pass waits for
+		// it; the answer flags the type whose timeout exceeds the window.
+		res, err := c.Enqueue(ctx, sluice.EnqueueParams{Type: "slow", MaxAttempts: 2})
 		require.NoError(t, err)
 		start := time.Now()
 		r, err = c.RunOnce(ctx, sluice.RunParams{Type: "slow", MaxDuration: 300 * time.Millisecond})
 		require.NoError(t, err)
-		require.Less(t, time.Since(start), 3*time.Second)
-		require.Equal(t, sluice.RunResult{OK: true, Requeued: 1}, r)
+		require.GreaterOrEqual(t, time.Since(start), time.Second, "the pass waited for the job's own timeout")
+		require.Equal(t, sluice.RunResult{OK: true, Retried: 1, Warnings: []string{
+			"type slow: timeout 1s is longer than the pass's max_seconds 300ms; a job of it may keep the pass running until it ends"}}, r)
 		j, err := d.GetJob(ctx, res.ID)
+		require.NoError(t, err)
+		require.Equal(t, driver.StatusPending, j.Status)
+		require.Equal(t, 1, j.Attempts)
+
+		// Only the caller's context interrupts a running job: it goes back
+		// uncharged and is counted as requeued.
+		res, err = c.Enqueue(ctx, sluice.EnqueueParams{Type: "hang"})
+		require.NoError(t, err)
+		cctx, ccancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		r, err = c.RunOnce(cctx, sluice.RunParams{Type: "hang", MaxDuration: 10 * time.Second})
+		ccancel()
+		require.NoError(t, err)
+		require.Equal(t, sluice.RunResult{OK: true, Requeued: 1}, r)
+		j, err = d.GetJob(ctx, res.ID)
 		require.NoError(t, err)
 		require.Equal(t, driver.StatusPending, j.Status)
 		require.Equal(t, 0, j.Attempts)

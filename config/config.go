@@ -35,6 +35,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice"
@@ -57,6 +58,8 @@ type File struct {
 	Retention Retention           `yaml:"retention"`
 	History   History             `yaml:"history"`
 	Tracing   Tracing             `yaml:"tracing"`
+
+	unresolved map[string]error // see Unresolved
 }
 
 // History configures each job's attempt history.
@@ -281,7 +284,7 @@ func Load(path string) (*File, error) {
 // Parse reads and validates a config file's content. name appears in
 // errors as the file's name.
 func Parse(name string, data []byte) (*File, error) {
-	d := &decoder{file: name, lines: map[string]int{}}
+	d := &decoder{file: name, lines: map[string]int{}, unresolved: map[string]error{}}
 	f, err := d.decodeFile(data)
 	if err != nil {
 		return nil, err
@@ -289,5 +292,23 @@ func Parse(name string, data []byte) (*File, error) {
 	if err := d.validate(f); err != nil {
 		return nil, err
 	}
+	if len(d.unresolved) > 0 {
+		f.unresolved = d.unresolved
+	}
 	return f, nil
+}
+
+// Unresolved is the error of the first secret (an auth token, a webhook's
+// secret or header) under one of the key paths given ("auth", "types")
+// whose environment variable is unset, or nil. A command checks the
+// sections it uses: a secret is resolved only where it is used.
+func (f *File) Unresolved(under ...string) error {
+	for _, path := range sortedKeys(f.unresolved) {
+		for _, u := range under {
+			if path == u || strings.HasPrefix(path, u+".") {
+				return f.unresolved[path]
+			}
+		}
+	}
+	return nil
 }

@@ -231,7 +231,7 @@ schedules:
 func TestEnvExpansionErrors(t *testing.T) {
 	t.Setenv("EMPTY", "")
 	for _, tc := range []struct{ yaml, path, msg string }{
-		{`auth: { tokens: ["${SLUICE_TEST_UNSET}"] }`, "auth.tokens[0]", "environment variable SLUICE_TEST_UNSET is not set"},
+		{`listen: "${SLUICE_TEST_UNSET}"`, "listen", "environment variable SLUICE_TEST_UNSET is not set"},
 		{`listen: "${SLUICE_TEST_UNSET"`, "listen", "unterminated ${"},
 		{`listen: "${1BAD}"`, "listen", "bad reference ${1BAD}"},
 		{`auth: { tokens: ["${EMPTY}"] }`, "auth.tokens[0]", "empty token"},
@@ -242,6 +242,24 @@ func TestEnvExpansionErrors(t *testing.T) {
 	} {
 		requireRejected(t, tc.yaml, tc.path, tc.msg)
 	}
+}
+
+// A secret whose variable is unset (an API token, a webhook's secret or
+// header) fails only the commands that use it: Parse accepts the file and
+// Unresolved names it, with its line, for the sections asked about.
+func TestSecretsResolvedWhereUsed(t *testing.T) {
+	f, err := config.Parse("sluice.yaml", []byte(`auth: { tokens: ["${SLUICE_TEST_UNSET}"] }
+types:
+  hook:
+    http: { url: "http://h", secret: "${SLUICE_TEST_UNSET2}", headers: { X-Key: "${SLUICE_TEST_UNSET3}" } }
+`))
+	require.NoError(t, err)
+	require.EqualError(t, f.Unresolved("auth"),
+		"sluice.yaml: auth.tokens[0]: environment variable SLUICE_TEST_UNSET is not set (write ${SLUICE_TEST_UNSET:-default} to make it optional) (line 1)")
+	require.ErrorContains(t, f.Unresolved("types"), "sluice.yaml: types.hook.http.headers.X-Key: environment variable SLUICE_TEST_UNSET3 is not set")
+	require.NoError(t, f.Unresolved("schedules"))
+	// Not a secret: the database URL and every other value fail at once.
+	requireRejected(t, `db: "mysql://u:${SLUICE_TEST_UNSET}@h/db"`, "db", "SLUICE_TEST_UNSET is not set")
 }
 
 // requireRejected checks that yaml fails with an *Error naming the file,

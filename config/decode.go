@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +30,26 @@ type decoder struct {
 	// lines records the line of every key path set in the file, so that
 	// validation errors, found after decoding, can point at the line.
 	lines map[string]int
+	// unresolved holds, by key path, the secrets whose environment
+	// variable is unset (see secretPath); their value is left empty.
+	unresolved map[string]error
+}
+
+// secretPath reports whether the value at path is a secret that only some
+// commands use: an API token, or a webhook's signing secret or header. An
+// unset variable there fails those commands alone (File.Unresolved), so
+// that `sluice jobs show` needs neither the server's tokens nor the
+// handlers' secrets.
+func secretPath(path string) bool {
+	if strings.HasPrefix(path, "auth.tokens[") {
+		return true
+	}
+	rest, ok := strings.CutPrefix(path, "types.")
+	if !ok {
+		return false
+	}
+	_, field, ok := strings.Cut(rest, ".http.")
+	return ok && (field == "secret" || strings.HasPrefix(field, "headers."))
 }
 
 // defaulter is implemented by structs whose zero value is not their
@@ -48,6 +69,9 @@ func (d *decoder) decodeFile(data []byte) (*File, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
+		if line := tabLine(data, err); line > 0 {
+			return nil, d.errorf("", line, "a tab character: tabs are not allowed for indentation in YAML; indent with spaces")
+		}
 		return nil, d.wrap("", 0, errors.New(strings.TrimPrefix(err.Error(), "yaml: ")))
 	}
 	var extra yaml.Node
@@ -63,6 +87,25 @@ func (d *decoder) decodeFile(data []byte) (*File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// yamlLine finds the line of a yaml.v3 syntax error ("yaml: line 3: ...").
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): found character that cannot start any token`)
+
+// tabLine is the line of a syntax error that a tab on that line caused,
+// which yaml.v3 reports only as "found character that cannot start any
+// token"; 0 for any other error.
+func tabLine(data []byte, err error) int {
+	m := yamlLine.FindStringSubmatch(err.Error())
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(m[1])
+	lines := strings.Split(string(data), "\n")
+	if n < 1 || n > len(lines) || !strings.Contains(lines[n-1], "\t") {
+		return 0
+	}
+	return n
 }
 
 func join(path, key string) string {
@@ -392,6 +435,13 @@ func (d *decoder) scalar(n *yaml.Node, path, want string) (*yaml.Node, error) {
 		return nil, d.errorf(path, n.Line, "want %s, got %s", want, kindName(n))
 	}
 	v, err := expand(n.Value)
+	var unset *unsetError
+	if errors.As(err, &unset) && secretPath(path) {
+		d.unresolved[path] = d.wrap(path, n.Line, err)
+		c := *n
+		c.Value, c.Tag = "", "!!str"
+		return &c, nil
+	}
 	if err != nil {
 		return nil, d.wrap(path, n.Line, err)
 	}
@@ -458,11 +508,18 @@ func expand(s string) (string, error) {
 		case val == "" && hasDef:
 			val = def
 		case !set:
-			return "", fmt.Errorf("environment variable %s is not set (write ${%s:-default} to make it optional)", name, name)
+			return "", &unsetError{name: name}
 		}
 		b.WriteString(val)
 		s = s[i+end+1:]
 	}
+}
+
+// unsetError is a reference to an unset variable without a default.
+type unsetError struct{ name string }
+
+func (e *unsetError) Error() string {
+	return fmt.Sprintf("environment variable %s is not set (write ${%s:-default} to make it optional)", e.name, e.name)
 }
 
 func isEnvName(s string) bool {

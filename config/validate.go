@@ -68,12 +68,12 @@ func (d *decoder) validate(f *File) error {
 		}
 	}
 	if f.Listen != "" {
-		if err := checkListen(f.Listen); err != nil {
+		if err := CheckListen(f.Listen); err != nil {
 			return d.fail("listen", err)
 		}
 	}
 	for i, tok := range f.Auth.Tokens {
-		if tok == "" {
+		if _, later := d.unresolved[fmt.Sprintf("auth.tokens[%d]", i)]; tok == "" && !later {
 			return d.failf(fmt.Sprintf("auth.tokens[%d]", i), "empty token (is its environment variable set?)")
 		}
 	}
@@ -149,7 +149,9 @@ func (d *decoder) validateTracing(t Tracing) error {
 	return nil
 }
 
-func checkListen(addr string) error {
+// CheckListen checks a listen address: HOST:PORT with a port from 0 to
+// 65535. The CLI applies it to --listen too.
+func CheckListen(addr string) error {
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("invalid address %q: want host:port, such as 127.0.0.1:8080 or :8080", addr)
@@ -275,13 +277,13 @@ func (d *decoder) validateHTTP(path string, h *HTTP) error {
 	if h.Timeout < 0 {
 		return d.failf(path+".timeout", "must not be negative, got %s", h.Timeout)
 	}
-	if h.Secret == "" && d.set(path+".secret") {
+	if _, later := d.unresolved[path+".secret"]; h.Secret == "" && d.set(path+".secret") && !later {
 		// Sending unsigned requests because a variable was empty would
 		// be a silent downgrade; leaving the key out is the way to ask.
 		return d.failf(path+".secret", "empty secret (is its environment variable set?); remove the key to send unsigned requests")
 	}
 	for _, name := range sortedKeys(h.Headers) {
-		if err := webhook.CheckHeader(name, h.Headers[name]); err != nil {
+		if err := webhook.CheckHeader(name, h.Headers[name]); err != nil && d.unresolved[path+".headers."+name] == nil {
 			return d.fail(path+".headers."+name, err)
 		}
 	}

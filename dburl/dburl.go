@@ -10,8 +10,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"strings"
+
+	gomysql "github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/driver/mysql"
@@ -91,11 +95,39 @@ func Open(url string, opts Options) (driver.Driver, error) {
 		}
 		return sqlite.Open(path, sqlite.Options{Prefix: opts.Prefix})
 	case "mysql":
-		return mysql.Open(url, mysql.Options{Prefix: opts.Prefix})
+		d, err := mysql.Open(url, mysql.Options{Prefix: opts.Prefix})
+		if errors.Is(err, gomysql.ErrInvalidConn) {
+			// The driver's own word for a server that closed the connection
+			// mid-handshake; its detail went to mysqlLog.
+			return nil, fmt.Errorf("%w (the server closed the connection during the MySQL handshake: is this host and port a MySQL server, and does it accept this client?)", err)
+		}
+		return d, err
 	default:
 		return postgres.Open(url, postgres.Options{Prefix: opts.Prefix, ListenURL: opts.ListenURL})
 	}
 }
+
+// Explain adds what to do to an error whose fix is in the database URL:
+// a PostgreSQL "prepared statement ... already exists" (SQLSTATE 42P05),
+// which pgx's statement cache meets behind a transaction pooler such as
+// PgBouncer when the URL does not say ?pooler=transaction. Other errors
+// are returned as they are.
+func Explain(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42P05" {
+		return fmt.Errorf("%w: the database URL leads to a transaction pooler such as PgBouncer; add ?pooler=transaction to it (README \"PgBouncer\")", err)
+	}
+	return err
+}
+
+// mysqlLog sends what go-sql-driver/mysql prints (a line such as
+// "packets.go:58 unexpected EOF" on stderr, beside the error it returns
+// anyway) to slog's default logger at debug level.
+type mysqlLog struct{}
+
+func (mysqlLog) Print(v ...any) { slog.Debug("mysql driver: " + fmt.Sprint(v...)) }
+
+func init() { gomysql.SetLogger(mysqlLog{}) }
 
 // Redact hides the password in a URL for messages and logs.
 func Redact(url string) string {

@@ -65,7 +65,7 @@ func TestRulesNameExportedMetrics(t *testing.T) {
 			require.Contains(t, string(tests), "alertname: "+r.Alert+"\n", "alert %s has no unit test", r.Alert)
 		}
 	}
-	require.Equal(t, 9, n, "alert rules")
+	require.Equal(t, 10, n, "alert rules")
 }
 
 // TestGrafanaNamesExportedMetrics checks every query of the dashboard,

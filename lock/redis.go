@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -44,6 +45,12 @@ type redisLocker struct {
 }
 
 func openRedis(rawURL string, opts Options) (*redisLocker, error) {
+	// The database number is required: go-redis reads a URL without one
+	// as database 0, and two teams' locks that silently share a database
+	// exclude each other.
+	if u, err := url.Parse(rawURL); err == nil && strings.Trim(u.Path, "/") == "" {
+		return nil, fmt.Errorf("lock backend %s: no database number: want redis://HOST:PORT/DB, such as redis://%s/0", redact(rawURL), u.Host)
+	}
 	o, err := redis.ParseURL(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("lock backend %s: %w", redact(rawURL), err)

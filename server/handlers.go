@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice"
@@ -248,6 +250,10 @@ const maxRunSeconds = 3600
 
 func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
+	if err := s.onlyParams(r, "queue", "type", "max_jobs", "max_seconds"); err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	maxJobs, err := queryInt(r, "max_jobs", 20, 1, 100000)
 	if err != nil {
 		s.fail(w, r, err)
@@ -258,9 +264,32 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	res, err := s.client.RunOnce(r.Context(), sluice.RunParams{Queue: q.Get("queue"), Type: q.Get("type"),
+	// A caller that hangs up (curl -m) does not cut the pass's jobs short:
+	// the pass is bounded by max_seconds and its jobs by their timeouts.
+	res, err := s.client.RunOnce(context.WithoutCancel(r.Context()), sluice.RunParams{Queue: q.Get("queue"), Type: q.Get("type"),
 		MaxJobs: int(maxJobs), MaxDuration: time.Duration(secs) * time.Second})
 	s.reply(w, r, res, err)
+}
+
+// onlyParams refuses query parameters other than known (and ?token= where
+// the server accepts it), naming them: a typo such as ?maxjobs=5 must not
+// pass silently with the default.
+func (s *Server) onlyParams(r *http.Request, known ...string) error {
+	var bad []string
+	for name := range r.URL.Query() {
+		if !slices.Contains(known, name) && !(s.queryToken && name == "token") {
+			bad = append(bad, name)
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	slices.Sort(bad)
+	want := "none"
+	if len(known) > 0 {
+		want = strings.Join(known, ", ")
+	}
+	return badRequest("unknown query parameter %s (known: %s)", strings.Join(bad, ", "), want)
 }
 
 // maxStatsQueues bounds a page of /v1/stats?limit=.
@@ -274,6 +303,10 @@ type statsPage struct {
 }
 
 func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
+	if err := s.onlyParams(r, "limit", "after"); err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	limit, err := queryInt(r, "limit", 0, 1, maxStatsQueues)
 	if err != nil {
 		s.fail(w, r, err)
@@ -323,5 +356,9 @@ func (s *Server) resumeQueue(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) queueAction(w http.ResponseWriter, r *http.Request, act func(context.Context, string) error) {
+	if err := s.onlyParams(r); err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	s.reply(w, r, okBody, act(r.Context(), r.PathValue("name")))
 }

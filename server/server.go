@@ -320,7 +320,7 @@ func (w *jsonErrorWriter) WriteHeader(code int) {
 	w.replaced = true
 	msg := strings.ToLower(http.StatusText(code))
 	if code == http.StatusMethodNotAllowed {
-		msg = "method " + msg + "; allowed: " + w.Header().Get("Allow")
+		msg += "; allowed: " + w.Header().Get("Allow")
 	}
 	w.Header().Del("X-Content-Type-Options")
 	writeError(w.ResponseWriter, code, msg)

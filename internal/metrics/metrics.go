@@ -41,6 +41,7 @@ type Metrics struct {
 	series []string            // every series name registered, for Exported
 
 	enqueued, deduplicated, completed, leaseLost *prometheus.CounterVec
+	noHandler                                    *prometheus.CounterVec
 	fires, skips, lockAcquired, lockBusy         *prometheus.CounterVec
 	batchRows, batchChunks                       *prometheus.CounterVec
 	rescued                                      prometheus.Counter
@@ -91,6 +92,7 @@ func New(db *sql.DB) *Metrics {
 	m.deduplicated = c("sluice_jobs_deduplicated_total", "Enqueues that found their business key taken and returned the existing job.", "queue", "type")
 	m.completed = c("sluice_jobs_completed_total", "Finished attempts by outcome: success, retry (failed, will run again), failed (for good), cancelled (by an operator).", "queue", "type", "outcome")
 	m.rescued = c0("sluice_leases_rescued_total", "Jobs whose lease expired and that the maintenance leader returned to pending or failed.")
+	m.noHandler = c("sluice_jobs_no_handler_total", "Jobs claimed by a worker with no handler for their type, given back uncharged to wait for one (a rolling deploy, or a type missing from the config).", "queue", "type")
 	m.leaseLost = c("sluice_leases_lost_total", "Fenced updates that changed no row: the job's lease had moved on, so this worker's outcome was dropped.", "queue", "type")
 	m.loginFailed = c("sluice_login_failures_total", "Dashboard logins refused: wrong_token (checked and wrong), throttled (refused unchecked by the brake on failed attempts).", "outcome")
 	m.fires = c("sluice_schedule_fires_total", "Schedule slots that enqueued a job on this node.", "queue", "type")
@@ -150,6 +152,10 @@ func attempted(o driver.Outcome) bool { return o != driver.OutcomeCancelled }
 func (m *Metrics) Claimed(queue string, took time.Duration) {
 	m.claimDuration.WithLabelValues(queue).Observe(took.Seconds())
 }
+
+// NoHandler counts a claimed job given back because this process has no
+// handler for its type.
+func (m *Metrics) NoHandler(queue, typ string) { m.noHandler.WithLabelValues(queue, typ).Inc() }
 
 // LeaseLost counts a fenced update that changed no row.
 func (m *Metrics) LeaseLost(queue, typ string) { m.leaseLost.WithLabelValues(queue, typ).Inc() }

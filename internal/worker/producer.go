@@ -353,9 +353,16 @@ func (pr *producer) start(j driver.JobRow) {
 		defer p.jobWG.Done()
 		defer func() { pr.slots <- struct{}{} }()
 		if !pr.acquireRun(p.stopping) {
-			// A prefetched job that never started goes straight back.
+			// A prefetched job that never started goes straight back,
+			// observed (a pass counts it as requeued).
 			cancel(nil)
-			p.finish(x, Outcome{Status: driver.StatusPending, Refund: true})
+			o := Outcome{Status: driver.StatusPending, Refund: true}
+			if p.settle(x, o) {
+				if h := p.cfg.Hooks.Completed; h != nil {
+					h(j, o, 0)
+				}
+				p.write(x, o)
+			}
 			return
 		}
 		var pol driver.CircuitPolicy
@@ -385,8 +392,7 @@ func (pr *producer) start(j driver.JobRow) {
 			if o.Tx != nil {
 				o.Tx.Rollback()
 			}
-			msg := "interrupted by shutdown"
-			o = Outcome{Status: driver.StatusPending, Refund: true, Error: &msg}
+			o = p.interrupted(x, Interrupted)
 		}
 		if pol.Threshold > 0 {
 			// Before the handler slot is given back: the next job's check
@@ -395,22 +401,38 @@ func (pr *producer) start(j driver.JobRow) {
 			p.recordCircuit(j, pol, g, o)
 		}
 		pr.run <- struct{}{}
+		if !p.settle(x, o) {
+			return // requeued by shutdown, and observed there
+		}
 		if h := p.cfg.Hooks.Completed; h != nil {
 			h(j, o, p.cfg.Clock.Since(began))
 		}
-		p.finish(x, o)
+		p.write(x, o)
 	}()
 }
 
 // finish writes the outcome of a handler that returned, unless shutdown
 // has already requeued its job: that write would be fenced out anyway.
 func (p *Pool) finish(x *running, o Outcome) {
-	if !p.running.settle(x) {
-		if o.Tx != nil {
-			o.Tx.Rollback()
-		}
-		return
+	if p.settle(x, o) {
+		p.write(x, o)
 	}
+}
+
+// settle marks x's handler as returned, and reports false (rolling back
+// its transaction) when shutdown has already requeued the job.
+func (p *Pool) settle(x *running, o Outcome) bool {
+	if p.running.settle(x) {
+		return true
+	}
+	if o.Tx != nil {
+		o.Tx.Rollback()
+	}
+	return false
+}
+
+// write queues the fenced write of a settled outcome.
+func (p *Pool) write(x *running, o Outcome) {
 	if o.Tx != nil {
 		p.completeInTx(x, o)
 		return

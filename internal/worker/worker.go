@@ -265,10 +265,12 @@ func (p *Pool) requeueStuck() {
 	if len(jobs) == 0 {
 		return
 	}
-	msg := "interrupted by shutdown; handler did not return"
 	cs := make([]driver.Completion, 0, len(jobs))
+	outcomes := make([]Outcome, 0, len(jobs))
 	for _, r := range jobs {
-		cs = append(cs, p.completion(r, Outcome{Status: driver.StatusPending, Refund: true, Error: &msg}))
+		o := p.interrupted(r, Interrupted+"; handler did not return")
+		outcomes = append(outcomes, o)
+		cs = append(cs, p.completion(r, o))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -277,10 +279,15 @@ func (p *Pool) requeueStuck() {
 		p.log.Error("requeue stuck jobs at shutdown", "jobs", len(cs), "err", err)
 		return
 	}
-	for _, r := range jobs {
+	for i, r := range jobs {
 		p.running.remove(r.job.ID)
+		// Their attempts end here, so they are observed (logged, counted)
+		// here: the handler's late return is fenced out and not observed.
+		if h := p.cfg.Hooks.Completed; h != nil {
+			h(r.job, outcomes[i], p.cfg.Clock.Since(r.claimed))
+		}
 	}
-	p.log.Warn("requeued jobs whose handlers ignored cancellation", "jobs", len(cs), "lost", len(lost))
+	p.log.Warn("requeued jobs whose handlers ignored cancellation at shutdown", "jobs", len(cs), "lost", len(lost))
 }
 
 // jobAttrs are the fields of the pool's own log lines about a running

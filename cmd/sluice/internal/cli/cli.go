@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"regexp"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -100,7 +101,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return ee.code
 	}
-	fmt.Fprintln(stderr, "sluice: "+oneLine(err.Error()))
+	fmt.Fprintln(stderr, "sluice: "+oneLine(dburl.Explain(err).Error()))
 	return exitCode(err)
 }
 
@@ -153,7 +154,7 @@ func (a *app) rootCommand() *cobra.Command {
 			return nil
 		},
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{flagMessage(err.Error())} })
 	f := root.PersistentFlags()
 	f.StringVar(&a.dbFlag, "db", "", "database URL (env SLUICE_DB; else the config's db:; default "+dburl.Default+")")
 	f.StringVar(&a.listenFlag, "listen-db", "", "direct postgres:// URL for wake-ups when the database URL says ?pooler=transaction (env SLUICE_LISTEN_DB; else the config's listen_db:); goes with --db")
@@ -177,6 +178,23 @@ func (a *app) rootCommand() *cobra.Command {
 	return root
 }
 
+// strconvError is the part of a flag error that pflag takes verbatim from
+// strconv ("strconv.ParseInt: parsing \"abc\": invalid syntax").
+var strconvError = regexp.MustCompile(`strconv\.Parse(Int|Uint|Float|Bool): parsing "[^"]*": (invalid syntax|value out of range)`)
+
+// flagMessage says in words what a flag's value should be, in place of
+// strconv's message.
+func flagMessage(msg string) string {
+	return strconvError.ReplaceAllStringFunc(msg, func(m string) string {
+		g := strconvError.FindStringSubmatch(m)
+		want := map[string]string{"Int": "an integer", "Uint": "a whole number, 0 or more", "Float": "a number", "Bool": "true or false"}[g[1]]
+		if g[2] == "value out of range" {
+			return "out of range for " + want
+		}
+		return "want " + want
+	})
+}
+
 // annotationDatabase marks a top-level command that uses the database.
 const annotationDatabase = "sluice/database"
 
@@ -197,7 +215,14 @@ func (a *app) setup() error {
 	if err := level.UnmarshalText([]byte(a.logLevel)); err != nil {
 		return usagef("--log-level %q: want debug, info, warn or error", a.logLevel)
 	}
-	opts := &slog.HandlerOptions{Level: level}
+	// Every logged error, from any part of sluice, says what to do when
+	// its fix is in the database URL (dburl.Explain).
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: func(_ []string, at slog.Attr) slog.Attr {
+		if err, ok := at.Value.Any().(error); ok {
+			at.Value = slog.AnyValue(dburl.Explain(err))
+		}
+		return at
+	}}
 	switch a.logFormat {
 	case "text":
 		a.log = slog.New(slog.NewTextHandler(a.stderr, opts))
@@ -310,5 +335,11 @@ func (a *app) client(ctx context.Context) (*sluice.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return sluice.NewClient(sluice.Config{Driver: d, Logger: a.log, Types: types})
+	// The queues too, so that an admin command knows the config's queues
+	// (sluice queues pause refuses one that nothing knows).
+	queues := map[string]sluice.QueueConfig{}
+	for name, q := range a.cfg.Queues {
+		queues[name] = q.SluiceQueue()
+	}
+	return sluice.NewClient(sluice.Config{Driver: d, Logger: a.log, Types: types, Queues: queues, DisableMaintenance: true})
 }

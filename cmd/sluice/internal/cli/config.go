@@ -47,6 +47,10 @@ func (a *app) loadConfig() (*config.File, error) {
 // workerClient builds a client that runs the config's queues, types,
 // batches and schedules. The database must already be migrated.
 func (a *app) workerClient(ctx context.Context) (*sluice.Client, error) {
+	// The handlers' secrets are needed here, and only here and in serve.
+	if err := a.cfg.Unresolved("types"); err != nil {
+		return nil, usagef("%v", err)
+	}
 	d, err := a.open()
 	if err != nil {
 		return nil, err
@@ -57,6 +61,11 @@ func (a *app) workerClient(ctx context.Context) (*sluice.Client, error) {
 	rt, err := a.cfg.Runtime(d, a.openDest, a.log)
 	if err != nil {
 		return nil, err
+	}
+	if len(rt.Config.Types) == 0 {
+		// Not an error: a process may run only maintenance. But its jobs
+		// would wait for ever without a word.
+		a.log.Warn("the config declares no job types: this process has no handler and runs no jobs", "config", a.cfgPath)
 	}
 	for _, q := range rt.Paused {
 		// paused: true pauses at start; resuming through the API or CLI

@@ -116,6 +116,8 @@ func TestConfigFileChoosesTheDatabase(t *testing.T) {
 			require.Contains(t, r.Stdout, `"queue":"cli-stats"`)
 		})
 		t.Run("queues pause and resume", func(t *testing.T) {
+			// A queue is known by its jobs (an unknown one is refused).
+			seed(t, d, sluice.EnqueueParams{Type: "counted", Queue: "cli-paused"})
 			sluiceCmd(t, "", "queues", "pause", "cli-paused")
 			paused, err := d.PausedQueues(context.Background())
 			require.NoError(t, err)

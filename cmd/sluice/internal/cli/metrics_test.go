@@ -127,6 +127,7 @@ queues:
   gauged:  { concurrency: 1, paused: true }
   orphans: { concurrency: 1, paused: true }
   parked:  { concurrency: 1, paused: true }
+  runq:    { concurrency: 1 } # empty: for the /v1/run lock
 types:
   ok:    { command: ["true"], circuit: { threshold: 3 } }
   flaky: { command: ["sh", "-c", "[ \"$SLUICE_JOB_ATTEMPT\" -gt 1 ]"], backoff: { base: 10ms, max: 10ms } }
@@ -199,6 +200,8 @@ batches:
 		enqueue(`{"type":"ok"}`, http.StatusCreated)
 	}
 	enqueue(`{"type":"flaky","key":"f1"}`, http.StatusCreated)
+	// A type the config does not declare: claimed, and given back.
+	enqueue(`{"type":"unserved"}`, http.StatusCreated)
 	enqueue(`{"type":"flaky","key":"f1"}`, http.StatusOK) // the duplicate
 	for range 2 {
 		enqueue(`{"type":"bad"}`, http.StatusCreated)
@@ -305,6 +308,15 @@ batches:
 				bad = append(bad, fmt.Sprintf("the paused queue gauged was claimed from %v times", v))
 			}
 			return bad
+		}},
+		// Given back for NoHandlerDelay (30 s), so claimed again only if
+		// the checks run that long: at least once.
+		{"sluice_jobs_no_handler_total", func(before, after scrape) []string {
+			const series = `sluice_jobs_no_handler_total{queue="default",type="unserved"}`
+			if got := after[series] - before[series]; got < 1 {
+				return []string{fmt.Sprintf("%s grew by %v, want at least 1", series, got)}
+			}
+			return nil
 		}},
 		gauge(`sluice_queue_pending{queue="gauged"}`, 2),
 		gauge(`sluice_queue_processing{queue="gauged"}`, 1),

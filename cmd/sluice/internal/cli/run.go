@@ -17,13 +17,17 @@ func (a *app) runCommand() *cobra.Command {
 		Short: "One bounded pass for cron: recover expired leases, then run up to --max-jobs jobs",
 		Long: `Take the run lock of the queue and type (a second pass while one is active
 answers {"ok":true,"skipped":"another run is active"}), recover expired leases,
-then claim and execute jobs until --max-jobs or --max-seconds, and print
+then claim jobs until --max-jobs or --max-seconds. --max-seconds stops the
+claims only: jobs already running finish, or meet their type's timeout, and
+the pass waits for them (holding its run lock). It prints
 {"ok":true,"done":N,"retried":R,"failed":F,"requeued":Q}: jobs that succeeded,
 attempts that failed and will be retried, jobs that failed for good, and jobs
-given back to pending without using an attempt (still running at the
-deadline, or snoozed). Every attempt is logged, counted in the metrics and
-added to the sluice_stats roll-ups before the pass returns, as under
-sluice work.`,
+given back to pending without using an attempt (snoozed, interrupted by a
+signal, or of a type without a handler here), with "warnings" naming the
+types whose timeout exceeds --max-seconds. An unknown --queue, or a --type
+without a handler in the config, is refused. Every attempt is logged,
+counted in the metrics and added to the sluice_stats roll-ups before the
+pass returns, as under sluice work.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if p.MaxJobs < 1 || maxSeconds < 1 {

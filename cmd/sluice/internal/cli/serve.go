@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/server"
 )
 
@@ -31,11 +32,17 @@ address that is not loopback needs auth.tokens in the config.`,
 			if err != nil {
 				return err
 			}
+			if err := f.Unresolved("auth"); err != nil {
+				return usagef("%v", err)
+			}
 			if listen == "" {
 				listen = f.Listen
 			}
 			if listen == "" {
 				listen = "127.0.0.1:8080"
+			}
+			if err := config.CheckListen(listen); err != nil {
+				return usagef("listen address: %v", err)
 			}
 			if err := server.CheckListen(listen, len(f.Auth.Tokens) > 0); err != nil {
 				return usagef("%v", err)

@@ -15,7 +15,10 @@ func (a *app) workCommand() *cobra.Command {
 		Long: `Run the workers of every configured queue, the schedules and the maintenance
 leader until SIGINT or SIGTERM. On a signal, sluice stops claiming, gives
 running jobs --shutdown-timeout to finish, then cancels the rest and returns
-them to pending without charging the attempt.`,
+them to pending without charging the attempt (a job interrupted so three
+times in a row is charged the fourth, so that it reaches a final state).
+Each attempt is logged on stderr: successes at info, failures at warn
+(--log-level warn quiets the successes).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := a.workerClient(cmd.Context())
