@@ -540,7 +540,8 @@ type ListParams struct {
 	Limit        int
 	// Tx, if set, is the caller's transaction that ListJobs reads in, so
 	// that it lists the jobs the transaction enqueued and has not
-	// committed (package sluicetest asserts on them). Bulk ignores it.
+	// committed (package sluicetest asserts on them). A bulk action's
+	// filter must leave it nil: Client.Bulk refuses one, and drivers ignore it.
 	Tx *sql.Tx
 }
 
