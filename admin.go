@@ -171,6 +171,9 @@ func checkBulk(action string, filter ListParams) error {
 	if _, ok := driver.BulkStatuses[action]; !ok {
 		return inputErr("action", "%q: want retry, cancel or delete", action)
 	}
+	if filter.Tx != nil {
+		return inputErr("tx", "a bulk action runs in chunks of its own transactions, not in the caller's")
+	}
 	return checkList(filter)
 }
 

@@ -553,6 +553,11 @@ type ListParams struct {
 	PayloadValue string
 	AfterID      int64 // 0: from the newest; otherwise ids below this one
 	Limit        int
+	// Tx, if set, is the caller's transaction that ListJobs reads in, so
+	// that it lists the jobs the transaction enqueued and has not
+	// committed (package sluicetest asserts on them). A bulk action's
+	// filter must leave it nil: Client.Bulk refuses one, and drivers ignore it.
+	Tx *sql.Tx
 }
 
 // PayloadScan bounds the rows a payload filter reads (see ListParams).

@@ -125,4 +125,21 @@ func exerciseList(t *testing.T, open Opener) {
 		require.NoError(t, err)
 		require.Equal(t, []int64{lower}, ids(jobs))
 	})
+
+	t.Run("InCallersTransaction", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		committed := b.insertOne(newJob("tx"))
+		tx, err := b.d.DB().BeginTx(b.ctx, nil)
+		require.NoError(t, err)
+		defer tx.Rollback()
+		res, err := b.d.Insert(b.ctx, driver.InsertParams{Tx: tx, Jobs: []driver.InsertJob{newJob("tx")}})
+		require.NoError(t, err)
+		jobs, err := b.d.ListJobs(b.ctx, driver.ListParams{Type: "tx", Tx: tx})
+		require.NoError(t, err)
+		require.Equal(t, []int64{res[0].ID, committed}, ids(jobs), "the transaction sees its own uncommitted job")
+		jobs, err = b.d.ListJobs(b.ctx, driver.ListParams{Type: "tx"})
+		require.NoError(t, err)
+		require.Equal(t, []int64{committed}, ids(jobs), "outside it, the job does not exist yet")
+	})
 }

@@ -212,7 +212,11 @@ func (b *Base) GetJob(ctx context.Context, id int64) (*driver.JobRow, error) {
 // ListJobs returns jobs newest first, after AfterID, filtered.
 func (b *Base) ListJobs(ctx context.Context, p driver.ListParams) ([]driver.JobRow, error) {
 	q, args := b.ListQuery(p)
-	rows, err := b.Read.QueryContext(ctx, q, args...)
+	var from driver.Querier = b.Read
+	if p.Tx != nil {
+		from = p.Tx
+	}
+	rows, err := from.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}
