@@ -135,7 +135,7 @@ func TestEnqueueAndGet(t *testing.T) {
 func TestBatch(t *testing.T) {
 	testdb.ForEachDriver(t, func(t *testing.T, d driver.Driver) {
 		a := start(t, d, nil, nil)
-		r := a.do("POST", "/v1/jobs/batch", `[{"type":"a","key":"k1"},{"type":"b","payload":[1,2]},{"type":"a","key":"k1"}]`)
+		r := a.do("POST", "/v1/jobs/batch", `[{"type":"a","key":"k1"},{"type":"b","payload":{"v":[1,2]}},{"type":"a","key":"k1"}]`)
 		require.Equal(t, http.StatusOK, r.code, r.raw)
 		require.Equal(t, float64(2), r.body["inserted"])
 		require.Equal(t, float64(1), r.body["duplicates"])
@@ -146,7 +146,7 @@ func TestBatch(t *testing.T) {
 
 		for body, want := range map[string]string{
 			`[{"type":"c"},{"type":""}]`:                     "[1].type: must not be empty",
-			`[{"type":"c"},{"type":"d\u0000e"}]`:             "[1].type: contains a NUL byte",
+			`[{"type":"c"},{"type":"d\u0000e"}]`:             "[1].type: contains a NUL character",
 			`[{"type":"c"},{"type":"d"},{"type":"e","x":1}]`: "[2].x: unknown field",
 			`[{"type":"c"},{"type":"d","payload":{nope}}]`:   "[1].payload",
 			`[{"type":"c"},{"type":"d","priority":"high"}]`:  "[1].priority",
