@@ -297,9 +297,14 @@ func checkPayload(b []byte) error {
 				return inputErr("payload", "nested deeper than %d levels of objects and arrays (at %s)", MaxPayloadDepth, fieldOf(prefixed(dec.StackPointer())))
 			}
 		case '"':
-			// Member names as well as values: a name is read as a string token.
 			if strings.IndexByte(tok.String(), 0) >= 0 {
-				return inputErr(fieldOf(prefixed(dec.StackPointer())), "contains a NUL character (\\u0000), which PostgreSQL cannot store")
+				// A member name is read as a string token too (an odd count
+				// in its object); it is reported against its object.
+				at, what := dec.StackPointer(), "value"
+				if k, n := dec.StackIndex(dec.StackDepth()); k == '{' && n%2 == 1 {
+					at, what = at.Parent(), "member name"
+				}
+				return inputErr(fieldOf(prefixed(at)), "a %s contains a NUL character (\\u0000), which PostgreSQL cannot store", what)
 			}
 		case '0':
 			if _, err := strconv.ParseFloat(tok.String(), 64); err != nil {
