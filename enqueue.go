@@ -186,7 +186,8 @@ func (c *Client) prepare(p EnqueueParams) (driver.InsertJob, error) {
 }
 
 // Limits of a job request, the same on every path (API, CLI, Go) and every
-// database; the column widths are driver.MaxTypeLen and its neighbours.
+// database, as docs/reference.md "Job request rules" states them; the
+// column widths are driver.MaxTypeLen and its neighbours.
 const (
 	// MaxPayloadBytes bounds a payload's JSON text.
 	MaxPayloadBytes = 1 << 20

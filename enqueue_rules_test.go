@@ -109,3 +109,21 @@ func TestEnqueueRulesGoValues(t *testing.T) {
 		require.JSONEq(t, body, string(j.Payload))
 	})
 }
+
+// TestSchedulePayloadRules: a schedule's payload follows the enqueue rules,
+// checked when the client is built rather than at every slot.
+func TestSchedulePayloadRules(t *testing.T) {
+	d := testdb.Open(t, "sqlite")
+	for payload, want := range map[string]string{
+		`[1,2]`:          "schedule tick: payload: must be a JSON object, got an array",
+		`"{\"a\":1}"`:    "double-encoded",
+		`{"a":"\u0000"}`: "schedule tick: payload.a:",
+	} {
+		_, err := sluice.NewClient(sluice.Config{Driver: d,
+			Schedules: []sluice.Schedule{{Name: "tick", Spec: every(t, "@every 1s"), Type: "t", Payload: json.RawMessage(payload)}}})
+		require.ErrorContains(t, err, want, payload)
+	}
+	_, err := sluice.NewClient(sluice.Config{Driver: d,
+		Schedules: []sluice.Schedule{{Name: "tick", Spec: every(t, "@every 1s"), Type: "t", Payload: json.RawMessage(`{"a":1}`)}}})
+	require.NoError(t, err)
+}
