@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"strconv"
 	"strings"
@@ -57,12 +58,23 @@ func decodeStrict(b []byte, v any, want string) error {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return inputErr("body", "empty; want a JSON %s", want)
 	}
-	err := jsonv2.Unmarshal(b, v, jsonv2.RejectUnknownMembers(true))
+	// The text first, so that a truncated body or a second value is blamed
+	// on the body, then the fields.
+	dec := jsontext.NewDecoder(bytes.NewReader(b))
+	_, err := dec.ReadValue()
+	if err == nil {
+		if _, err := dec.ReadToken(); err != io.EOF {
+			return inputErr("body", "must hold exactly one JSON value")
+		}
+		err = jsonv2.Unmarshal(b, v, jsonv2.RejectUnknownMembers(true))
+	}
 	var sem *jsonv2.SemanticError
 	var syn *jsontext.SyntacticError
 	switch {
 	case err == nil:
 		return nil
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return inputErr("body", "not valid JSON text: it ends before the value does")
 	case errors.As(err, &syn):
 		return inputErr(fieldOf(syn.JSONPointer), "not valid JSON text at byte offset %d: %v", syn.ByteOffset, syn.Err)
 	case errors.As(err, &sem):
