@@ -204,18 +204,18 @@ const (
 	MaxPriority = math.MaxInt16
 )
 
-// MinRunAt and MaxRunAt bound run_at: MariaDB's DATETIME ends with year
+// minRunAt and maxRunAt bound run_at: MariaDB's DATETIME ends with year
 // 9999, and an earlier time than 1970 is surely a mistake (year 1 is Go's
 // zero time, which would otherwise mean "now").
 var (
-	MinRunAt = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
-	MaxRunAt = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
+	minRunAt = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxRunAt = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
 )
 
 func checkRunAt(t time.Time) error {
-	if t.Before(MinRunAt) || t.After(MaxRunAt) {
+	if t.Before(minRunAt) || t.After(maxRunAt) {
 		return inputErr("run_at", "%s is out of range: want %s to %s", t.Format(time.RFC3339Nano),
-			MinRunAt.Format(time.RFC3339), MaxRunAt.Format(time.RFC3339))
+			minRunAt.Format(time.RFC3339), maxRunAt.Format(time.RFC3339))
 	}
 	return nil
 }

@@ -89,7 +89,7 @@ func TestEnqueueRulesGoValues(t *testing.T) {
 			{"Go string payload", sluice.EnqueueParams{Type: "t", Payload: `{"a":1}`}, "payload", "double-encoded"},
 			{"raw payload too large", sluice.EnqueueParams{Type: "t", Payload: json.RawMessage(`{"a":"` + strings.Repeat("x", sluice.MaxPayloadBytes) + `"}`)}, "payload", "at most 1048576 allowed"},
 			{"run_at just after the zero time", sluice.EnqueueParams{Type: "t", RunAt: time.Time{}.Add(time.Second)}, "run_at", "out of range"},
-			{"run_at after year 9999", sluice.EnqueueParams{Type: "t", RunAt: sluice.MaxRunAt.Add(time.Microsecond)}, "run_at", "out of range"},
+			{"run_at after year 9999", sluice.EnqueueParams{Type: "t", RunAt: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}, "run_at", "out of range"},
 			{"NUL in a Go key", sluice.EnqueueParams{Type: "t", Key: "a\x00b"}, "key", "NUL"},
 			{"invalid UTF-8 in a Go type", sluice.EnqueueParams{Type: "t\xff"}, "type", "UTF-8"},
 			{"max_attempts above 32 bits", sluice.EnqueueParams{Type: "t", MaxAttempts: sluice.MaxMaxAttempts + 1}, "max_attempts", "out of range"},
