@@ -310,6 +310,11 @@ func (c Config) validate() error {
 		if err := checkName("type", s.Type, driver.MaxTypeLen); err != nil {
 			return fmt.Errorf("sluice config: schedule %s: %w", s.Name, err)
 		}
+		// Checked now, by the rule every enqueue applies, so that a bad
+		// payload stops the start rather than failing each slot.
+		if _, err := encodePayload(s.Payload); err != nil {
+			return fmt.Errorf("sluice config: schedule %s: %w", s.Name, err)
+		}
 		seen[s.Name] = true
 	}
 	return nil

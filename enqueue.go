@@ -5,9 +5,16 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"go.opentelemetry.io/otel/codes"
 
@@ -162,22 +169,24 @@ func (c *Client) prepare(p EnqueueParams) (driver.InsertJob, error) {
 		}
 	}
 	switch {
-	case !utf8.ValidString(p.Type):
-		return row, inputErr("type", "not valid UTF-8")
-	case len(p.Key) > driver.MaxKeyLen:
-		return row, inputErr("key", "%d characters, at most %d allowed", len(p.Key), driver.MaxKeyLen)
-	case !utf8.ValidString(p.Key):
-		return row, inputErr("key", "not valid UTF-8")
-	case row.MaxAttempts < 1:
-		return row, inputErr("max_attempts", "must be at least 1")
-	case row.Priority < -32768 || row.Priority > 32767:
-		return row, inputErr("priority", "must be between -32768 and 32767")
+	case row.MaxAttempts < 1 || row.MaxAttempts > MaxMaxAttempts:
+		return row, inputErr("max_attempts", "%d is out of range: want 1 to %d, or 0 for the type's default", p.MaxAttempts, MaxMaxAttempts)
+	case row.Priority < MinPriority || row.Priority > MaxPriority:
+		return row, inputErr("priority", "%d is out of range: want %d to %d", row.Priority, MinPriority, MaxPriority)
 	case row.Dedupe != driver.DedupePermanent && row.Dedupe != driver.DedupeActive:
 		return row, inputErr("dedupe", "%q: want permanent or active", row.Dedupe)
 	case row.Delay < 0:
 		return row, inputErr("delay", "must not be negative")
 	case !row.RunAt.IsZero() && row.Delay != 0:
 		return row, inputErr("run_at", "give run_at or delay, not both")
+	}
+	if !row.RunAt.IsZero() {
+		if err := checkRunAt(row.RunAt); err != nil {
+			return row, err
+		}
+	}
+	if err := checkKey(p.Key); err != nil {
+		return row, err
 	}
 	if err := checkName("queue", row.Queue, driver.MaxQueueLen); err != nil {
 		return row, err
@@ -191,6 +200,57 @@ func (c *Client) prepare(p EnqueueParams) (driver.InsertJob, error) {
 	}
 	row.Payload = payload
 	return row, nil
+}
+
+// Limits of a job request, the same on every path (API, CLI, Go) and every
+// database, as docs/reference.md "Job request rules" states them; the
+// column widths are driver.MaxTypeLen and its neighbours.
+const (
+	// MaxPayloadBytes bounds a payload's JSON text.
+	MaxPayloadBytes = 1 << 20
+	// MaxPayloadDepth bounds a payload's nesting: objects and arrays, the
+	// payload object itself counting as one. MariaDB's JSON check refuses
+	// 32 (its JSON_DEPTH_LIMIT); MySQL stops at 100, PostgreSQL and SQLite
+	// go deeper.
+	MaxPayloadDepth = 31
+	// MaxMaxAttempts is the largest max_attempts: the column is a 32-bit
+	// INTEGER on every database.
+	MaxMaxAttempts = math.MaxInt32
+	// MinPriority and MaxPriority bound priority: a SMALLINT column.
+	MinPriority = math.MinInt16
+	MaxPriority = math.MaxInt16
+)
+
+// minRunAt and maxRunAt bound run_at: MariaDB's DATETIME ends with year
+// 9999, and an earlier time than 1970 is surely a mistake (year 1 is Go's
+// zero time, which would otherwise mean "now").
+var (
+	minRunAt = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxRunAt = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
+)
+
+func checkRunAt(t time.Time) error {
+	if t.Before(minRunAt) || t.After(maxRunAt) {
+		return inputErr("run_at", "%s is out of range: want %s to %s", t.Format(time.RFC3339Nano),
+			minRunAt.Format(time.RFC3339), maxRunAt.Format(time.RFC3339))
+	}
+	return nil
+}
+
+// checkKey is the rule for a business key: "" for none, or up to
+// driver.MaxKeyLen characters (counted as the databases count them, not
+// in bytes) of valid UTF-8 without NUL, which PostgreSQL refuses in text
+// and a command handler cannot pass in its environment.
+func checkKey(k string) error {
+	switch {
+	case !utf8.ValidString(k):
+		return inputErr("key", "not valid UTF-8")
+	case utf8.RuneCountInString(k) > driver.MaxKeyLen:
+		return inputErr("key", "%d characters, at most %d allowed", utf8.RuneCountInString(k), driver.MaxKeyLen)
+	case strings.IndexByte(k, 0) >= 0:
+		return inputErr("key", "contains a NUL character")
+	}
+	return nil
 }
 
 func encodePayload(v any) ([]byte, error) {
@@ -207,14 +267,82 @@ func encodePayload(v any) ([]byte, error) {
 		if b, err = json.Marshal(v); err != nil {
 			return nil, inputErr("payload", "cannot encode as JSON: %v", err)
 		}
-		return b, nil
 	}
+	// Empty and null are the default {}, as an absent payload is.
 	b = bytes.TrimSpace(b)
-	if len(b) == 0 {
+	if len(b) == 0 || string(b) == "null" {
 		return []byte("{}"), nil
 	}
-	if !json.Valid(b) {
-		return nil, inputErr("payload", "not valid JSON")
+	if err := checkPayload(b); err != nil {
+		return nil, err
 	}
 	return b, nil
+}
+
+// checkPayload is the one rule for a payload, whichever path it came by:
+// a JSON object of at most MaxPayloadBytes and MaxPayloadDepth levels,
+// valid UTF-8 without lone surrogates, each member name once per object,
+// no NUL character in any string (PostgreSQL's jsonb refuses \u0000) and
+// every number within a 64-bit float's range (jsonb refuses 1e1000000).
+// Every database stores such a payload, and stores it the same.
+func checkPayload(b []byte) error {
+	if len(b) > MaxPayloadBytes {
+		return inputErr("payload", "%d bytes, at most %d allowed", len(b), MaxPayloadBytes)
+	}
+	dec := jsontext.NewDecoder(bytes.NewReader(b))
+	tok, err := dec.ReadToken()
+	if err != nil {
+		return payloadSyntaxError(err)
+	}
+	switch tok.Kind() {
+	case '{':
+	case '"':
+		if s := strings.TrimSpace(tok.String()); (strings.HasPrefix(s, "{") || strings.HasPrefix(s, "[")) && json.Valid([]byte(s)) {
+			return inputErr("payload", "a JSON string that holds JSON: it looks double-encoded; send the object itself")
+		}
+		return inputErr("payload", "must be a JSON object, got a string")
+	default:
+		return inputErr("payload", "must be a JSON object, got %s", jsonKindName(tok.Kind()))
+	}
+	for dec.StackDepth() > 0 {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return payloadSyntaxError(err)
+		}
+		switch tok.Kind() {
+		case '{', '[':
+			if dec.StackDepth() > MaxPayloadDepth {
+				return inputErr("payload", "nested deeper than %d levels of objects and arrays (at %s)", MaxPayloadDepth, fieldOf(prefixed(dec.StackPointer())))
+			}
+		case '"':
+			if strings.IndexByte(tok.String(), 0) >= 0 {
+				// A member name is read as a string token too (an odd count
+				// in its object); it is reported against its object.
+				at, what := dec.StackPointer(), "value"
+				if k, n := dec.StackIndex(dec.StackDepth()); k == '{' && n%2 == 1 {
+					at, what = at.Parent(), "member name"
+				}
+				return inputErr(fieldOf(prefixed(at)), "a %s contains a NUL character (\\u0000), which PostgreSQL cannot store", what)
+			}
+		case '0':
+			if _, err := strconv.ParseFloat(tok.String(), 64); err != nil {
+				return inputErr(fieldOf(prefixed(dec.StackPointer())), "the number %s is out of range: want one a 64-bit float holds", tok.String())
+			}
+		}
+	}
+	if _, err := dec.ReadToken(); err != io.EOF {
+		return inputErr("payload", "must hold exactly one JSON value")
+	}
+	return nil
+}
+
+// prefixed roots a pointer inside the payload at the payload field.
+func prefixed(p jsontext.Pointer) jsontext.Pointer { return "/payload" + p }
+
+func payloadSyntaxError(err error) error {
+	var syn *jsontext.SyntacticError
+	if errors.As(err, &syn) {
+		return inputErr(fieldOf(prefixed(syn.JSONPointer)), "not valid JSON text at byte offset %d: %v", syn.ByteOffset, syn.Err)
+	}
+	return inputErr("payload", "not valid JSON: %v", err)
 }

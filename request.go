@@ -3,13 +3,24 @@ package sluice
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strconv"
+	"strings"
 	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/sluicehq/sluice/internal/dur"
 )
 
 // JobRequest is one job as JSON spells it: the body of POST /v1/jobs, an
 // element of POST /v1/jobs/batch, and a line of `sluice enqueue --ndjson`.
+// Decode it with DecodeJobRequest, which refuses what encoding/json would
+// let through silently.
 type JobRequest struct {
 	Type        string          `json:"type"`
 	Key         string          `json:"key"`
@@ -23,18 +34,143 @@ type JobRequest struct {
 	Partition   string          `json:"partition"`
 }
 
+// DecodeJobRequest decodes one job request, strictly: field names exactly
+// as documented (case-sensitive), each at most once, no unknown fields,
+// and text that is valid UTF-8 without lone surrogates anywhere in b.
+// encoding/json would match "Type" to type, keep the last of a repeated
+// field and turn "\ud800" or a 0xFF byte into U+FFFD, so that what is
+// stored is not what was sent. Errors are *InputError values naming the
+// field.
+func DecodeJobRequest(b []byte) (JobRequest, error) {
+	var r JobRequest
+	return r, decodeStrict(b, &r, "object")
+}
+
+// DecodeJobRequests decodes a JSON array of job requests (the body of POST
+// /v1/jobs/batch) as DecodeJobRequest does; a field is named with its
+// index, such as "[3].key".
+func DecodeJobRequests(b []byte) ([]JobRequest, error) {
+	var rs []JobRequest
+	return rs, decodeStrict(b, &rs, "array of job objects")
+}
+
+func decodeStrict(b []byte, v any, want string) error {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return inputErr("body", "empty; want a JSON %s", want)
+	}
+	// The text first, so that a truncated body or a second value is blamed
+	// on the body, then the fields.
+	dec := jsontext.NewDecoder(bytes.NewReader(b))
+	_, err := dec.ReadValue()
+	if err == nil {
+		if _, err := dec.ReadToken(); err != io.EOF {
+			return inputErr("body", "must hold exactly one JSON value")
+		}
+		err = jsonv2.Unmarshal(b, v, jsonv2.RejectUnknownMembers(true))
+	}
+	var sem *jsonv2.SemanticError
+	var syn *jsontext.SyntacticError
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return inputErr("body", "not valid JSON text: it ends before the value does")
+	case errors.As(err, &syn):
+		return inputErr(fieldOf(syn.JSONPointer), "not valid JSON text at byte offset %d: %v", syn.ByteOffset, syn.Err)
+	case errors.As(err, &sem):
+		field := fieldOf(sem.JSONPointer)
+		switch {
+		case errors.Is(sem.Err, jsonv2.ErrUnknownName):
+			return inputErr(field, "unknown field (field names are case-sensitive)")
+		case sem.JSONKind == '0' && sem.GoType != nil && sem.GoType.Kind() == reflect.Int:
+			return inputErr(field, "%s is not an integer in range", rawValueAt(b, sem.ByteOffset))
+		case sem.GoType != nil:
+			return inputErr(field, "want %s, got %s", goKindName(sem.GoType.Kind()), jsonKindName(sem.JSONKind))
+		}
+	}
+	return inputErr("body", "not a JSON %s: %v", want, err)
+}
+
+// fieldOf names the value at a JSON pointer the way messages name fields:
+// "/3/payload/a/0" becomes "[3].payload.a[0]"; "" is the whole body. A
+// pointer does not say whether a number is an array index or an object's
+// member name; it is shown as an index, the likelier of the two.
+func fieldOf(p jsontext.Pointer) string {
+	var sb strings.Builder
+	for tok := range p.Tokens() {
+		if n, err := strconv.ParseUint(tok, 10, 31); err == nil && strconv.FormatUint(n, 10) == tok {
+			fmt.Fprintf(&sb, "[%s]", tok)
+			continue
+		}
+		if sb.Len() > 0 {
+			sb.WriteByte('.')
+		}
+		sb.WriteString(tok)
+	}
+	if sb.Len() == 0 {
+		return "body"
+	}
+	return sb.String()
+}
+
+// rawValueAt returns the JSON number that starts at or after off in b, for
+// a message; the decoder's error does not carry it.
+func rawValueAt(b []byte, off int64) string {
+	if off < 0 || off > int64(len(b)) {
+		return "the number"
+	}
+	rest := bytes.TrimLeft(b[off:], " \t\r\n:")
+	n := 0
+	for n < len(rest) && n < 40 && strings.IndexByte("+-0123456789.eE", rest[n]) >= 0 {
+		n++
+	}
+	if n == 0 {
+		return "the number"
+	}
+	return string(rest[:n])
+}
+
+// jsonKindName says what a JSON value of kind k is, for a message.
+func jsonKindName(k jsontext.Kind) string {
+	switch k {
+	case 'n':
+		return "null"
+	case 't', 'f':
+		return "a boolean"
+	case '"':
+		return "a string"
+	case '0':
+		return "a number"
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	}
+	return "an invalid value"
+}
+
+// goKindName says what JSON a Go field of kind k takes, for a message.
+func goKindName(k reflect.Kind) string {
+	switch k {
+	case reflect.String:
+		return "a string"
+	case reflect.Int:
+		return "an integer"
+	case reflect.Slice:
+		return "an array"
+	case reflect.Struct:
+		return "an object"
+	}
+	return k.String()
+}
+
 // Params converts the request. Errors are *InputError values naming the
 // field; the rest of the checking happens when the job is enqueued.
 func (r JobRequest) Params() (EnqueueParams, error) {
 	p := EnqueueParams{Type: r.Type, Key: r.Key, Queue: r.Queue, Priority: r.Priority,
 		MaxAttempts: r.MaxAttempts, Dedupe: r.Dedupe, Partition: r.Partition}
-	// An absent or null payload is the default {}; anything else is stored
-	// as sent.
-	if len(r.Payload) > 0 && !bytes.Equal(bytes.TrimSpace(r.Payload), []byte("null")) {
+	if len(r.Payload) > 0 {
 		p.Payload = r.Payload
-	}
-	if r.MaxAttempts < 0 {
-		return p, inputErr("max_attempts", "must be at least 1")
 	}
 	if r.Delay != "" {
 		d, err := dur.Parse(r.Delay)
@@ -47,6 +183,11 @@ func (r JobRequest) Params() (EnqueueParams, error) {
 		t, err := time.Parse(time.RFC3339Nano, r.RunAt)
 		if err != nil {
 			return p, inputErr("run_at", "%q is not an RFC 3339 time such as 2025-01-02T15:04:05Z", r.RunAt)
+		}
+		// Checked here as well as in prepare: year 1 is time.Time's zero,
+		// which EnqueueParams reads as "no run_at".
+		if err := checkRunAt(t); err != nil {
+			return p, err
 		}
 		p.RunAt = t
 	}

@@ -201,7 +201,7 @@ type Schedule struct {
 	Timezone string          `yaml:"timezone"`
 	Location *time.Location  `yaml:"-"` // Timezone, loaded
 	Type     string          `yaml:"type"`
-	Payload  json.RawMessage `yaml:"payload"`  // any YAML value, as JSON; nil when absent
+	Payload  json.RawMessage `yaml:"payload"`  // a YAML mapping, as JSON; nil when absent
 	Queue    string          `yaml:"queue"`    // empty means the type's queue
 	Overlap  string          `yaml:"overlap"`  // sluice.OverlapForbid or OverlapAllow; default sluice.DefaultOverlap
 	CatchUp  int             `yaml:"catch_up"` // missed slots to run after downtime

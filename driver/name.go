@@ -4,21 +4,25 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // CheckName is the one rule for the names sluice stores in a column of
 // limited width: queue and type names (MaxQueueLen, MaxTypeLen) and lock
-// names. A name is not empty, fits its column on every database, and has no
-// NUL byte, which PostgreSQL refuses in text. Callers prefix the field, so
-// the message says only what is wrong.
+// names. A name is not empty, is valid UTF-8, fits its column on every
+// database (maxLen counts characters, as the databases do, not bytes), and
+// has no NUL character, which PostgreSQL refuses in text. Callers prefix
+// the field, so the message says only what is wrong.
 func CheckName(name string, maxLen int) error {
 	switch {
 	case name == "":
 		return errors.New("must not be empty")
-	case len(name) > maxLen:
-		return fmt.Errorf("%d characters, at most %d allowed", len(name), maxLen)
-	case strings.ContainsRune(name, 0):
-		return errors.New("contains a NUL byte")
+	case !utf8.ValidString(name):
+		return errors.New("not valid UTF-8")
+	case utf8.RuneCountInString(name) > maxLen:
+		return fmt.Errorf("%d characters, at most %d allowed", utf8.RuneCountInString(name), maxLen)
+	case strings.IndexByte(name, 0) >= 0:
+		return errors.New("contains a NUL character")
 	}
 	return nil
 }

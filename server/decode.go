@@ -1,14 +1,11 @@
 package server
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/sluicehq/sluice"
 )
@@ -41,139 +38,31 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	return b, nil
 }
 
-// decodeStrict decodes exactly one JSON value from b into v, refusing
-// unknown fields. prefix goes before field names in errors ("[3]." in a batch).
-func decodeStrict(b []byte, v any, prefix string) error {
-	if len(bytes.TrimSpace(b)) == 0 {
-		return badRequest("%s: empty; want a JSON value", orBody(prefix))
+// decodeJobs decodes and checks the body of POST /v1/jobs/batch: every
+// element is checked before any is written, and an error names the
+// element's index, such as "[3].key".
+func (s *Server) decodeJobs(b []byte) ([]sluice.EnqueueParams, error) {
+	reqs, err := sluice.DecodeJobRequests(b)
+	if err != nil {
+		return nil, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return describeJSONError(b, err, prefix)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return badRequest("%s: must hold exactly one JSON value", orBody(prefix))
-	}
-	return nil
-}
-
-func orBody(prefix string) string {
-	if p := strings.TrimSuffix(prefix, "."); p != "" {
-		return p
-	}
-	return "body"
-}
-
-// describeJSONError turns a decoding error into a message naming the field.
-func describeJSONError(b []byte, err error, prefix string) error {
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &se):
-		if path := pathAt(b); path != "" {
-			return badRequest("%s%s: not valid JSON (offset %d): %v", prefix, path, se.Offset, se)
+	ps := make([]sluice.EnqueueParams, len(reqs))
+	for i, req := range reqs {
+		p, err := req.Params()
+		if err == nil {
+			// As EnqueueMany will check it, but here the index can be named.
+			err = s.client.ValidateEnqueue(p)
 		}
-		return badRequest("%s: malformed JSON (offset %d): %v", orBody(prefix), se.Offset, se)
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return badRequest("%s: malformed JSON: unexpected end", orBody(prefix))
-	case errors.As(err, &te):
-		if te.Field == "" {
-			return badRequest("%s: want a JSON %s, got %s", orBody(prefix), jsonKind(te.Type.Kind().String()), te.Value)
-		}
-		return badRequest("%s%s: want a %s, got %s", prefix, te.Field, jsonKind(te.Type.Kind().String()), te.Value)
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return badRequest("%s%s: unknown field", prefix, strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`))
-	}
-	return badRequest("%s: malformed JSON: %v", orBody(prefix), err)
-}
-
-func jsonKind(goKind string) string {
-	switch goKind {
-	case "int", "int64":
-		return "number"
-	case "struct", "map":
-		return "object"
-	case "slice":
-		return "array"
-	}
-	return goKind
-}
-
-// pathAt walks the tokens of b up to its syntax error and returns the path
-// of the value being read there, such as "payload" or "[3].payload", so that
-// a payload that is not JSON is reported against its field.
-func pathAt(b []byte) string {
-	type frame struct {
-		array bool
-		index int
-		key   string
-		// wantKey is true in an object when the next string is a key.
-		wantKey bool
-	}
-	var stack []frame
-	dec := json.NewDecoder(bytes.NewReader(b))
-	path := func() string {
-		var sb strings.Builder
-		for _, f := range stack {
-			switch {
-			case f.array:
-				fmt.Fprintf(&sb, "[%d]", f.index)
-			case f.key != "" && !f.wantKey: // between fields, no field is being read
-				if sb.Len() > 0 {
-					sb.WriteByte('.')
-				}
-				sb.WriteString(f.key)
-			}
-		}
-		return sb.String()
-	}
-	// valueDone advances the enclosing container after one value.
-	valueDone := func() {
-		if n := len(stack); n > 0 {
-			if stack[n-1].array {
-				stack[n-1].index++
-			} else {
-				stack[n-1].wantKey = true
-			}
-		}
-	}
-	for {
-		tok, err := dec.Token()
 		if err != nil {
-			return path()
-		}
-		switch t := tok.(type) {
-		case json.Delim:
-			switch t {
-			case '{':
-				stack = append(stack, frame{wantKey: true})
-			case '[':
-				stack = append(stack, frame{array: true})
-			case '}', ']':
-				stack = stack[:len(stack)-1]
-				valueDone()
+			var ie *sluice.InputError
+			if errors.As(err, &ie) {
+				return nil, &sluice.InputError{Field: fmt.Sprintf("[%d].%s", i, ie.Field), Msg: ie.Msg}
 			}
-		case string:
-			if n := len(stack); n > 0 && !stack[n-1].array && stack[n-1].wantKey {
-				stack[n-1].key, stack[n-1].wantKey = t, false
-				continue
-			}
-			valueDone()
-		default:
-			valueDone()
+			return nil, fmt.Errorf("checking job %d: %w", i, err)
 		}
+		ps[i] = p
 	}
-}
-
-// jobParams converts a decoded job; prefix names its place in a batch.
-func jobParams(req *sluice.JobRequest, prefix string) (sluice.EnqueueParams, error) {
-	p, err := req.Params()
-	var ie *sluice.InputError
-	if errors.As(err, &ie) {
-		return p, badRequest("%s%s", prefix, ie.Error())
-	}
-	return p, err
+	return ps, nil
 }
 
 // queryInt reads an optional integer query parameter of at least min.

@@ -2,9 +2,7 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
 	"net/http"
 	"slices"
@@ -82,12 +80,12 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	var req sluice.JobRequest
-	if err := decodeStrict(b, &req, ""); err != nil {
+	req, err := sluice.DecodeJobRequest(b)
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	p, err := jobParams(&req, "")
+	p, err := req.Params()
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -110,37 +108,10 @@ func (s *Server) enqueueBatch(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	// Elements are decoded one by one so that an error names its index.
-	var raw []json.RawMessage
-	if err := decodeStrict(b, &raw, ""); err != nil {
+	ps, err := s.decodeJobs(b)
+	if err != nil {
 		s.fail(w, r, err)
 		return
-	}
-	ps := make([]sluice.EnqueueParams, len(raw))
-	for i, e := range raw {
-		prefix := fmt.Sprintf("[%d].", i)
-		var req sluice.JobRequest
-		if err := decodeStrict(e, &req, prefix); err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		p, err := jobParams(&req, prefix)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		// ValidateEnqueue validates as EnqueueMany will, but here the index can be
-		// named; EnqueueMany then writes all or nothing.
-		if err := s.client.ValidateEnqueue(p); err != nil {
-			var ie *sluice.InputError
-			if errors.As(err, &ie) {
-				s.fail(w, r, badRequest("%s%s", prefix, ie.Error()))
-				return
-			}
-			s.fail(w, r, fmt.Errorf("checking job %d: %w", i, err))
-			return
-		}
-		ps[i] = p
 	}
 	res, err := s.client.EnqueueMany(callerTrace(r), ps)
 	if err != nil {

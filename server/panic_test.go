@@ -22,15 +22,3 @@ func TestPanicIs500WithoutDetail(t *testing.T) {
 	require.Equal(t, http.StatusInternalServerError, w.Code)
 	require.JSONEq(t, `{"error":"internal error"}`, w.Body.String())
 }
-
-func TestPathAt(t *testing.T) {
-	for in, want := range map[string]string{
-		`{"type":"t","payload":{x}}`:           "payload",
-		`{"type":"t","payload":{"a":[1,}}`:     "payload.a[1]",
-		`[{"type":"a"},{"type":"b","key":+}]`:  "[1].key",
-		`{"type":"t" "key":"k"}`:               "",
-		`{"type":"t","payload":[{"a":1},{x}]}`: "payload[1]",
-	} {
-		require.Equal(t, want, pathAt([]byte(in)), in)
-	}
-}

@@ -149,7 +149,7 @@ func TestBatch(t *testing.T) {
 
 		for body, want := range map[string]string{
 			`[{"type":"c"},{"type":""}]`:                     "[1].type: must not be empty",
-			`[{"type":"c"},{"type":"d\u0000e"}]`:             "[1].type: contains a NUL byte",
+			`[{"type":"c"},{"type":"d\u0000e"}]`:             "[1].type: contains a NUL character",
 			`[{"type":"c"},{"type":"d"},{"type":"e","x":1}]`: "[2].x: unknown field",
 			`[{"type":"c"},{"type":"d","payload":{nope}}]`:   "[1].payload",
 			`[{"type":"c"},{"type":"d","priority":"high"}]`:  "[1].priority",

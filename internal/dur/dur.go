@@ -4,6 +4,7 @@ package dur
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -15,8 +16,14 @@ func Parse(s string) (time.Duration, error) {
 	for suffix, unit := range map[string]time.Duration{"d": 24 * time.Hour, "w": 7 * 24 * time.Hour} {
 		if n, ok := strings.CutSuffix(s, suffix); ok {
 			v, err := strconv.ParseFloat(n, 64)
-			if err != nil || v < 0 {
+			// !(v >= 0) also refuses NaN.
+			if err != nil || !(v >= 0) {
 				return 0, fmt.Errorf("invalid duration %q", s)
+			}
+			// A Duration ends near 292 years; converting more would wrap to a
+			// negative value.
+			if v*float64(unit) >= math.MaxInt64 {
+				return 0, fmt.Errorf("duration %q is too long: at most %s", s, time.Duration(math.MaxInt64).Truncate(time.Hour))
 			}
 			return time.Duration(v * float64(unit)), nil
 		}

@@ -130,7 +130,7 @@ func TestCLIBadInput(t *testing.T) {
 		want string
 	}{
 		{"bad scheme", []string{"--db", "oracle://x", "enqueue", "t"}, `unknown database URL scheme "oracle"`},
-		{"bad payload", []string{"enqueue", "t", "--payload", "{nope"}, "--payload: not valid JSON"},
+		{"bad payload", []string{"enqueue", "t", "--payload", "{nope"}, "payload: not valid JSON"},
 		{"payload file missing", []string{"enqueue", "t", "--payload", "@/nonexistent.json"}, "--payload"},
 		{"long key", []string{"enqueue", "t", "--key", strings.Repeat("k", 192)}, "key: 192 characters, at most 191"},
 		{"long type", []string{"enqueue", strings.Repeat("t", 65)}, "type: 65 characters, at most 64"},

@@ -71,29 +71,36 @@ priority, delay, run_at, max_attempts, dedupe, partition) and enqueue them all o
 	f.IntVar(&priority, "priority", 0, "priority; lower runs first")
 	f.StringVar(&delay, "delay", "", "run after this long, e.g. 30s or 2h")
 	f.StringVar(&runAt, "run-at", "", "run at this RFC 3339 time")
-	f.IntVar(&maxAttempts, "max-attempts", 0, "attempts before the job fails (default: the type's, or 5)")
+	f.IntVar(&maxAttempts, "max-attempts", 0, fmt.Sprintf("attempts before the job fails, 1 to %d (0 or unset: the type's, or %d)", sluice.MaxMaxAttempts, sluice.DefaultMaxAttempts))
 	f.StringVar(&dedupe, "dedupe", "", "key dedupe mode: permanent (default) or active")
 	f.StringVar(&partition, "partition", "", "fairness key, e.g. a tenant id: fair queues take turns between partitions")
 	f.StringVar(&ndjson, "ndjson", "", "enqueue one job per line of FILE (- for stdin)")
 	return cmd
 }
 
+// readPayload reads --payload: the JSON itself, @FILE, or - for stdin.
+// It reads one byte past sluice.MaxPayloadBytes, so that an oversized
+// payload is refused without reading all of it; the enqueue checks the rest.
 func (a *app) readPayload(arg string) ([]byte, error) {
 	var b []byte
 	var err error
 	switch {
 	case arg == "-":
-		b, err = io.ReadAll(io.LimitReader(a.stdin, 16<<20))
+		b, err = io.ReadAll(io.LimitReader(a.stdin, sluice.MaxPayloadBytes+1))
 	case strings.HasPrefix(arg, "@"):
-		b, err = os.ReadFile(arg[1:])
+		var f *os.File
+		if f, err = os.Open(arg[1:]); err == nil {
+			b, err = io.ReadAll(io.LimitReader(f, sluice.MaxPayloadBytes+1))
+			f.Close()
+		}
 	default:
 		b = []byte(arg)
 	}
 	if err != nil {
 		return nil, usagef("--payload: %v", err)
 	}
-	if !json.Valid(bytes.TrimSpace(b)) {
-		return nil, usagef("--payload: not valid JSON")
+	if len(b) > sluice.MaxPayloadBytes {
+		return nil, &sluice.InputError{Field: "payload", Msg: fmt.Sprintf("more than %d bytes, at most %d allowed", sluice.MaxPayloadBytes, sluice.MaxPayloadBytes)}
 	}
 	return b, nil
 }
@@ -122,16 +129,11 @@ func (a *app) enqueueNDJSON(ctx context.Context, path string) error {
 		if len(text) == 0 {
 			continue
 		}
-		var l sluice.JobRequest
-		dec := json.NewDecoder(bytes.NewReader(text))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&l); err != nil {
-			return usagef("--ndjson line %d: %v (nothing was enqueued)", n, err)
+		l, err := sluice.DecodeJobRequest(text)
+		var p sluice.EnqueueParams
+		if err == nil {
+			p, err = l.Params()
 		}
-		if dec.More() {
-			return usagef("--ndjson line %d: more than one JSON value (nothing was enqueued)", n)
-		}
-		p, err := l.Params()
 		if err == nil {
 			err = c.ValidateEnqueue(p)
 		}
