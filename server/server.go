@@ -20,8 +20,10 @@ import (
 	"github.com/sluicehq/sluice/server/dashboard"
 )
 
-// DefaultMaxBody is the largest request body accepted when Config.MaxBody is 0.
-const DefaultMaxBody = 1 << 20
+// DefaultMaxBody is the largest request body accepted when Config.MaxBody
+// is 0: a job whose payload is as large as the rules allow
+// (sluice.MaxPayloadBytes), with room for the rest of its request.
+const DefaultMaxBody = sluice.MaxPayloadBytes + 64<<10
 
 // Config configures the API handler.
 type Config struct {

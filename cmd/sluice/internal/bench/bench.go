@@ -176,8 +176,8 @@ func (c Config) validate() error {
 		return errors.New("bench: work-only works the jobs an enqueue-only run left; finished rows and partitions are that run's")
 	case c.Concurrency < 1:
 		return errors.New("bench: concurrency must be at least 1")
-	case c.PayloadBytes < 0 || c.PayloadBytes > 1<<20:
-		return errors.New("bench: payload bytes must be between 0 and 1 MiB")
+	case c.PayloadBytes < 0 || c.PayloadBytes > maxPad:
+		return fmt.Errorf("bench: payload bytes must be between 0 and %d (the payload limit less its {\"pad\":\"\"} wrapper)", maxPad)
 	case c.FinishedRows < 0:
 		return errors.New("bench: finished rows must not be negative")
 	case !slices.Contains(Sources, c.Source):
@@ -290,6 +290,11 @@ func (r *runner) client(h sluice.HandlerFunc) (*sluice.Client, error) {
 		Logger: r.cfg.Logger,
 	})
 }
+
+// maxPad is the most padding a bench payload can carry within the payload
+// limit (sluice.MaxPayloadBytes): it goes in {"pad":"..."}, or beside a
+// job's own small fields in the sustained run.
+const maxPad = sluice.MaxPayloadBytes - 64
 
 func (r *runner) payload() json.RawMessage {
 	if r.cfg.PayloadBytes == 0 {
