@@ -34,6 +34,7 @@ ldflags="-s -w -X $pkg.version=$version -X $pkg.commit=$commit -X $pkg.date=$dat
 
 rm -rf "$out"
 mkdir -p "$out"
+out=$(cd "$out" && pwd)
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 echo "== sluice $version (commit ${commit:0:12}, $date) into $out/"
@@ -51,7 +52,7 @@ for t in $targets; do
   cp examples/quickstart/sluice.yaml "$stage/$name/sluice.yaml"
   find "$stage/$name" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
   if [ "$os" = windows ]; then
-    (cd "$stage" && find "$name" | LC_ALL=C sort | TZ=UTC zip -q -X -@ "$OLDPWD/$out/$name.zip")
+    (cd "$stage" && find "$name" | LC_ALL=C sort | TZ=UTC zip -q -X -@ "$out/$name.zip")
   else
     tar --sort=name --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 --numeric-owner \
       --mode='u+rwX,go+rX,go-w' -C "$stage" -cf - "$name" | gzip -n -9 >"$out/$name.tar.gz"
