@@ -95,9 +95,12 @@ getent passwd sluice >/dev/null || fail "no sluice system user"
 [ -d /var/lib/sluice ] && [ "$(stat -c %U /var/lib/sluice)" = sluice ] || fail "/var/lib/sluice is not the sluice user's"
 dpkg-query -W -f='${Conffiles}\n' sluice | grep -q /etc/sluice/sluice.yaml || fail "/etc/sluice/sluice.yaml is not a conffile"
 nogo sluice version | grep -q "commit ${commit:0:12}" || fail "the packaged sluice version lacks the commit"
-systemd-analyze verify /usr/lib/systemd/system/sluice.service /usr/lib/systemd/system/sluice-work@.service 2>&1 |
-  grep -v 'Failed to \|Cannot open\|No such file\|not found' | tee "$work/verify.log"
-[ ! -s "$work/verify.log" ] || fail "systemd-analyze verify complained"
+# Without a running systemd, verify still parses the units and checks every
+# directive; what it cannot do here (reach the manager) is not a finding.
+systemd-analyze verify /usr/lib/systemd/system/sluice.service /usr/lib/systemd/system/sluice-work@.service >"$work/verify.log" 2>&1 || true
+if grep -v 'Failed to \|Cannot open\|No such file\|not found\|System has not been booted' "$work/verify.log" | grep -q .; then
+  cat "$work/verify.log"; fail "systemd-analyze verify complained"
+fi
 
 as_sluice() { nogo runuser -u sluice -- "$@"; }
 cfg=/etc/sluice/sluice.yaml
