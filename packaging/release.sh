@@ -67,6 +67,6 @@ for t in $targets; do
   fi
 done
 
-(cd "$out" && sha256sum -- *.tar.gz *.zip *.deb 2>/dev/null | LC_ALL=C sort -k2 >checksums.txt)
+(cd "$out" && shopt -s nullglob && sha256sum -- *.tar.gz *.zip *.deb | LC_ALL=C sort -k2 >checksums.txt)
 echo "== $out/checksums.txt"
 cat "$out/checksums.txt"
