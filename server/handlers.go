@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/buildinfo"
 )
 
 // fail answers err: bad input with its own status, a missing job 404, a
@@ -53,8 +54,23 @@ var okBody = struct {
 	OK bool `json:"ok"`
 }{OK: true}
 
+// healthBody is what /healthz answers, and /readyz beside its schema
+// version: that the process is alive, and which build it runs.
+type healthBody struct {
+	OK            bool   `json:"ok"`
+	Version       string `json:"version"`
+	Commit        string `json:"commit"`
+	Date          string `json:"date"`
+	SchemaVersion int    `json:"schema_version,omitempty"`
+}
+
+func newHealthBody() healthBody {
+	bi := buildinfo.Get()
+	return healthBody{OK: true, Version: bi.Version, Commit: bi.Commit, Date: bi.Date}
+}
+
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, okBody)
+	writeJSON(w, http.StatusOK, newHealthBody())
 }
 
 // readyz reports whether this process can serve: the database answers and
@@ -70,7 +86,9 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		s.log.Warn("readiness check failed", "err", err)
 		writeError(w, http.StatusServiceUnavailable, "database unreachable: "+err.Error())
 	default:
-		writeJSON(w, http.StatusOK, map[string]any{"ok": true, "schema_version": cur})
+		body := newHealthBody()
+		body.SchemaVersion = cur
+		writeJSON(w, http.StatusOK, body)
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/buildinfo"
 )
 
 // poolPrefix starts the names of the database pool's metrics.
@@ -114,6 +115,11 @@ func New(db *sql.DB) *Metrics {
 	// No labels, but a vector so that Reset can remove it: absent() then
 	// tells "no worker has a row".
 	m.heartbeatAge = g("sluice_worker_heartbeat_age_seconds", "Seconds since the newest heartbeat of any worker process in sluice_nodes (database time); absent when no worker has a row.")
+	// The build, as Prometheus' own *_build_info metrics do: constant 1,
+	// the facts in labels, so that a fleet's versions show in one query.
+	bi := buildinfo.Get()
+	g("sluice_build_info", "Always 1; the labels say which sluice build this process runs: version, commit (empty when unknown), go_version.",
+		"version", "commit", "go_version").WithLabelValues(bi.Version, bi.Commit, bi.GoVersion).Set(1)
 	m.shardStalled = g("sluice_batch_shard_stalled_seconds", "Per batch (type is the batch name), the longest time a running shard's checkpoint has not changed.", "type")
 	if db != nil {
 		// The standard pool collector, under the sluice_ prefix:

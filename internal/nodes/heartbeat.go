@@ -5,8 +5,8 @@ package nodes
 
 import (
 	"context"
+	"github.com/sluicehq/sluice/internal/buildinfo"
 	"log/slog"
-	"runtime/debug"
 	"time"
 
 	"github.com/sluicehq/sluice/driver"
@@ -36,7 +36,7 @@ func (h *Heartbeat) Start(ctx context.Context) {
 	}
 	h.Node.StartedAt = h.Clock.Now()
 	if h.Node.Version == "" {
-		h.Node.Version = version()
+		h.Node.Version = buildinfo.Get().Compact()
 	}
 	ctx, h.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	h.done = make(chan struct{})
@@ -81,13 +81,4 @@ func (h *Heartbeat) Stop() {
 		h.Logger.Warn("deleting node row at stop", "node", h.Node.ID, "err", err)
 	}
 	h.cancel = nil
-}
-
-// version is the main module's version from the build, "(devel)" for a
-// plain go build.
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "unknown"
 }

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/sluicehq/sluice/cmd/sluice/internal/bench"
+	"github.com/sluicehq/sluice/internal/buildinfo"
 )
 
 func (a *app) benchCommand() *cobra.Command {
@@ -96,7 +97,7 @@ func (a *app) benchCommand() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("bench: %w", err)
 			}
-			res.System = "sluice " + Version
+			res.System = "sluice " + buildinfo.Get().Version
 			if asJSON {
 				return json.NewEncoder(a.stdout).Encode(res)
 			}

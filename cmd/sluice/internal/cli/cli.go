@@ -23,9 +23,6 @@ import (
 	"github.com/sluicehq/sluice/driver"
 )
 
-// Version is set at build time with -ldflags "-X .../cmd/sluice/internal/cli.Version=v1.2.3".
-var Version = "dev"
-
 // Exit codes.
 const (
 	exitOK      = 0
