@@ -4,14 +4,13 @@
 // jobs table, that no job is lost and that only jobs in flight at the
 // fault ran twice.
 //
-// Faults that touch a MariaDB or PostgreSQL server start a throwaway
-// instance of their own on a free port: the shared test servers are used by
-// other packages in parallel and must never be restarted or have their
-// connections killed.
+// Faults that touch a MariaDB or PostgreSQL server run on a throwaway
+// instance on a free port, one per kind shared by this package's tests:
+// the shared test servers are used by other packages in parallel and must
+// never be restarted or have their connections killed.
 package faulttest
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -37,7 +36,7 @@ var bin string
 // TestMain builds the real binary once: every fault is injected around
 // processes that run exactly as a user runs them.
 func TestMain(m *testing.M) {
-	testdb.MainExclusive(m, "faulttest", &bin)
+	testdb.MainExclusive(m, "faulttest", &bin, stopServers)
 }
 
 // unavailable skips a fault whose environment (a throwaway server, a
@@ -47,7 +46,8 @@ func unavailable(t *testing.T, what string, err error, out []byte) {
 	testdb.Unavailable(t, "fault", what, err, out)
 }
 
-// server is a throwaway database instance owned by one test.
+// server is a throwaway database instance, shared by the tests that need
+// one of its kind (see throwaway).
 type server struct {
 	kind   string // "mysql" or "postgres"
 	dir    string
@@ -56,10 +56,67 @@ type server struct {
 	admin  string // database/sql DSN for the test's own admin connection
 	prefix string // sluice's table prefix, set by target
 	proc   *exec.Cmd
-	t      *testing.T
+	up     bool // it has accepted connections once: failing to start again is the test's failure
 }
 
 const dbName = "sluice_fault"
+
+// servers holds the throwaway instances, one per kind: the first test
+// that needs one starts it, the later ones reuse it (each under a table
+// prefix of its own, set by target), and TestMain stops them after the
+// tests. Setting an instance up costs seconds of CPU; the tests run one
+// at a time, so none sees another's fault.
+var (
+	servers  = map[string]*server{}
+	teardown []func() // run by stopServers, last first
+)
+
+// throwaway returns the shared instance of kind, started now if no test
+// started it yet, or again if an earlier test failed while it was down.
+func throwaway(t *testing.T, kind string) *server {
+	t.Helper()
+	s := servers[kind]
+	if s == nil {
+		if kind == "postgres" {
+			s = startPostgres(t)
+		} else {
+			s = startMariaDB(t)
+		}
+		servers[kind] = s
+		return s
+	}
+	if err := s.ping(); err != nil {
+		t.Logf("the shared %s was down after an earlier test (%v): starting it again", kind, err)
+		s.start(t)
+	}
+	return s
+}
+
+// ping opens one connection to the instance's test database.
+func (s *server) ping() error {
+	db, err := sql.Open(s.driverName(), s.admin)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return db.PingContext(ctx)
+}
+
+// driverName is the database/sql driver of the test's own connections.
+func (s *server) driverName() string {
+	if s.kind == "mysql" {
+		return "mysql"
+	}
+	return "pgx"
+}
+
+func stopServers() {
+	for i := len(teardown) - 1; i >= 0; i-- {
+		teardown[i]()
+	}
+}
 
 // serverDir makes a data directory under /tmp owned by the server's user:
 // t.TempDir's parents are not traversable by postgres or mysql.
@@ -67,12 +124,23 @@ func serverDir(t *testing.T, owner string) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "sluice-fault-"+owner)
 	require.NoError(t, err)
+	teardown = append(teardown, func() { os.RemoveAll(dir) })
 	require.NoError(t, os.Chmod(dir, 0o755))
 	if out, err := exec.Command("chown", owner+":"+owner, dir).CombinedOutput(); err != nil {
 		unavailable(t, "chown "+dir, err, out)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
 	return dir
+}
+
+// heldPort is a port held until TestMain ends (testdb.HoldPort): an
+// instance is stopped and started again on it, and no one else may take
+// it while the instance is down.
+func heldPort(t *testing.T) int {
+	t.Helper()
+	port, release, err := testdb.HoldPort()
+	require.NoError(t, err)
+	teardown = append(teardown, release)
+	return port
 }
 
 func startPostgres(t *testing.T) *server {
@@ -81,14 +149,14 @@ func startPostgres(t *testing.T) *server {
 	if _, err := os.Stat(bindir + "/initdb"); err != nil {
 		unavailable(t, "PostgreSQL 15 binaries", err, nil)
 	}
-	s := &server{kind: "postgres", dir: serverDir(t, "postgres"), port: testdb.FreePort(t), t: t}
+	s := &server{kind: "postgres", dir: serverDir(t, "postgres"), port: heldPort(t)}
 	data := s.dir + "/data"
 	out, err := exec.Command("runuser", "-u", "postgres", "--", bindir+"/initdb", "-D", data, "-A", "trust", "-U", "postgres").CombinedOutput()
 	if err != nil {
 		unavailable(t, "initdb", err, out)
 	}
-	s.start()
-	t.Cleanup(func() { s.pgctl("stop", "-m", "immediate") })
+	s.start(t)
+	teardown = append(teardown, func() { s.pgctl("stop", "-m", "immediate") })
 	createDB(t, "pgx", fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", s.port))
 	s.url = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", s.port, dbName)
 	s.admin = s.url
@@ -107,7 +175,7 @@ func startMariaDB(t *testing.T) *server {
 			unavailable(t, "mariadbd binary", err, nil)
 		}
 	}
-	s := &server{kind: "mysql", dir: serverDir(t, "mysql"), port: testdb.FreePort(t), t: t}
+	s := &server{kind: "mysql", dir: serverDir(t, "mysql"), port: heldPort(t)}
 	// A private tmpdir: at start-up mariadbd deletes every #sql* file in
 	// its tmpdir, which in /tmp would include the shared server's
 	// temporary tables and break other tests running at the same time.
@@ -120,8 +188,8 @@ func startMariaDB(t *testing.T) *server {
 	if err != nil {
 		unavailable(t, "mariadb-install-db", err, out)
 	}
-	s.start()
-	t.Cleanup(func() {
+	s.start(t)
+	teardown = append(teardown, func() {
 		if s.proc != nil {
 			s.proc.Process.Kill()
 			s.proc.Wait()
@@ -143,17 +211,25 @@ func createDB(t *testing.T, drv, dsn string) {
 	require.NoError(t, err)
 }
 
-// start (re)starts the instance on the same data directory and port.
-func (s *server) start() {
-	t := s.t
+// start (re)starts the instance on the same data directory and port. An
+// instance that cannot start the first time makes its faults unavailable
+// here; one that was up and does not come back mid-fault fails the test.
+func (s *server) start(t *testing.T) {
 	t.Helper()
+	cannot := func(what string, err error, out []byte) {
+		t.Helper()
+		if s.up {
+			t.Fatalf("%s did not come back on port %d: %s: %v\n%s", s.kind, s.port, what, err, out)
+		}
+		unavailable(t, what, err, out)
+	}
 	switch s.kind {
 	case "postgres":
 		opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200", s.port, s.dir)
 		out, err := s.pgctl("-o", opts, "-l", s.dir+"/log", "-w", "start")
 		if err != nil {
 			log, _ := os.ReadFile(s.dir + "/log")
-			unavailable(t, "pg_ctl start", err, append(out, log...))
+			cannot("pg_ctl start", err, append(out, log...))
 		}
 	case "mysql":
 		cmd := exec.Command("/usr/sbin/mariadbd", "--no-defaults", "--datadir="+s.dir+"/data", fmt.Sprintf("--port=%d", s.port),
@@ -161,10 +237,10 @@ func (s *server) start() {
 			"--skip-log-bin", "--innodb-buffer-pool-size=64M", "--max-connections=300", "--pid-file="+s.dir+"/pid",
 			"--tmpdir="+s.dir+"/tmp")
 		cmd.Env = append(os.Environ(), "TMPDIR="+s.dir+"/tmp")
-		var errb bytes.Buffer
+		var errb testdb.SyncBuffer
 		cmd.Stderr = &errb
 		if err := cmd.Start(); err != nil {
-			unavailable(t, "mariadbd", err, nil)
+			cannot("mariadbd", err, nil)
 		}
 		s.proc = cmd
 		deadline := time.Now().Add(60 * time.Second)
@@ -174,23 +250,20 @@ func (s *server) start() {
 				break
 			}
 			if time.Now().After(deadline) {
-				unavailable(t, "mariadbd did not answer", err, append(out, errb.Bytes()...))
+				cannot("mariadbd did not answer within 60 s", err, append(out, errb.String()...))
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
+	s.up = true
 }
 
 // startWatched is start, and returns when the server accepted a
 // connection again: the start of the first ping that got through, made
 // every 10 ms from a client of its own while the server starts.
-func (s *server) startWatched() time.Time {
-	drv := "pgx"
-	if s.kind == "mysql" {
-		drv = "mysql"
-	}
-	db, err := sql.Open(drv, s.admin)
-	require.NoError(s.t, err)
+func (s *server) startWatched(t *testing.T) time.Time {
+	db, err := sql.Open(s.driverName(), s.admin)
+	require.NoError(t, err)
 	defer db.Close()
 	db.SetMaxIdleConns(0) // every ping is a new connection
 	back := make(chan time.Time, 1)
@@ -214,19 +287,18 @@ func (s *server) startWatched() time.Time {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}()
-	s.start()
+	s.start(t)
 	select {
-	case t := <-back:
-		return t
+	case at := <-back:
+		return at
 	case <-time.After(10 * time.Second):
-		s.t.Fatalf("%s started but refused connections for 10 s", s.kind)
+		t.Fatalf("%s started but refused connections for 10 s", s.kind)
 		return time.Time{}
 	}
 }
 
 // stop stops the instance: cleanly, or as a crash (SIGKILL / immediate).
-func (s *server) stop(crash bool) {
-	t := s.t
+func (s *server) stop(t *testing.T, crash bool) {
 	t.Helper()
 	switch s.kind {
 	case "postgres":
@@ -249,14 +321,10 @@ func (s *server) stop(crash bool) {
 }
 
 // adminDB opens the test's own connection to the instance, outside sluice.
-func (s *server) adminDB() *sql.DB {
-	drv := "pgx"
-	if s.kind == "mysql" {
-		drv = "mysql"
-	}
-	db, err := sql.Open(drv, s.admin)
-	require.NoError(s.t, err)
-	s.t.Cleanup(func() { db.Close() })
+func (s *server) adminDB(t *testing.T) *sql.DB {
+	db, err := sql.Open(s.driverName(), s.admin)
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
 	return db
 }
 

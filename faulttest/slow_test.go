@@ -19,10 +19,10 @@ import (
 // twice must have been reported "lease lost" by a worker, and the final
 // states must be right.
 func TestSlowDatabase(t *testing.T) {
-	s := startPostgres(t)
+	s := throwaway(t, "postgres")
 	res := serverFaultRun(t, s, "2s", []float64{0.2, 0.6}, func(t *testing.T, s *server, _ string) (int, time.Time) {
 		ctx := context.Background()
-		tx, err := s.adminDB().BeginTx(ctx, nil)
+		tx, err := s.adminDB(t).BeginTx(ctx, nil)
 		require.NoError(t, err)
 		_, err = tx.ExecContext(ctx, "LOCK TABLE "+s.prefix+"jobs IN ACCESS EXCLUSIVE MODE")
 		require.NoError(t, err)

@@ -141,11 +141,14 @@ func TestBadWebhookTargets(t *testing.T) {
 		require.EqualValues(t, 2*nBad, calls[typ].Load(), "%s: one call per attempt", typ)
 		t.Logf("%s last_error: %.120q", typ, by[typ][0].LastError)
 	}
+	require.Len(t, by["ok200"], nBad)
 	for _, r := range by["ok200"] {
 		require.Equal(t, driver.StatusSuccess, r.Status, "a 200 with a non-JSON body is a success: %s", r.LastError)
 		require.Equal(t, 1, r.Attempts)
 	}
+	require.EqualValues(t, nBad, calls["ok200"].Load(), "ok200: one call per job, none retried")
 	dups := 0
+	require.Len(t, by["fast"], nFast)
 	for _, r := range by["fast"] {
 		require.Equal(t, driver.StatusSuccess, r.Status)
 	}

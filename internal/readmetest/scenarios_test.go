@@ -177,12 +177,15 @@ const think = `<?php
 echo "think " . implode(" ", array_slice($argv, 1)) . "\n";
 `
 
-// apiAddr is where the README's config listens.
+// apiAddr is where the README's config listens: sluice's default, which
+// the reader's crontab and curl lines name, so the scene cannot move it to
+// a free port.
 const apiAddr = "127.0.0.1:8080"
 
 func setupPHP(t *testing.T, sc *scene) {
 	_, err := exec.LookPath("php")
 	require.NoError(t, err, "php is needed for the README's PHP examples (.ci/run installs it)")
+	holdAPIAddr(t)
 	ln, err := net.Listen("tcp", apiAddr)
 	require.NoError(t, err, "the README's examples listen on %s, which is taken", apiAddr)
 	ln.Close()
@@ -190,6 +193,22 @@ func setupPHP(t *testing.T, sc *scene) {
 	sc.env["SLUICE_TOKEN"] = testdb.Prefix() + "token"
 	sc.env["HOOK_SECRET"] = testdb.Prefix() + "secret"
 	require.NoError(t, os.WriteFile(filepath.Join(sc.dir, "think"), []byte(think), 0o644))
+}
+
+// holdAPIAddr waits for, and holds until the test ends, an flock that
+// this scene takes in every checkout on the machine: two runs of this
+// package at once (two developers' checkouts) take turns at apiAddr
+// instead of one failing because the other's `sluice serve` has it.
+func holdAPIAddr(t *testing.T) {
+	path := filepath.Join(os.TempDir(), "sluice-readmetest-8080.lock")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o666)
+	require.NoError(t, err)
+	start := time.Now()
+	require.NoError(t, syscall.Flock(int(f.Fd()), syscall.LOCK_EX), "flock %s", path)
+	if waited := time.Since(start); waited > time.Second {
+		t.Logf("waited %s for another checkout's README run to free %s", waited.Round(time.Second), apiAddr)
+	}
+	t.Cleanup(func() { f.Close() }) // after the serve cleanup registered later: last in, first out
 }
 
 // servePHP starts `sluice serve` with the README's config before the first

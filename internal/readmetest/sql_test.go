@@ -1,6 +1,7 @@
 package readmetest
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -23,8 +24,10 @@ import (
 // readmeDB is the database the SQL blocks run in on MariaDB and
 // PostgreSQL: the blocks name the real table, sluice_jobs, so they get a
 // database of their own, migrated by the real binary. Every case runs in a
-// transaction that is rolled back.
-const readmeDB = "sluice_readme"
+// transaction that is rolled back. SLUICE_TEST_README_DB names another one
+// (.ci/run sets it with the other SLUICE_TEST_* variables), so that two
+// checkouts' runs on one machine each migrate a schema of their own.
+var readmeDB = cmp.Or(os.Getenv("SLUICE_TEST_README_DB"), "sluice_readme")
 
 // The key the README's statements enqueue; the cases put holders of it in
 // place first.
