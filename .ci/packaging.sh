@@ -12,6 +12,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 log() { printf -- '-- packaging: %s\n' "$*"; }
 fail() { echo "packaging: $*" >&2; exit 1; }
+# contains PATTERN: whether standard input has a line matching PATTERN. It
+# reads all of it, unlike grep -q, whose early exit would fail the writer
+# with SIGPIPE under pipefail.
+contains() { grep -e "$1" >/dev/null; }
 
 need() { # need BINARY PACKAGE
   command -v "$1" >/dev/null 2>&1 && return
@@ -57,7 +61,7 @@ listing=$(tar -tzf "$work"/dist1/sluice_*_linux_amd64.tar.gz)
 for f in sluice README.md LICENSE sluice.yaml; do
   grep -q "/$f\$" <<<"$listing" || fail "the linux/amd64 archive lacks $f"
 done
-unzip -l "$work"/dist1/sluice_*_windows_amd64.zip | grep -q 'sluice.exe' || fail "the windows archive lacks sluice.exe"
+unzip -l "$work"/dist1/sluice_*_windows_amd64.zip | contains 'sluice.exe' || fail "the windows archive lacks sluice.exe"
 log "identical twice; checksums verified: $(ls "$work/dist1" | tr '\n' ' ')"
 
 # Everything below runs with no Go on PATH, as on a user's machine.
@@ -67,9 +71,9 @@ nogo sh -c '! command -v go' || fail "go is on the clean PATH"
 log "the archive's binary"
 tar -xzf "$work"/dist1/sluice_*_linux_amd64.tar.gz -C "$work"
 bin=$(ls -d "$work"/sluice_*_linux_amd64)/sluice
-file "$bin" | grep -q 'statically linked' || fail "the linux binary is not static: $(file "$bin")"
-nogo "$bin" version | grep -q "commit ${commit:0:12}" || fail "sluice version lacks the commit: $(nogo "$bin" version)"
-nogo "$bin" version --json | grep -q "\"commit\":\"$commit\"" || fail "sluice version --json lacks the commit"
+file "$bin" | contains 'statically linked' || fail "the linux binary is not static: $(file "$bin")"
+nogo "$bin" version | contains "commit ${commit:0:12}" || fail "sluice version lacks the commit: $(nogo "$bin" version)"
+nogo "$bin" version --json | contains "\"commit\":\"$commit\"" || fail "sluice version --json lacks the commit"
 
 log "the README's quickstart without Go, verbatim, on the archive"
 qs=$work/quickstart
@@ -80,10 +84,10 @@ block=$(awk '/run by \.ci\/packaging\.sh/ {found=1; next} found && /^```/ {if (i
 (cd "$qs" && nogo bash -ec "$block"$'\n''echo $! >"$0"' "$qs/worker.pid" >"$qs/out.log" 2>&1) || fail "the README's quickstart without Go failed: $(cat "$qs/out.log")"
 qsdir=$(ls -d "$qs"/sluice_*_linux_amd64)
 for _ in $(seq 1 100); do
-  (cd "$qsdir" && nogo ./sluice --config sluice.yaml jobs list --json 2>/dev/null) | grep -q '"status":"success"' && break
+  (cd "$qsdir" && nogo ./sluice --config sluice.yaml jobs list --json 2>/dev/null) | contains '"status":"success"' && break
   sleep 0.2
 done
-(cd "$qsdir" && nogo ./sluice --config sluice.yaml jobs list --json) | grep -q '"status":"success"' || fail "the quickstart's job did not succeed: $(cat "$qs/out.log")"
+(cd "$qsdir" && nogo ./sluice --config sluice.yaml jobs list --json) | contains '"status":"success"' || fail "the quickstart's job did not succeed: $(cat "$qs/out.log")"
 kill -TERM "$(cat "$qs/worker.pid")"
 log "quickstart without Go: the greet job succeeded"
 
@@ -93,12 +97,12 @@ dpkg -i "$deb" >/dev/null
 [ "$(command -v sluice)" = /usr/bin/sluice ] || fail "sluice is not /usr/bin/sluice"
 getent passwd sluice >/dev/null || fail "no sluice system user"
 [ -d /var/lib/sluice ] && [ "$(stat -c %U /var/lib/sluice)" = sluice ] || fail "/var/lib/sluice is not the sluice user's"
-dpkg-query -W -f='${Conffiles}\n' sluice | grep -q /etc/sluice/sluice.yaml || fail "/etc/sluice/sluice.yaml is not a conffile"
-nogo sluice version | grep -q "commit ${commit:0:12}" || fail "the packaged sluice version lacks the commit"
+dpkg-query -W -f='${Conffiles}\n' sluice | contains /etc/sluice/sluice.yaml || fail "/etc/sluice/sluice.yaml is not a conffile"
+nogo sluice version | contains "commit ${commit:0:12}" || fail "the packaged sluice version lacks the commit"
 # Without a running systemd, verify still parses the units and checks every
 # directive; what it cannot do here (reach the manager) is not a finding.
 systemd-analyze verify /usr/lib/systemd/system/sluice.service /usr/lib/systemd/system/sluice-work@.service >"$work/verify.log" 2>&1 || true
-if grep -v 'Failed to \|Cannot open\|No such file\|not found\|System has not been booted' "$work/verify.log" | grep -q .; then
+if grep -v 'Failed to \|Cannot open\|No such file\|not found\|System has not been booted' "$work/verify.log" | contains .; then
   cat "$work/verify.log"; fail "systemd-analyze verify complained"
 fi
 
@@ -113,10 +117,10 @@ for _ in $(seq 1 100); do curl -fsS "http://127.0.0.1:$port/healthz" >"$work/hea
 grep -q "\"commit\":\"$commit\"" "$work/health.json" || fail "/healthz lacks the commit: $(cat "$work/health.json" 2>/dev/null; cat "$work/serve.log")"
 as_sluice sluice --config $cfg enqueue greet --key welcome:Ann --payload '{"name":"Ann"}' >/dev/null
 for _ in $(seq 1 100); do
-  as_sluice sluice --config $cfg jobs list --json 2>/dev/null | grep -q '"status":"success"' && break
+  as_sluice sluice --config $cfg jobs list --json 2>/dev/null | contains '"status":"success"' && break
   sleep 0.2
 done
-as_sluice sluice --config $cfg jobs show 1 | grep -q 'job 1 (attempt 1): {' || fail "the greet job did not run: $(as_sluice sluice --config $cfg jobs show 1; cat "$work/serve.log")"
+as_sluice sluice --config $cfg jobs show 1 | contains 'job 1 (attempt 1): {' || fail "the greet job did not run: $(as_sluice sluice --config $cfg jobs show 1; cat "$work/serve.log")"
 log "the backup command of docs/deploy.md, while serve runs"
 sqlite3 /var/lib/sluice/sluice.db ".backup '/var/backups/sluice-$(date +%F).db'"
 backup=/var/backups/sluice-$(date +%F).db
@@ -127,7 +131,7 @@ server=
 
 log "upgrading the package over itself"
 dpkg -i "$deb" >/dev/null
-as_sluice sluice --config $cfg jobs show 1 | grep -q '"status": *"success"' || fail "job 1 is gone after the upgrade"
+as_sluice sluice --config $cfg jobs show 1 | contains '"status": *"success"' || fail "job 1 is gone after the upgrade"
 log "removing it"
 dpkg -r sluice >/dev/null
 [ ! -e /usr/bin/sluice ] || fail "/usr/bin/sluice is still there after removal"
@@ -152,7 +156,7 @@ podman rm -f "$cid" >/dev/null
 contents=$(cd "$root" && find . -type f | LC_ALL=C sort | tr '\n' ' ')
 [ "$contents" = "./etc/ssl/certs/ca-certificates.crt ./etc/sluice/sluice.yaml ./usr/bin/sluice " ] || fail "the image holds more than the binary, CA certificates and config: $contents"
 if [ $ran = 1 ]; then
-  podman run --rm "$tag" version | grep -q "commit ${commit:0:12}" || fail "podman run of the image: version lacks the commit"
+  podman run --rm "$tag" version | contains "commit ${commit:0:12}" || fail "podman run of the image: version lacks the commit"
   log "podman ran the image (sluice version); its root filesystem is also run below"
 else
   log "podman cannot run containers here; running the image's binary from its root filesystem as user 65532"
