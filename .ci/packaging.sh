@@ -111,7 +111,10 @@ cfg=/etc/sluice/sluice.yaml
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 log "the quickstart with the packaged binary and config (serve on :$port)"
 as_sluice sluice --config $cfg migrate >/dev/null
-(cd /var/lib/sluice && exec runuser -u sluice -- env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin sluice --config $cfg serve --listen "127.0.0.1:$port" 2>"$work/serve.log") &
+# setpriv execs sluice itself (runuser would stay as its parent and answer
+# the SIGTERM below with its own "killed"), so $server is sluice's pid.
+(cd /var/lib/sluice && exec env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+  setpriv --reuid=sluice --regid=sluice --init-groups sluice --config $cfg serve --listen "127.0.0.1:$port" 2>"$work/serve.log") &
 server=$!
 for _ in $(seq 1 100); do curl -fsS "http://127.0.0.1:$port/healthz" >"$work/health.json" 2>/dev/null && break; sleep 0.1; done
 grep -q "\"commit\":\"$commit\"" "$work/health.json" || fail "/healthz lacks the commit: $(cat "$work/health.json" 2>/dev/null; cat "$work/serve.log")"
