@@ -75,16 +75,11 @@ final class Client
     {
         $checked = [];
         foreach (array_values($jobs) as $i => $j) {
-            if (!is_array($j) || !isset($j['type']) || !is_string($j['type'])) {
-                throw new ValidationException("jobs[$i].type", 'must not be empty');
-            }
-            $type = $j['type'];
-            $payload = $j['payload'] ?? [];
-            unset($j['type'], $j['payload']);
             try {
-                $checked[] = Rules::job($type, $payload, $j);
+                $checked[] = Rules::request($j);
             } catch (ValidationException $e) {
-                throw new ValidationException("jobs[$i].{$e->field}", substr($e->getMessage(), strlen($e->field) + 2));
+                $field = $e->field === 'body' ? "jobs[$i]" : "jobs[$i].{$e->field}";
+                throw new ValidationException($field, substr($e->getMessage(), strlen($e->field) + 2));
             }
         }
         if ($checked === []) {

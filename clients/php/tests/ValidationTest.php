@@ -17,42 +17,73 @@ final class ValidationTest extends TestCase
 {
     private const RULES = __DIR__ . '/../../../testdata/enqueue_rules.json';
 
+    /**
+     * The shared cases a PHP caller cannot send, and why. Every case of the
+     * file is run or named here (or in RAW_AS_PHP), so that a new one cannot
+     * pass unnoticed.
+     */
+    private const NOT_FOR_PHP = [
+        'repeated field' => 'a PHP array holds each key once: the second "type" replaces the first before the library is called',
+        'repeated member in the payload' => 'a PHP array holds each key once: the second "a" replaces the first before the library is called',
+        'payload not JSON' => 'the payload is a PHP value, and the library writes the text json_encode makes of it, which is valid JSON',
+        'two values in the body' => 'the library takes one PHP array per job, never a request body',
+        'body cut short' => 'the library takes one PHP array per job, never a request body',
+    ];
+
+    /**
+     * The shared cases whose bytes json_decode cannot read, as a PHP caller
+     * passes the same content: the invalid byte as it is, and a lone
+     * surrogate as the three bytes that CESU-8 and WTF-8 encoders (the only
+     * way one gets into a PHP string) make of it.
+     */
+    private const RAW_AS_PHP = [
+        'raw 0xFF byte in the payload' => ['type' => 't', 'payload' => ['a' => "\xff"]],
+        'raw 0xFF byte in the key' => ['type' => 't', 'key' => "a\xffb"],
+        'lone high surrogate in the payload' => ['type' => 't', 'payload' => ['a' => "\xed\xa0\x80"]],
+        'lone low surrogate in the key' => ['type' => 't', 'key' => "\xed\xb0\x80"],
+    ];
+
     public function testSharedRules(): void
     {
-        if (!is_file(self::RULES)) {
-            $this->markTestSkipped('testdata/enqueue_rules.json is not in this checkout');
-        }
+        $this->assertFileExists(self::RULES);
         $cases = json_decode((string) file_get_contents(self::RULES), false, 512, JSON_THROW_ON_ERROR);
+        $names = array_map(fn ($c) => $c->name, $cases);
+        foreach (array_merge(array_keys(self::NOT_FOR_PHP), array_keys(self::RAW_AS_PHP)) as $n) {
+            $this->assertContains($n, $names, 'a case named here is in the shared file');
+        }
         $ran = 0;
         foreach ($cases as $c) {
-            $body = isset($c->request_raw_base64) ? base64_decode($c->request_raw_base64, true) : json_encode($c->request);
-            // Decoded as objects, so that {} stays an object in the payload.
-            $req = json_decode((string) $body, false, 512, JSON_INVALID_UTF8_IGNORE | JSON_BIGINT_AS_STRING);
-            if (isset($c->request_raw_base64) && json_decode((string) $body) === null) {
-                // Bytes PHP cannot hold as JSON reach the client as strings;
-                // testInvalidUtf8 covers them.
+            if (isset(self::NOT_FOR_PHP[$c->name])) {
                 continue;
             }
-            $opts = [];
-            foreach ((array) $req as $k => $v) {
-                if ($k !== 'type' && $k !== 'payload' && $v !== null) {
-                    $opts[$k] = $v;
+            if (isset(self::RAW_AS_PHP[$c->name])) {
+                $job = self::RAW_AS_PHP[$c->name];
+            } else {
+                $body = isset($c->request_raw_base64) ? base64_decode($c->request_raw_base64, true) : json_encode($c->request);
+                // Decoded as objects, so that {} stays an object in the payload.
+                $job = json_decode((string) $body, false, 512);
+                $this->assertSame(JSON_ERROR_NONE, json_last_error(), "{$c->name}: PHP cannot read it: name it in NOT_FOR_PHP or RAW_AS_PHP");
+                if ($job instanceof \stdClass) {
+                    $job = get_object_vars($job);
                 }
             }
-            $field = null;
+            $refusal = null;
             try {
-                Rules::job(is_string($req->type ?? null) ? $req->type : '', $req->payload ?? null, $opts);
+                Rules::request($job);
             } catch (ValidationException $e) {
-                $field = $e->field;
+                $refusal = $e;
             }
             if ($c->ok) {
-                $this->assertNull($field, "{$c->name}: refused on $field");
+                $this->assertNull($refusal, "{$c->name}: refused: " . $refusal?->getMessage());
             } else {
-                $this->assertSame($c->field, $field, "{$c->name}: want a refusal naming {$c->field}");
+                $this->assertNotNull($refusal, "{$c->name}: accepted; want a refusal naming {$c->field}");
+                $this->assertSame($c->field, $refusal->field, "{$c->name}: " . $refusal->getMessage());
+                $this->assertStringStartsWith("{$c->field}: ", $refusal->getMessage(), $c->name);
+                $this->assertStringContainsString($c->message ?? '', $refusal->getMessage(), $c->name);
             }
             $ran++;
         }
-        $this->assertGreaterThan(0, $ran);
+        $this->assertSame(count($cases) - count(self::NOT_FOR_PHP), $ran);
     }
 
     /** @return iterable<string,array{string,mixed,array<string,mixed>,?string}> */
@@ -68,19 +99,38 @@ final class ValidationTest extends TestCase
         yield 'NUL in key' => ['t', [], ['key' => "k\0"], 'key'];
         yield 'invalid UTF-8 key' => ['t', [], ['key' => "k\xff"], 'key'];
         yield 'invalid UTF-8 type' => ["t\xc3", [], [], 'type'];
-        yield 'invalid UTF-8 in payload' => ['t', ['a' => "\xff"], [], 'payload'];
-        yield 'NUL in payload' => ['t', ['a' => "x\0"], [], 'payload'];
+        yield 'invalid UTF-8 in payload' => ['t', ['a' => "\xff"], [], 'payload.a'];
+        yield 'invalid UTF-8 in a member name' => ['t', ['a' => ['b' => ["\xff" => 1]]], [], 'payload.a.b'];
+        yield 'NUL in payload' => ['t', ['a' => "x\0"], [], 'payload.a'];
+        yield 'NUL in an object property' => ['t', (object) ['a' => [1, (object) ['b' => "\0"]]], [], 'payload.a[1].b'];
+        yield 'INF in payload' => ['t', ['n' => [INF]], [], 'payload.n[0]'];
+        yield 'NAN in payload' => ['t', ['n' => NAN], [], 'payload.n'];
+        yield 'JsonSerializable payload' => ['t', new class () implements \JsonSerializable {
+            public function jsonSerialize(): mixed
+            {
+                return ['a' => 1];
+            }
+        }, [], null];
+        yield 'JsonSerializable payload that is a list' => ['t', new class () implements \JsonSerializable {
+            public function jsonSerialize(): mixed
+            {
+                return [1];
+            }
+        }, [], 'payload'];
         yield 'list payload' => ['t', [1, 2], [], 'payload'];
         yield 'string payload (double encoding)' => ['t', '{"a":1}', [], 'payload'];
         yield 'object payload' => ['t', (object) ['a' => (object) []], [], null];
         yield 'too deep payload' => ['t', self::nest(70), [], 'payload'];
         yield 'over 1 MiB payload' => ['t', ['a' => str_repeat('x', 1 << 20)], [], 'payload'];
-        yield 'queue empty' => ['t', [], ['queue' => ''], 'queue'];
+        yield 'queue empty is the type\'s' => ['t', [], ['queue' => ''], null];
+        yield 'dedupe empty is the type\'s' => ['t', [], ['dedupe' => ''], null];
+        yield 'type as an option' => ['t', [], ['type' => 'u'], 'type'];
         yield 'queue 65' => ['t', [], ['queue' => str_repeat('q', 65)], 'queue'];
         yield 'priority range' => ['t', [], ['priority' => 32768], 'priority'];
         yield 'priority low end' => ['t', [], ['priority' => -32768], null];
         yield 'priority string' => ['t', [], ['priority' => '1'], 'priority'];
-        yield 'max_attempts 0' => ['t', [], ['max_attempts' => 0], 'max_attempts'];
+        yield 'max_attempts 0 is the type\'s' => ['t', [], ['max_attempts' => 0], null];
+        yield 'max_attempts as float' => ['t', [], ['max_attempts' => 3.0], 'max_attempts'];
         yield 'max_attempts -1' => ['t', [], ['max_attempts' => -1], 'max_attempts'];
         yield 'max_attempts 1' => ['t', [], ['max_attempts' => 1], null];
         yield 'dedupe typo' => ['t', [], ['dedupe' => 'activ'], 'dedupe'];
@@ -88,10 +138,22 @@ final class ValidationTest extends TestCase
         yield 'partition ok' => ['t', [], ['partition' => 'acme.example/eu-1:x@y_z'], null];
         yield 'run_at and delay' => ['t', [], ['run_at' => '2030-01-01T00:00:00Z', 'delay' => 5], 'run_at'];
         yield 'run_at not RFC 3339' => ['t', [], ['run_at' => '2030-01-01 00:00'], 'run_at'];
+        yield 'run_at not a day' => ['t', [], ['run_at' => '2030-02-30T00:00:00Z'], 'run_at'];
+        yield 'run_at with nanoseconds' => ['t', [], ['run_at' => '2030-01-01T00:00:00.123456789+02:00'], null];
+        yield 'run_at past the last microsecond' => ['t', [], ['run_at' => '9999-12-31T23:59:59.9999991Z'], 'run_at'];
+        yield 'run_at offset past year 9999' => ['t', [], ['run_at' => '9999-12-31T23:30:00-01:00'], 'run_at'];
+        yield 'run_at DateTime before 1970' => ['t', [], ['run_at' => new \DateTimeImmutable('1969-12-31T23:59:59Z')], 'run_at'];
+        yield 'run_at DateTime' => ['t', [], ['run_at' => new \DateTimeImmutable('2030-01-01T00:00:00+05:00')], null];
         yield 'negative delay' => ['t', [], ['delay' => -1], 'delay'];
         yield 'negative delay string' => ['t', [], ['delay' => '-5s'], 'delay'];
         yield 'delay string' => ['t', [], ['delay' => '1h30m'], null];
         yield 'delay typo' => ['t', [], ['delay' => '10 minutes'], 'delay'];
+        yield 'delay days with hours' => ['t', [], ['delay' => '1d12h'], 'delay'];
+        yield 'delay without a unit' => ['t', [], ['delay' => '5'], 'delay'];
+        yield 'delay fraction of a week' => ['t', [], ['delay' => '1.5w'], null];
+        yield 'delay seconds too long' => ['t', [], ['delay' => 1e10], 'delay'];
+        yield 'delay hours too long' => ['t', [], ['delay' => '3000000h'], 'delay'];
+        yield 'delay NAN' => ['t', [], ['delay' => NAN], 'delay'];
         yield 'unknown option' => ['t', [], ['max_attempt' => 3], 'max_attempt'];
     }
 
