@@ -64,6 +64,13 @@ done
 unzip -l "$work"/dist1/sluice_*_windows_amd64.zip | contains 'sluice.exe' || fail "the windows archive lacks sluice.exe"
 log "identical twice; checksums verified: $(ls "$work/dist1" | tr '\n' ' ')"
 
+# A plain `go build` in a checkout knows its commit from Go's VCS stamps
+# (this machine's go env turns them off, as GOFLAGS=-buildvcs=false; a
+# user's default is auto).
+log "a plain go build in the checkout"
+GOFLAGS=-buildvcs=auto go build -o "$work/plain-sluice" ./cmd/sluice
+"$work/plain-sluice" version | contains "(commit ${commit:0:12}, " || fail "a plain go build's version lacks the commit: $("$work/plain-sluice" version)"
+
 # Everything below runs with no Go on PATH, as on a user's machine.
 nogo() { env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
 nogo sh -c '! command -v go' || fail "go is on the clean PATH"
