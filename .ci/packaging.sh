@@ -164,7 +164,7 @@ cid=$(podman create "$tag")
 podman export "$cid" | tar -x -C "$root"
 podman rm -f "$cid" >/dev/null
 contents=$(cd "$root" && find . -type f | LC_ALL=C sort | tr '\n' ' ')
-[ "$contents" = "./etc/ssl/certs/ca-certificates.crt ./etc/sluice/sluice.yaml ./usr/bin/sluice " ] || fail "the image holds more than the binary, CA certificates and config: $contents"
+[ "$contents" = "./etc/sluice/sluice.yaml ./etc/ssl/certs/ca-certificates.crt ./usr/bin/sluice " ] || fail "the image holds more than the binary, CA certificates and config: $contents"
 if [ $ran = 1 ]; then
   podman run --rm "$tag" version | contains "commit ${commit:0:12}" || fail "podman run of the image: version lacks the commit"
   log "podman ran the image (sluice version); its root filesystem is also run below"

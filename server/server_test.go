@@ -420,7 +420,7 @@ func TestAuth(t *testing.T) {
 	require.Contains(t, r.body["error"], "query tokens are disabled")
 
 	q := start(t, d, nil, func(c *server.Config) { c.Logger = logger; c.QueryToken = true })
-	require.Equal(t, http.StatusOK, call(q, "?token="+token+"&x=1", "").code)
+	require.Equal(t, http.StatusOK, call(q, "?token="+token+"&limit=5", "").code)
 	require.Equal(t, http.StatusForbidden, call(q, "?token=wrong", "").code)
 
 	cidr := start(t, d, nil, func(c *server.Config) { c.AllowCIDRs = []string{"10.0.0.0/8"} })
