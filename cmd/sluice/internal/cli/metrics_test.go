@@ -3,11 +3,13 @@ package cli_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -327,6 +329,7 @@ batches:
 			}
 			return nil
 		}},
+		present(buildInfoSeries(t), 1, 1),
 		present(`sluice_queue_paused{queue="parked"}`, 1, 1),
 		present(`sluice_worker_heartbeat_age_seconds`, 0, 30),
 		present(`sluice_batch_shard_stalled_seconds{type="stuck"}`, 0.001, 3600),
@@ -419,6 +422,20 @@ batches:
 		got[fmt.Sprintf(`sluice_jobs_completed_total{outcome=%q,queue=%q,type=%q}`, r.Outcome, r.Queue, r.Type)] += float64(r.Count)
 	}
 	require.Equal(t, want, got, "roll-ups against /metrics")
+}
+
+// buildInfoSeries is the sluice_build_info series the binary under test
+// must serve: its labels are what `sluice version --json` says of it.
+func buildInfoSeries(t *testing.T) string {
+	out, err := exec.Command(bin, "version", "--json").Output()
+	require.NoError(t, err, "sluice version --json")
+	var v struct {
+		Version   string `json:"version"`
+		Commit    string `json:"commit"`
+		GoVersion string `json:"go_version"`
+	}
+	require.NoError(t, json.Unmarshal(out, &v), string(out))
+	return fmt.Sprintf(`sluice_build_info{commit=%q,go_version=%q,version=%q}`, v.Commit, v.GoVersion, v.Version)
 }
 
 // gauge expects a gauge's absolute value.
