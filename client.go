@@ -45,6 +45,9 @@ type Client struct {
 
 	typesMu     sync.Mutex
 	typesSynced bool // see syncTypesOnce
+
+	warnedMu sync.Mutex
+	warned   map[string]bool // unknown types already warned of (warnUnknownTypes)
 }
 
 // NewClient checks cfg and builds a client. It does not touch the database.

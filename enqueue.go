@@ -129,17 +129,41 @@ func (c *Client) enqueue(ctx context.Context, tx *sql.Tx, ps []EnqueueParams) ([
 // warnUnknownTypes logs the types of rows that the client's config does
 // not declare: no worker with this config runs them, a typo's likely sign.
 // A client with no types at all (an enqueue-only program) says nothing.
+// Each type is named once per client: a server taking a stream of such
+// enqueues logs one line, not one per request.
 func (c *Client) warnUnknownTypes(rows []driver.InsertJob) {
 	if len(c.cfg.Types) == 0 {
 		return
 	}
-	warned := map[string]bool{}
 	for _, r := range rows {
-		if _, ok := c.cfg.Types[r.Type]; !ok && !warned[r.Type] {
-			warned[r.Type] = true
+		if _, ok := c.cfg.Types[r.Type]; ok {
+			continue
+		}
+		if c.firstWarning(r.Type) {
 			c.log.Warn("enqueued a job of a type the config does not declare: no worker with this config runs it", "type", r.Type, "queue", r.Queue)
 		}
 	}
+}
+
+// maxWarnedTypes bounds the unknown types a client remembers having
+// warned of, so that enqueues of ever new type names cannot grow it
+// without end; past it, each such enqueue warns again.
+const maxWarnedTypes = 1000
+
+// firstWarning reports whether typ has not been warned of before.
+func (c *Client) firstWarning(typ string) bool {
+	c.warnedMu.Lock()
+	defer c.warnedMu.Unlock()
+	if c.warned[typ] {
+		return false
+	}
+	if c.warned == nil {
+		c.warned = map[string]bool{}
+	}
+	if len(c.warned) < maxWarnedTypes {
+		c.warned[typ] = true
+	}
+	return true
 }
 
 // prepare validates one job and fills in its type's defaults.

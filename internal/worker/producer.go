@@ -356,13 +356,7 @@ func (pr *producer) start(j driver.JobRow) {
 			// A prefetched job that never started goes straight back,
 			// observed (a pass counts it as requeued).
 			cancel(nil)
-			o := Outcome{Status: driver.StatusPending, Refund: true}
-			if p.settle(x, o) {
-				if h := p.cfg.Hooks.Completed; h != nil {
-					h(j, o, 0)
-				}
-				p.write(x, o)
-			}
+			p.finishObserved(x, Outcome{Status: driver.StatusPending, Refund: true}, 0)
 			return
 		}
 		var pol driver.CircuitPolicy
@@ -401,14 +395,21 @@ func (pr *producer) start(j driver.JobRow) {
 			p.recordCircuit(j, pol, g, o)
 		}
 		pr.run <- struct{}{}
-		if !p.settle(x, o) {
-			return // requeued by shutdown, and observed there
-		}
-		if h := p.cfg.Hooks.Completed; h != nil {
-			h(j, o, p.cfg.Clock.Since(began))
-		}
-		p.write(x, o)
+		p.finishObserved(x, o, p.cfg.Clock.Since(began))
 	}()
+}
+
+// finishObserved is finish for an attempt that ended here: it is observed
+// (logged, counted) before its write. A job that shutdown has already
+// requeued was observed there instead.
+func (p *Pool) finishObserved(x *running, o Outcome, took time.Duration) {
+	if !p.settle(x, o) {
+		return
+	}
+	if h := p.cfg.Hooks.Completed; h != nil {
+		h(x.job, o, took)
+	}
+	p.write(x, o)
 }
 
 // finish writes the outcome of a handler that returned, unless shutdown
