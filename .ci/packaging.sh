@@ -131,6 +131,13 @@ for _ in $(seq 1 100); do
   sleep 0.2
 done
 as_sluice sluice --config $cfg jobs show 1 | contains 'job 1 (attempt 1): {' || fail "the greet job did not run: $(as_sluice sluice --config $cfg jobs show 1; cat "$work/serve.log")"
+# docs/deploy.md: CLI commands run as the sluice user; another user is
+# told why it cannot.
+if out=$(nogo setpriv --reuid=nobody --regid=nogroup --clear-groups sluice --config $cfg jobs list 2>&1); then
+  fail "a user outside the sluice group read the packaged config: $out"
+fi
+contains 'sluice.yaml: permission denied' <<<"$out" || fail "another user's error does not say permission denied: $out"
+
 log "the backup command of docs/deploy.md, while serve runs"
 sqlite3 /var/lib/sluice/sluice.db ".backup '/var/backups/sluice-$(date +%F).db'"
 backup=/var/backups/sluice-$(date +%F).db
