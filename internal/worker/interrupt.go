@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/sluicehq/sluice/driver"
 )
@@ -21,8 +20,8 @@ const FreeInterruptions = 3
 // back uncharged, unless its history shows FreeInterruptions such
 // releases in a row (or as many as the history keeps), in which case the
 // attempt is charged like any failure.
-func (p *Pool) interrupted(x *running, msg string) Outcome {
-	n, err := p.interruptionsInARow(x.job.ID)
+func (p *Pool) interrupted(ctx context.Context, x *running, msg string) Outcome {
+	n, err := p.interruptionsInARow(ctx, x.job.ID)
 	if err != nil {
 		// Uncharged, as before the bound: a read that fails at shutdown
 		// must not cost the job an attempt.
@@ -47,9 +46,7 @@ const Interrupted = "interrupted by shutdown"
 
 // interruptionsInARow counts the job's latest attempts that shutdown cut
 // short and gave back uncharged.
-func (p *Pool) interruptionsInARow(id int64) (int, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
+func (p *Pool) interruptionsInARow(ctx context.Context, id int64) (int, error) {
 	j, err := p.cfg.Driver.GetJob(ctx, id)
 	if err != nil {
 		return 0, err

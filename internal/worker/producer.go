@@ -386,7 +386,9 @@ func (pr *producer) start(j driver.JobRow) {
 			if o.Tx != nil {
 				o.Tx.Rollback()
 			}
-			o = p.interrupted(x, Interrupted)
+			rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
+			o = p.interrupted(rctx, x, Interrupted)
+			rcancel()
 		}
 		if pol.Threshold > 0 {
 			// Before the handler slot is given back: the next job's check
