@@ -184,6 +184,11 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 const maxListLimit = 1000
 
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
+	// A misspelled filter (?staus=failed) would list every job.
+	if err := s.onlyParams(r, "status", "type", "queue", "key_prefix", "payload_field", "payload_value", "after_id", "limit"); err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	q := r.URL.Query()
 	after, err := queryInt(r, "after_id", 0, 0, math.MaxInt64)
 	if err != nil {

@@ -532,3 +532,14 @@ func TestRateBucketsInStats(t *testing.T) {
 		require.InDelta(t, 2.0, bs[1].(map[string]any)["tokens"], 0.01)
 	})
 }
+
+// A misspelled filter of GET /v1/jobs is refused, naming it: ?staus=failed
+// would otherwise list every job as if none had failed.
+func TestListJobsRefusesUnknownParameters(t *testing.T) {
+	a := start(t, testdb.Open(t, "sqlite"), nil, nil)
+	r := a.do("GET", "/v1/jobs?staus=failed", "")
+	require.Equal(t, http.StatusBadRequest, r.code, r.raw)
+	require.Contains(t, r.body["error"], "unknown query parameter staus")
+	r = a.do("GET", "/v1/jobs?status=failed&limit=5", "")
+	require.Equal(t, http.StatusOK, r.code, r.raw)
+}
