@@ -1,6 +1,9 @@
 package driver
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // TypeSettings is what a job of Type takes when an INSERT of plain SQL
 // leaves queue, max_attempts or dedupe out (or gives ” or 0, their zero
@@ -32,4 +35,21 @@ func (s TypeSettings) Check() error {
 // SyncTypesParams is the settings SyncTypes records.
 type SyncTypesParams struct {
 	Types []TypeSettings
+}
+
+// ServeTypesParams names the types whose handlers a process runs.
+type ServeTypesParams struct {
+	Types []string
+}
+
+// UnservedTypesParams says how recently a process must have served a type
+// (ServeTypes) for its pending jobs not to count as waiting for a handler.
+type UnservedTypesParams struct {
+	Within time.Duration
+}
+
+// TypeCount is how many pending jobs of Type wait.
+type TypeCount struct {
+	Type    string
+	Pending int64
 }
