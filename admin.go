@@ -478,10 +478,13 @@ type StatsSnapshot struct {
 	Queues      []QueueStats   `json:"queues"`
 	RateBuckets []RateBucket   `json:"rate_buckets"`
 	Types       []TypeStats    `json:"types"`
+	// WaitingForHandler: see Client.WaitingForHandler.
+	WaitingForHandler []driver.TypeCount `json:"waiting_for_handler"`
 }
 
-// StatsSnapshot reads Stats, Circuits, RateBuckets and TypeStats at once,
-// the clock and the day's roll-ups once for both the queues and the types.
+// StatsSnapshot reads Stats, Circuits, RateBuckets, TypeStats and
+// WaitingForHandler at once, the clock and the day's roll-ups once for
+// both the queues and the types.
 func (c *Client) StatsSnapshot(ctx context.Context) (StatsSnapshot, error) {
 	var s StatsSnapshot
 	var day lastDay
@@ -496,6 +499,9 @@ func (c *Client) StatsSnapshot(ctx context.Context) (StatsSnapshot, error) {
 		return StatsSnapshot{}, err
 	}
 	if s.Types, err = c.typeStats(ctx, day); err != nil {
+		return StatsSnapshot{}, err
+	}
+	if s.WaitingForHandler, err = c.WaitingForHandler(ctx); err != nil {
 		return StatsSnapshot{}, err
 	}
 	return s, nil

@@ -50,6 +50,6 @@ type UnservedTypesParams struct {
 
 // TypeCount is how many pending jobs of Type wait.
 type TypeCount struct {
-	Type    string
-	Pending int64
+	Type    string `json:"type"`
+	Pending int64  `json:"pending"`
 }
