@@ -364,7 +364,7 @@ func skipUnreachable(t *testing.T, err error) {
 }
 
 // TestGaleraOff: a server that is not a Galera node (the test server) is
-// not taken for one; hatest/galera checks the other side on a cluster.
+// not taken for one; systemtest/ha/galera checks the other side on a cluster.
 func TestGaleraOff(t *testing.T) {
 	if d := open(t, false); d.Galera() {
 		t.Fatalf("server %s reported as a Galera node", d.ServerVersion())
