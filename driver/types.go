@@ -1,6 +1,10 @@
 package driver
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/sluicehq/sluice/sluicetype"
+)
 
 // TypeSettings is what a job of Type takes when an INSERT of plain SQL
 // leaves queue, max_attempts or dedupe out (or gives ” or 0, their zero
@@ -17,13 +21,13 @@ type TypeSettings struct {
 // Check refuses settings that no job may take, naming the field.
 func (s TypeSettings) Check() error {
 	switch {
-	case s.Type == "" || len(s.Type) > MaxTypeLen:
-		return fmt.Errorf("type %q: want 1 to %d bytes", s.Type, MaxTypeLen)
-	case s.Queue == "" || len(s.Queue) > MaxQueueLen:
-		return fmt.Errorf("type %s: queue %q: want 1 to %d bytes", s.Type, s.Queue, MaxQueueLen)
+	case s.Type == "" || len(s.Type) > sluicetype.MaxTypeLen:
+		return fmt.Errorf("type %q: want 1 to %d bytes", s.Type, sluicetype.MaxTypeLen)
+	case s.Queue == "" || len(s.Queue) > sluicetype.MaxQueueLen:
+		return fmt.Errorf("type %s: queue %q: want 1 to %d bytes", s.Type, s.Queue, sluicetype.MaxQueueLen)
 	case s.MaxAttempts < 1:
 		return fmt.Errorf("type %s: max_attempts %d: must be at least 1", s.Type, s.MaxAttempts)
-	case s.Dedupe != DedupePermanent && s.Dedupe != DedupeActive:
+	case s.Dedupe != sluicetype.DedupePermanent && s.Dedupe != sluicetype.DedupeActive:
 		return fmt.Errorf("type %s: dedupe %q: want permanent or active", s.Type, s.Dedupe)
 	}
 	return nil
