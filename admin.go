@@ -108,24 +108,22 @@ func (c *Client) Purge(ctx context.Context, status sluicetype.Status, olderThan 
 // second, until ResumeQueue. Running jobs finish. A queue that nothing
 // knows (see checkQueueKnown) is refused, with an *InputError.
 func (c *Client) PauseQueue(ctx context.Context, queue string) error {
-	if err := checkName("queue", queue, sluicetype.MaxQueueLen); err != nil {
-		return err
-	}
-	if err := c.checkQueueKnown(ctx, queue); err != nil {
-		return err
-	}
-	return c.drv.SetQueuePaused(ctx, driver.SetQueuePausedParams{Queue: queue, Paused: true})
+	return c.setPaused(ctx, queue, true)
 }
 
 // ResumeQueue lets a paused queue's workers claim again.
 func (c *Client) ResumeQueue(ctx context.Context, queue string) error {
+	return c.setPaused(ctx, queue, false)
+}
+
+func (c *Client) setPaused(ctx context.Context, queue string, paused bool) error {
 	if err := checkName("queue", queue, sluicetype.MaxQueueLen); err != nil {
 		return err
 	}
 	if err := c.checkQueueKnown(ctx, queue); err != nil {
 		return err
 	}
-	return c.drv.SetQueuePaused(ctx, driver.SetQueuePausedParams{Queue: queue, Paused: false})
+	return c.drv.SetQueuePaused(ctx, driver.SetQueuePausedParams{Queue: queue, Paused: paused})
 }
 
 // ValidateEnqueue validates one job as Enqueue would, without writing anything.

@@ -93,19 +93,8 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) enqueue(w http.ResponseWriter, r *http.Request) {
-	b, err := s.readBody(w, r)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	req, err := sluice.DecodeJobRequest(b)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	p, err := req.Params()
-	if err != nil {
-		s.fail(w, r, err)
+	p, ok := decodeBody(s, w, r, decodeJob)
+	if !ok {
 		return
 	}
 	res, err := s.client.Enqueue(callerTrace(r), p)
@@ -120,15 +109,33 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, code, res)
 }
 
-func (s *Server) enqueueBatch(w http.ResponseWriter, r *http.Request) {
-	b, err := s.readBody(w, r)
+// decodeJob reads the body of POST /v1/jobs: one job.
+func decodeJob(b []byte) (sluice.EnqueueParams, error) {
+	req, err := sluice.DecodeJobRequest(b)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return sluice.EnqueueParams{}, err
 	}
-	ps, err := s.decodeJobs(b)
+	return req.Params()
+}
+
+// decodeBody reads the request's body and decodes it, or answers the
+// error itself and reports false.
+func decodeBody[T any](s *Server, w http.ResponseWriter, r *http.Request, decode func([]byte) (T, error)) (T, bool) {
+	var v T
+	b, err := s.readBody(w, r)
+	if err == nil {
+		v, err = decode(b)
+	}
 	if err != nil {
 		s.fail(w, r, err)
+		return v, false
+	}
+	return v, true
+}
+
+func (s *Server) enqueueBatch(w http.ResponseWriter, r *http.Request) {
+	ps, ok := decodeBody(s, w, r, s.decodeJobs)
+	if !ok {
 		return
 	}
 	res, err := s.client.EnqueueMany(callerTrace(r), ps)

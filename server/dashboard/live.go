@@ -214,10 +214,20 @@ func (s *snapshot) page(after string) *snapshot {
 	return &c
 }
 
-func (d *Dashboard) liveJSON(w http.ResponseWriter, r *http.Request, _ *view) {
+// snapshot is the shared snapshot of every queue, or false when reading it
+// failed and the error was answered.
+func (d *Dashboard) snapshot(w http.ResponseWriter, r *http.Request) (*snapshot, bool) {
 	full, err := d.live.get(r.Context())
 	if err != nil {
 		d.fail(w, err)
+		return nil, false
+	}
+	return full, true
+}
+
+func (d *Dashboard) liveJSON(w http.ResponseWriter, r *http.Request, _ *view) {
+	full, ok := d.snapshot(w, r)
+	if !ok {
 		return
 	}
 	s := full.busiest()

@@ -18,9 +18,8 @@ import (
 )
 
 func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request, v *view) {
-	full, err := d.live.get(r.Context())
-	if err != nil {
-		d.fail(w, err)
+	full, ok := d.snapshot(w, r)
+	if !ok {
 		return
 	}
 	snap := full.busiest()
@@ -258,9 +257,8 @@ func (d *Dashboard) retryGroup(w http.ResponseWriter, r *http.Request, _ *view) 
 }
 
 func (d *Dashboard) queues(w http.ResponseWriter, r *http.Request, v *view) {
-	full, err := d.live.get(r.Context())
-	if err != nil {
-		d.fail(w, err)
+	full, ok := d.snapshot(w, r)
+	if !ok {
 		return
 	}
 	after := r.URL.Query().Get("after")
@@ -405,22 +403,22 @@ func (d *Dashboard) batches(w http.ResponseWriter, r *http.Request, v *view) {
 
 func (d *Dashboard) leases(w http.ResponseWriter, r *http.Request, v *view) {
 	ls, err := d.c.Leases(r.Context())
-	if err != nil {
-		d.fail(w, err)
-		return
-	}
-	v.Title, v.Nav = "Locks and leases", "leases"
-	v.Data = ls
-	d.render(w, "leases", v)
+	d.list(w, v, "leases", "Locks and leases", ls, err)
 }
 
 func (d *Dashboard) workers(w http.ResponseWriter, r *http.Request, v *view) {
 	ns, err := d.c.Nodes(r.Context())
+	d.list(w, v, "workers", "Workers", ns, err)
+}
+
+// list renders page, whose template ranges over rows, or answers the
+// error of the read that returned them.
+func (d *Dashboard) list(w http.ResponseWriter, v *view, page, title string, rows any, err error) {
 	if err != nil {
 		d.fail(w, err)
 		return
 	}
-	v.Title, v.Nav = "Workers", "workers"
-	v.Data = ns
-	d.render(w, "workers", v)
+	v.Title, v.Nav = title, page
+	v.Data = rows
+	d.render(w, page, v)
 }
