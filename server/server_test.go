@@ -266,7 +266,7 @@ func TestStatsPauseResume(t *testing.T) {
 		require.Equal(t, true, queue("mail")["paused"])
 		st, err := a.c.Stats(context.Background())
 		require.NoError(t, err)
-		require.Contains(t, st, sluicetype.QueueStats{Queue: "mail", Pending: 2, Paused: true, OldestPendingAge: st[0].OldestPendingAge,
+		require.Contains(t, st, sluicetype.QueueStats{Queue: "mail", Pending: 2, Paused: true, OldestPending: st[0].OldestPending, OldestPendingAge: st[0].OldestPendingAge,
 			FinishedHour: map[string]int64{}, FinishedDay: map[string]int64{}})
 
 		r = a.do("POST", "/v1/queues/mail/resume", "")
