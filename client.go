@@ -204,8 +204,9 @@ func (c *Client) leaseFor(jobType string) time.Duration {
 }
 
 // Driver returns the client's storage driver, for reads the root package
-// does not wrap (the dashboard and the CLI use it). driver.Driver is public;
-// its package comment says what compatibility it promises.
+// does not wrap (the CLI's schedule listing uses it; the dashboard and the
+// HTTP API need none). driver.Driver is public; its package comment says
+// what compatibility it promises.
 func (c *Client) Driver() driver.Driver { return c.drv }
 
 // Start checks the schema, records the types' settings for plain-SQL

@@ -1,7 +1,10 @@
 // Package driver is sluice's storage interface, and it is public in the way
 // database/sql/driver is: a Client runs on a Driver (sluice.Config.Driver),
-// the dashboard and the CLI read through Client.Driver(), and support for
-// another database would be a third-party implementation of Driver. The
+// and support for another database would be a third-party implementation of
+// Driver. What its methods read and write, the jobs, their states and the
+// statistics, is the public model in package sluicetype, which the root
+// API returns too; this package adds only the interface and the ...Params
+// structs of its methods. The
 // databases sluice ships live in sub-packages (sqlite, mysql, postgres), and
 // driver/drivertest is the conformance suite each of them runs; a
 // third-party driver should run it too.
