@@ -197,14 +197,11 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	after, err := queryInt(r, "after_id", 0, 0, math.MaxInt64)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	limit, err := queryInt(r, "limit", 100, 1, maxListLimit)
-	if err != nil {
-		s.fail(w, r, err)
+	ints := intParams{r: r}
+	after := ints.get("after_id", 0, 0, math.MaxInt64)
+	limit := ints.get("limit", 100, 1, maxListLimit)
+	if ints.err != nil {
+		s.fail(w, r, ints.err)
 		return
 	}
 	jobs, err := s.client.Jobs(r.Context(), sluicetype.ListParams{Status: sluicetype.Status(q.Get("status")), Type: q.Get("type"),
@@ -255,14 +252,11 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	maxJobs, err := queryInt(r, "max_jobs", 20, 1, 100000)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	secs, err := queryInt(r, "max_seconds", 45, 1, maxRunSeconds)
-	if err != nil {
-		s.fail(w, r, err)
+	ints := intParams{r: r}
+	maxJobs := ints.get("max_jobs", 20, 1, 100000)
+	secs := ints.get("max_seconds", 45, 1, maxRunSeconds)
+	if ints.err != nil {
+		s.fail(w, r, ints.err)
 		return
 	}
 	// A caller that hangs up (curl -m) does not cut the pass's jobs short:

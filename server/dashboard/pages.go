@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -160,27 +161,25 @@ func prettyJSON(b []byte) string {
 }
 
 func (d *Dashboard) retry(w http.ResponseWriter, r *http.Request, _ *view) {
-	id, ok := d.jobID(w, r)
-	if !ok {
-		return
-	}
-	if err := d.c.Retry(r.Context(), id); err != nil {
-		d.fail(w, err)
-		return
-	}
-	back(w, r, fmt.Sprintf("/jobs/%d", id), "Job moved back to pending.")
+	d.jobAction(w, r, d.c.Retry, "Job moved back to pending.")
 }
 
 func (d *Dashboard) cancel(w http.ResponseWriter, r *http.Request, _ *view) {
+	d.jobAction(w, r, d.c.Cancel, "Job cancelled.")
+}
+
+// jobAction applies act to the job of the path and goes back to its page
+// saying done.
+func (d *Dashboard) jobAction(w http.ResponseWriter, r *http.Request, act func(context.Context, int64) error, done string) {
 	id, ok := d.jobID(w, r)
 	if !ok {
 		return
 	}
-	if err := d.c.Cancel(r.Context(), id); err != nil {
+	if err := act(r.Context(), id); err != nil {
 		d.fail(w, err)
 		return
 	}
-	back(w, r, fmt.Sprintf("/jobs/%d", id), "Job cancelled.")
+	back(w, r, fmt.Sprintf("/jobs/%d", id), done)
 }
 
 // failedScan bounds the failed jobs read for grouping: the newest ones,
