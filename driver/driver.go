@@ -21,8 +21,9 @@
 // Every method that reads or writes the database takes ctx and at most one
 // more argument, so that a new input is a new field rather than a new
 // signature: a params struct of its own, named ...Params (Insert takes
-// InsertParams, ListJobs ListParams), in which a caller's transaction, where
-// the method accepts one, is the Tx field. The exceptions are the methods
+// InsertParams; ListJobs takes sluicetype.ListParams, the job filter that
+// the root API takes too), in which a caller's transaction, where the method
+// accepts one, is the Tx field. The exceptions are the methods
 // that act on one row named by its id, which take the id alone (GetJob,
 // Cancel, DeleteNode), and UpsertNode, which takes the Node row it writes.
 // Methods with no input take ctx only; Listener.Listen takes the callbacks
