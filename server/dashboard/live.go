@@ -51,15 +51,13 @@ type snapshot struct {
 	DayStart  int64 `json:"day_start"`
 }
 
+// liveQueue is a queue as Stats shows it (its JSON the same as in
+// /v1/stats), with its finished work over the last hour and day as
+// sluice.Figures defines it, which the pages show.
 type liveQueue struct {
-	Queue            string         `json:"queue"`
-	Pending          int64          `json:"pending"`
-	Processing       int64          `json:"processing"`
-	Failed           int64          `json:"failed"`
-	OldestPendingAge float64        `json:"oldest_pending_age_s"`
-	Paused           bool           `json:"paused"`
-	Hour             sluice.Figures `json:"1h"`
-	Day              sluice.Figures `json:"24h"`
+	sluicetype.QueueStats
+	Hour sluice.Figures `json:"1h"`
+	Day  sluice.Figures `json:"24h"`
 }
 
 // liveType is one job type's finished work over the last hour and day, as
@@ -135,9 +133,7 @@ func build(counts []sluicetype.QueueStats, rolls sluice.Rollups, now time.Time) 
 	s := &snapshot{At: now.UnixMilli(), HourStart: hourStart.UnixMilli(), DayStart: dayStart.UnixMilli(),
 		Series: map[string]*typeSeries{}}
 	for _, q := range rolls.Queues(counts, now, hourStart, dayStart) {
-		s.Queues = append(s.Queues, liveQueue{Queue: q.Queue, Pending: q.Pending, Processing: q.Processing, Failed: q.Failed,
-			OldestPendingAge: q.OldestPendingAge, Paused: q.Paused,
-			Hour: sluice.FiguresOf(q.FinishedHour), Day: sluice.FiguresOf(q.FinishedDay)})
+		s.Queues = append(s.Queues, liveQueue{q, sluice.FiguresOf(q.FinishedHour), sluice.FiguresOf(q.FinishedDay)})
 	}
 	for _, t := range rolls.Types(hourStart, dayStart) {
 		s.Types = append(s.Types, liveType{Type: t.Type, Hour: sluice.FiguresOf(t.FinishedHour), Day: sluice.FiguresOf(t.FinishedDay),
