@@ -93,13 +93,8 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) enqueue(w http.ResponseWriter, r *http.Request) {
-	p, ok := decodeBody(s, w, r, decodeJob)
+	res, ok := enqueueBody(s, w, r, decodeJob, s.client.Enqueue)
 	if !ok {
-		return
-	}
-	res, err := s.client.Enqueue(callerTrace(r), p)
-	if err != nil {
-		s.fail(w, r, err)
 		return
 	}
 	code := http.StatusCreated
@@ -118,29 +113,29 @@ func decodeJob(b []byte) (sluice.EnqueueParams, error) {
 	return req.Params()
 }
 
-// decodeBody reads the request's body and decodes it, or answers the
-// error itself and reports false.
-func decodeBody[T any](s *Server, w http.ResponseWriter, r *http.Request, decode func([]byte) (T, error)) (T, bool) {
-	var v T
+// enqueueBody reads the request's body, decodes it and enqueues what it
+// holds in the caller's trace, or answers the error itself and reports
+// false.
+func enqueueBody[T, R any](s *Server, w http.ResponseWriter, r *http.Request,
+	decode func([]byte) (T, error), enqueue func(context.Context, T) (R, error)) (R, bool) {
+	var res R
 	b, err := s.readBody(w, r)
 	if err == nil {
-		v, err = decode(b)
+		var jobs T
+		if jobs, err = decode(b); err == nil {
+			res, err = enqueue(callerTrace(r), jobs)
+		}
 	}
 	if err != nil {
 		s.fail(w, r, err)
-		return v, false
+		return res, false
 	}
-	return v, true
+	return res, true
 }
 
 func (s *Server) enqueueBatch(w http.ResponseWriter, r *http.Request) {
-	ps, ok := decodeBody(s, w, r, s.decodeJobs)
+	res, ok := enqueueBody(s, w, r, s.decodeJobs, s.client.EnqueueMany)
 	if !ok {
-		return
-	}
-	res, err := s.client.EnqueueMany(callerTrace(r), ps)
-	if err != nil {
-		s.fail(w, r, err)
 		return
 	}
 	out := struct {

@@ -301,41 +301,41 @@ func (d *Dashboard) queues(w http.ResponseWriter, r *http.Request, v *view) {
 // comes from the form, so that a circuit with no row yet can be opened.
 func (d *Dashboard) circuitAction(w http.ResponseWriter, r *http.Request, _ *view) {
 	typ := r.PostFormValue("type")
-	var err error
-	switch r.PathValue("action") {
-	case "open":
-		_, err = d.c.OpenCircuit(r.Context(), typ)
-	case "close":
-		_, err = d.c.CloseCircuit(r.Context(), typ)
-	default:
-		http.Error(w, "action: want open or close", http.StatusNotFound)
-		return
+	// The pages show the new state from the next read, not from the reply.
+	errOnly := func(set func(context.Context, string) (sluicetype.Circuit, error)) func(context.Context, string) error {
+		return func(ctx context.Context, typ string) error {
+			_, err := set(ctx, typ)
+			return err
+		}
 	}
-	if err != nil {
-		d.fail(w, err)
-		return
+	acts := map[string]func(context.Context, string) error{"open": errOnly(d.c.OpenCircuit), "close": errOnly(d.c.CloseCircuit)}
+	if d.pathAction(w, r, typ, "open or close", acts) {
+		back(w, r, "/queues", "Circuit of "+typ+": "+r.PathValue("action")+".")
 	}
-	back(w, r, "/queues", "Circuit of "+typ+": "+r.PathValue("action")+".")
 }
 
 func (d *Dashboard) queueAction(w http.ResponseWriter, r *http.Request, _ *view) {
-	name := r.PathValue("name")
-	var err error
-	switch r.PathValue("action") {
-	case "pause":
-		err = d.c.PauseQueue(r.Context(), name)
-	case "resume":
-		err = d.c.ResumeQueue(r.Context(), name)
-	default:
-		http.Error(w, "action: want pause or resume", http.StatusNotFound)
-		return
+	acts := map[string]func(context.Context, string) error{"pause": d.c.PauseQueue, "resume": d.c.ResumeQueue}
+	if d.pathAction(w, r, r.PathValue("name"), "pause or resume", acts) {
+		d.live.invalidate()
+		back(w, r, "/queues", "Queue "+r.PathValue("action")+"d.")
 	}
-	if err != nil {
+}
+
+// pathAction runs on target the action of acts that the path names, and
+// reports whether it ran; an unknown action (want says the known ones) or
+// its error is answered here.
+func (d *Dashboard) pathAction(w http.ResponseWriter, r *http.Request, target, want string, acts map[string]func(context.Context, string) error) bool {
+	act, ok := acts[r.PathValue("action")]
+	if !ok {
+		http.Error(w, "action: want "+want, http.StatusNotFound)
+		return false
+	}
+	if err := act(r.Context(), target); err != nil {
 		d.fail(w, err)
-		return
+		return false
 	}
-	d.live.invalidate()
-	back(w, r, "/queues", "Queue "+r.PathValue("action")+"d.")
+	return true
 }
 
 type scheduleRow struct {
