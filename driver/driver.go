@@ -1,7 +1,10 @@
 // Package driver is sluice's storage interface, and it is public in the way
 // database/sql/driver is: a Client runs on a Driver (sluice.Config.Driver),
-// the dashboard and the CLI read through Client.Driver(), and support for
-// another database would be a third-party implementation of Driver. The
+// and support for another database would be a third-party implementation of
+// Driver. What its methods read and write, the jobs, their states and the
+// statistics, is the public model in package sluicetype, which the root
+// API returns too; this package adds only the interface and the ...Params
+// structs of its methods. The
 // databases sluice ships live in sub-packages (sqlite, mysql, postgres), and
 // driver/drivertest is the conformance suite each of them runs; a
 // third-party driver should run it too.
@@ -18,8 +21,9 @@
 // Every method that reads or writes the database takes ctx and at most one
 // more argument, so that a new input is a new field rather than a new
 // signature: a params struct of its own, named ...Params (Insert takes
-// InsertParams, ListJobs ListParams), in which a caller's transaction, where
-// the method accepts one, is the Tx field. The exceptions are the methods
+// InsertParams; ListJobs takes sluicetype.ListParams, the job filter that
+// the root API takes too), in which a caller's transaction, where the method
+// accepts one, is the Tx field. The exceptions are the methods
 // that act on one row named by its id, which take the id alone (GetJob,
 // Cancel, DeleteNode), and UpsertNode, which takes the Node row it writes.
 // Methods with no input take ctx only; Listener.Listen takes the callbacks
@@ -29,57 +33,11 @@ package driver
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"log/slog"
 	"strings"
 	"time"
-)
 
-// Status is a job's state: the status column of sluice_jobs. Jobs move
-// between the states as docs/design.md "Job lifecycle" describes.
-type Status string
-
-// Job states, the only values the status column holds.
-const (
-	StatusPending    Status = "pending"
-	StatusProcessing Status = "processing"
-	StatusSuccess    Status = "success"
-	StatusFailed     Status = "failed"
-	StatusCancelled  Status = "cancelled"
-)
-
-// Dedupe modes for a business key.
-const (
-	// DedupePermanent makes a key block new jobs until its row is purged.
-	DedupePermanent = "permanent"
-	// DedupeActive makes a key block new jobs only while its job is pending or processing.
-	DedupeActive = "active"
-)
-
-// Column limits shared by every driver, so that bad input fails the same way everywhere.
-const (
-	MaxQueueLen = 64
-	MaxTypeLen  = 64
-	MaxKeyLen   = 191
-	// MaxPartitionLen bounds a job's partition (fairness key); see CheckPartition.
-	MaxPartitionLen = 64
-	MaxErrorLen     = 4 << 10
-	MaxResultLen    = 64 << 10
-)
-
-// Sentinel errors that drivers map their own errors to.
-var (
-	ErrNotFound   = errors.New("job not found")
-	ErrWrongState = errors.New("job is not in a state that allows this")
-	// ErrKeyTaken: a retried job's business key is held by another
-	// active job, so it cannot become pending again.
-	ErrKeyTaken      = errors.New("its business key is held by another active job")
-	ErrSchemaTooNew  = errors.New("database schema is newer than this binary")
-	ErrSchemaMissing = errors.New("database schema is missing or too old; run `sluice migrate`")
-	// ErrCheckpointLost: the batch checkpoint is gone (reset) or no longer
-	// at the version the caller last wrote (another runner took it over),
-	// so the caller no longer owns its shard.
-	ErrCheckpointLost = errors.New("checkpoint deleted or moved on")
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // MigrateResult is what Migrate did: the schema version it found and the
@@ -121,7 +79,7 @@ type Driver interface {
 	// any order must not deadlock each other, in a caller's tx or not.
 	Insert(ctx context.Context, p InsertParams) ([]InsertResult, error)
 	// Claim moves up to Limit runnable pending jobs to processing under a fresh lease.
-	Claim(ctx context.Context, p ClaimParams) ([]JobRow, error)
+	Claim(ctx context.Context, p ClaimParams) ([]sluicetype.JobRow, error)
 	// ReleaseClaim returns the jobs still processing under p.Token to
 	// pending and gives their attempt back, and reports how many it
 	// returned. A worker calls it for a claim whose reply it never got: the
@@ -138,37 +96,37 @@ type Driver interface {
 	CompleteTx(ctx context.Context, p CompleteTxParams) (bool, error)
 	// Rescue returns jobs with an expired lease to pending, or fails them
 	// when their attempts are spent.
-	Rescue(ctx context.Context, p RescueParams) (RescueResult, error)
+	Rescue(ctx context.Context, p RescueParams) (sluicetype.RescueResult, error)
 	// Purge deletes up to Limit finished jobs in Status finished before OlderThan ago.
 	Purge(ctx context.Context, p PurgeParams) (int64, error)
 
-	GetJob(ctx context.Context, id int64) (*JobRow, error)
-	ListJobs(ctx context.Context, p ListParams) ([]JobRow, error)
+	GetJob(ctx context.Context, id int64) (*sluicetype.JobRow, error)
+	ListJobs(ctx context.Context, p sluicetype.ListParams) ([]sluicetype.JobRow, error)
 	// Retry moves failed or cancelled jobs back to pending with fresh attempts.
 	Retry(ctx context.Context, p RetryParams) (int64, error)
 	// Cancel moves a pending or failed job to cancelled.
 	Cancel(ctx context.Context, id int64) error
 	// CountBulk counts the jobs Bulk would change, reading at most
 	// MaxBulk+1 ids.
-	CountBulk(ctx context.Context, p BulkParams) (BulkCount, error)
+	CountBulk(ctx context.Context, p BulkParams) (sluicetype.BulkCount, error)
 	// Bulk applies p.Action to the selected jobs in chunks and returns how
 	// many changed; a job whose status changed meanwhile, or whose retry
 	// finds its business key taken, is skipped.
 	Bulk(ctx context.Context, p BulkParams) (int64, error)
-	Stats(ctx context.Context) ([]QueueStats, error)
+	Stats(ctx context.Context) ([]sluicetype.QueueStats, error)
 	// PartitionStats returns, for every queue, the p.Limit partitions
 	// with the most pending jobs, with their pending and running counts,
 	// ordered by queue; jobs without a partition are left out. It is one
 	// query however many queues there are, and reads live rows through
 	// indexes, never finished ones.
-	PartitionStats(ctx context.Context, p PartitionStatsParams) ([]PartitionStats, error)
+	PartitionStats(ctx context.Context, p PartitionStatsParams) ([]sluicetype.PartitionStats, error)
 
 	// SetQueuePaused records a queue's paused flag; PausedQueues reads all flags.
 	SetQueuePaused(ctx context.Context, p SetQueuePausedParams) error
 	PausedQueues(ctx context.Context) (map[string]bool, error)
 
 	// ScheduleState reads a schedule's progress; Found is false for a new one.
-	ScheduleState(ctx context.Context, p ScheduleStateParams) (ScheduleState, error)
+	ScheduleState(ctx context.Context, p ScheduleStateParams) (sluicetype.ScheduleState, error)
 	// InitSchedule records a new schedule as handled up to p.Last; it does
 	// nothing if the schedule exists.
 	InitSchedule(ctx context.Context, p InitScheduleParams) error
@@ -176,34 +134,34 @@ type Driver interface {
 	// p.Version, and reports whether it did. Fired slots are counted
 	// either way; skipped ones only when it did.
 	AdvanceSchedule(ctx context.Context, p AdvanceScheduleParams) (bool, error)
-	ListSchedules(ctx context.Context) ([]ScheduleState, error)
+	ListSchedules(ctx context.Context) ([]sluicetype.ScheduleState, error)
 
 	// AcquireLease takes or renews the named lease for Holder. Busy leases
 	// are reported with Held false and the current holder.
-	AcquireLease(ctx context.Context, p LeaseParams) (Lease, error)
+	AcquireLease(ctx context.Context, p LeaseParams) (sluicetype.Lease, error)
 	// ReleaseLease gives the lease up if p.Holder still holds it.
 	ReleaseLease(ctx context.Context, p ReleaseLeaseParams) (bool, error)
 	// ListLeases reads every named lease, expired or not.
-	ListLeases(ctx context.Context) ([]Lease, error)
+	ListLeases(ctx context.Context) ([]sluicetype.Lease, error)
 
 	// AddStats adds each row's Count to its roll-up bucket (an upsert of
 	// count = count + n), so that no writer ever counts finished jobs;
 	// the counts and the latency slots in one transaction.
 	AddStats(ctx context.Context, p AddStatsParams) error
 	// ReadStats returns the roll-up buckets at or after p.Since.
-	ReadStats(ctx context.Context, p ReadStatsParams) ([]StatRow, error)
+	ReadStats(ctx context.Context, p ReadStatsParams) ([]sluicetype.StatRow, error)
 	// ReadLatency returns the queue-latency slots of the buckets at or
 	// after p.Since.
-	ReadLatency(ctx context.Context, p ReadStatsParams) ([]LatencyRow, error)
+	ReadLatency(ctx context.Context, p ReadStatsParams) ([]sluicetype.LatencyRow, error)
 	// CompactStats folds the minute buckets of the day before the hour of
 	// p.Before into hourly buckets, counts and latency slots alike.
 	CompactStats(ctx context.Context, p CompactStatsParams) error
 
 	// UpsertNode writes a process's heartbeat row with last_seen from the
 	// database clock; DeleteNode removes it.
-	UpsertNode(ctx context.Context, n Node) error
+	UpsertNode(ctx context.Context, n sluicetype.Node) error
 	DeleteNode(ctx context.Context, id string) error
-	ListNodes(ctx context.Context) ([]Node, error)
+	ListNodes(ctx context.Context) ([]sluicetype.Node, error)
 	// PurgeNodes deletes rows not seen for p.StaleAfter.
 	PurgeNodes(ctx context.Context, p PurgeNodesParams) (int64, error)
 
@@ -216,10 +174,10 @@ type Driver interface {
 
 	// ListCheckpoints reads the batch cursors (sluice_checkpoints),
 	// ordered by batch and shard.
-	ListCheckpoints(ctx context.Context) ([]Checkpoint, error)
+	ListCheckpoints(ctx context.Context) ([]sluicetype.Checkpoint, error)
 	// GetCheckpoint reads one shard's cursor, or fails with
 	// ErrCheckpointLost when it has none.
-	GetCheckpoint(ctx context.Context, p GetCheckpointParams) (Checkpoint, error)
+	GetCheckpoint(ctx context.Context, p GetCheckpointParams) (sluicetype.Checkpoint, error)
 	// CreateCheckpoint adds a shard's cursor unless it exists.
 	CreateCheckpoint(ctx context.Context, p CreateCheckpointParams) error
 	// The checkpoint writes below are fenced: each applies only while the
@@ -263,7 +221,7 @@ type Driver interface {
 	// UnservedTypes counts the pending jobs, by type in type order, of the
 	// types no process has served (ServeTypes) within p.Within: jobs that
 	// wait for a handler nothing runs.
-	UnservedTypes(ctx context.Context, p UnservedTypesParams) ([]TypeCount, error)
+	UnservedTypes(ctx context.Context, p UnservedTypesParams) ([]sluicetype.TypeCount, error)
 
 	// DropTables drops every table whose name starts with p.Prefix, exactly
 	// (a LIKE pattern would take '_' as a wildcard). Tests and the bench
@@ -469,7 +427,7 @@ type Completion struct {
 	Token string
 	// Status is the new state: success or failed finish the job, pending
 	// returns it for another run after Delay.
-	Status Status
+	Status sluicetype.Status
 	Delay  time.Duration
 	// Refund gives the attempt back (snooze, shutdown).
 	Refund bool
@@ -480,7 +438,7 @@ type Completion struct {
 	// keeps the last KeepAttempts (0: DefaultKeepAttempts). Workers set it
 	// only for jobs that have failed before or fail now, so that a job
 	// that never fails writes no history.
-	Attempt      *Attempt
+	Attempt      *sluicetype.Attempt
 	KeepAttempts int
 }
 
@@ -503,119 +461,12 @@ type RescueParams struct {
 	KeepAttempts int
 }
 
-// RescueResult counts rescued jobs by their new state.
-type RescueResult struct {
-	Pending int
-	Failed  int
-	// FailedBy counts the failed ones by queue and type; nil when none.
-	// Those jobs finished for good, so they count as failed completions.
-	FailedBy map[QueueType]int
-}
-
-// QueueType names a queue and a job type.
-type QueueType struct{ Queue, Type string }
-
-// Add adds o's counts to r.
-func (r *RescueResult) Add(o RescueResult) {
-	r.Pending += o.Pending
-	r.Failed += o.Failed
-	for k, n := range o.FailedBy {
-		r.failedBy(k, n)
-	}
-}
-
-// failedBy counts n failed jobs of k.
-func (r *RescueResult) failedBy(k QueueType, n int) {
-	if r.FailedBy == nil {
-		r.FailedBy = map[QueueType]int{}
-	}
-	r.FailedBy[k] += n
-}
-
-// CountRescued counts one rescued job from its new status, queue and type.
-func (r *RescueResult) CountRescued(status Status, queue, typ string) {
-	if status != StatusFailed {
-		r.Pending++
-		return
-	}
-	r.Failed++
-	r.failedBy(QueueType{queue, typ}, 1)
-}
-
 // PurgeParams selects finished jobs to delete.
 type PurgeParams struct {
-	Status    Status
+	Status    sluicetype.Status
 	OlderThan time.Duration
 	Limit     int
 }
-
-// ListParams filters a keyset-paginated listing, newest first.
-type ListParams struct {
-	Status    Status
-	Type      string
-	Queue     string
-	KeyPrefix string
-	// PayloadField and PayloadValue keep the jobs whose payload holds
-	// PayloadValue, compared as text, at PayloadField, a dotted path of
-	// names (customer.id; see ValidPayloadField). No database indexes
-	// payloads, so this filter reads only the newest PayloadScan jobs that
-	// match the other filters: a bounded scan, never the whole table.
-	PayloadField string
-	PayloadValue string
-	AfterID      int64 // 0: from the newest; otherwise ids below this one
-	Limit        int
-	// Tx, if set, is the caller's transaction that ListJobs reads in, so
-	// that it lists the jobs the transaction enqueued and has not
-	// committed (package sluicetest asserts on them). A bulk action's
-	// filter must leave it nil: Client.Bulk refuses one, and drivers ignore it.
-	Tx *sql.Tx
-}
-
-// PayloadScan bounds the rows a payload filter reads (see ListParams).
-const PayloadScan = 1000
-
-// ValidPayloadField reports whether f is a dotted path of names made of
-// letters, digits and underscores, the only payload paths ListParams
-// accepts: each database builds its JSON path from it.
-func ValidPayloadField(f string) bool {
-	if f == "" {
-		return false
-	}
-	for _, part := range strings.Split(f, ".") {
-		if part == "" {
-			return false
-		}
-		for _, r := range part {
-			if !(r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// Bulk actions on a filtered set of jobs (Driver.Bulk).
-const (
-	BulkRetry  = "retry"  // failed or cancelled jobs back to pending
-	BulkCancel = "cancel" // pending or failed jobs to cancelled
-	BulkDelete = "delete" // any job not processing, deleted
-)
-
-// BulkStatuses lists, per bulk action, the statuses it applies to; a job
-// in another status is left alone.
-var BulkStatuses = map[string][]Status{
-	BulkRetry:  {StatusFailed, StatusCancelled},
-	BulkCancel: {StatusPending, StatusFailed},
-	BulkDelete: {StatusPending, StatusSuccess, StatusFailed, StatusCancelled},
-}
-
-// MaxBulk bounds the jobs one bulk action changes, and its count.
-const MaxBulk = 1000
-
-// BulkScan bounds the rows a bulk selection reads per status when it
-// filters on more than the status: no index serves such a filter, so it
-// looks at the newest BulkScan jobs of each status the action applies to.
-const BulkScan = 10000
 
 // BulkParams selects the jobs of a bulk action: those matching Filter
 // (its AfterID and Limit are ignored) in a status the action applies to,
@@ -624,16 +475,7 @@ const BulkScan = 10000
 // status only.
 type BulkParams struct {
 	Action string
-	Filter ListParams
-	UpTo   int64
-}
-
-// BulkCount is how many jobs a bulk action would change now: Count, at
-// most MaxBulk (Capped when more match), and the newest one's id, which the
-// action's UpTo takes so that jobs arriving after the count are left alone.
-type BulkCount struct {
-	Count  int64
-	Capped bool
+	Filter sluicetype.ListParams
 	UpTo   int64
 }
 
@@ -650,48 +492,9 @@ type SetQueuePausedParams struct {
 	Paused bool
 }
 
-// QueueStats is the live picture of one queue.
-type QueueStats struct {
-	Queue         string
-	Pending       int64
-	Processing    int64
-	Failed        int64
-	OldestPending *time.Time // next_run_at of the oldest runnable pending job
-}
-
-// OldestPendingAge is how long the oldest runnable pending job has waited
-// at now: zero when there is none, or when now (read from another clock
-// than next_run_at, perhaps) is not past it.
-func (s QueueStats) OldestPendingAge(now time.Time) time.Duration {
-	if s.OldestPending == nil || !s.OldestPending.Before(now) {
-		return 0
-	}
-	return now.Sub(*s.OldestPending)
-}
-
 // PartitionStatsParams says how many partitions to return per queue.
 type PartitionStatsParams struct {
 	Limit int
-}
-
-// PartitionStats is the live picture of one partition of a queue.
-type PartitionStats struct {
-	Queue     string
-	Partition string
-	Pending   int64
-	Running   int64
-}
-
-// ScheduleState is a schedule's progress.
-type ScheduleState struct {
-	Found     bool
-	Name      string
-	LastSlot  time.Time // the last slot handled (fired or skipped)
-	LastJobID int64     // the job of the last fired slot, 0 if none
-	Version   int64
-	Fires     int64
-	Skips     int64
-	UpdatedAt time.Time
 }
 
 // ScheduleStateParams names the schedule to read.
@@ -726,16 +529,6 @@ type LeaseParams struct {
 type ReleaseLeaseParams struct {
 	Name   string
 	Holder string
-}
-
-// Lease is the state of a named lease after an acquire attempt.
-type Lease struct {
-	Name   string // set by ListLeases
-	Held   bool   // true if Holder holds it now
-	Holder string // the current holder
-	Fence  int64  // grows with every change of holder
-	Since  time.Time
-	Until  time.Time
 }
 
 // GetCheckpointParams names one shard's checkpoint.
@@ -811,49 +604,6 @@ type DropTablesParams struct {
 type RunnableParams struct {
 	Queue string
 	Type  string
-}
-
-// JobRow is a job as stored.
-type JobRow struct {
-	ID          int64
-	Queue       string
-	Type        string
-	Key         string
-	Dedupe      string
-	Payload     []byte
-	Status      Status
-	Priority    int
-	Attempts    int
-	MaxAttempts int
-	NextRunAt   time.Time
-	LockedBy    string
-	LockedUntil *time.Time
-	LastError   string
-	Result      string
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
-	FinishedAt  *time.Time
-	// TraceParent is the W3C trace context recorded at enqueue, or "".
-	TraceParent string
-	// History is the job's last attempts, oldest first; only GetJob
-	// reads it, and it is empty for a job that never failed.
-	History []Attempt
-	// Partition is the job's fairness key; "" for none.
-	Partition string
-}
-
-// Valid reports whether s is one of the job states.
-func (s Status) Valid() bool {
-	switch s {
-	case StatusPending, StatusProcessing, StatusSuccess, StatusFailed, StatusCancelled:
-		return true
-	}
-	return false
-}
-
-// IsFinal reports whether a status is one a job does not leave by itself.
-func IsFinal(status Status) bool {
-	return status == StatusSuccess || status == StatusFailed || status == StatusCancelled
 }
 
 // StorableText makes s storable in every database's text column and cuts it to n

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // DefaultKeepAttempts is how many attempts a job's history keeps when the
@@ -14,57 +16,23 @@ const DefaultKeepAttempts = 20
 // history; last_error keeps the latest one at MaxErrorLen.
 const MaxAttemptErrorLen = 1 << 10
 
-// Outcomes that only the attempt history shows, beside OutcomeSuccess,
-// OutcomeRetry and OutcomeFailed.
-const (
-	// AttemptReleased: the attempt was given back without being charged
-	// (a snooze, or a shutdown that interrupted it).
-	AttemptReleased Outcome = "released"
-	// AttemptLeaseExpired: the worker stopped heartbeating and the job
-	// was rescued.
-	AttemptLeaseExpired Outcome = "lease_expired"
-)
-
-// Attempt is one attempt of a job as its history keeps it. Start is the
-// claim and End the completion, both read from the database clock; Start
-// is zero for an attempt whose worker vanished (the rescue that ended it
-// knows only when its lease ran out).
-type Attempt struct {
-	Number     int       `json:"attempt"`
-	Node       string    `json:"node,omitempty"` // host:pid of the process that ran it
-	Start      time.Time `json:"start,omitzero"`
-	End        time.Time `json:"end,omitzero"`
-	Outcome    Outcome   `json:"outcome"`
-	Error      string    `json:"error,omitempty"`
-	HTTPStatus int       `json:"http_status,omitempty"` // webhook handlers
-	ExitCode   *int      `json:"exit_code,omitempty"`   // command handlers
-}
-
-// Duration is how long the attempt took, or 0 when its start is unknown.
-func (a Attempt) Duration() time.Duration {
-	if a.Start.IsZero() || a.End.IsZero() {
-		return 0
-	}
-	return a.End.Sub(a.Start)
-}
-
 // storedAttempt is an Attempt as stored: times are text, because each
 // database writes End in its own format.
 type storedAttempt struct {
-	Number     int     `json:"attempt"`
-	Node       string  `json:"node,omitempty"`
-	Start      string  `json:"start,omitempty"`
-	End        string  `json:"end,omitempty"`
-	Outcome    Outcome `json:"outcome"`
-	Error      string  `json:"error,omitempty"`
-	HTTPStatus int     `json:"http_status,omitempty"`
-	ExitCode   *int    `json:"exit_code,omitempty"`
+	Number     int                `json:"attempt"`
+	Node       string             `json:"node,omitempty"`
+	Start      string             `json:"start,omitempty"`
+	End        string             `json:"end,omitempty"`
+	Outcome    sluicetype.Outcome `json:"outcome"`
+	Error      string             `json:"error,omitempty"`
+	HTTPStatus int                `json:"http_status,omitempty"`
+	ExitCode   *int               `json:"exit_code,omitempty"`
 }
 
 // EncodeAttempt is the history entry a driver appends for a, without End,
 // which the completing statement adds from the database clock. The error
 // passes through StorableText, cut to MaxAttemptErrorLen keeping its end.
-func EncodeAttempt(a *Attempt) string {
+func EncodeAttempt(a *sluicetype.Attempt) string {
 	s := storedAttempt{Number: a.Number, Node: a.Node, Outcome: a.Outcome, HTTPStatus: a.HTTPStatus, ExitCode: a.ExitCode,
 		Error: StorableText(a.Error, MaxAttemptErrorLen, true)}
 	if !a.Start.IsZero() {
@@ -79,7 +47,7 @@ func EncodeAttempt(a *Attempt) string {
 }
 
 // DecodeHistory reads a history column; NULL or empty is no history.
-func DecodeHistory(b []byte) ([]Attempt, error) {
+func DecodeHistory(b []byte) ([]sluicetype.Attempt, error) {
 	if len(b) == 0 {
 		return nil, nil
 	}
@@ -87,9 +55,9 @@ func DecodeHistory(b []byte) ([]Attempt, error) {
 	if err := json.Unmarshal(b, &stored); err != nil {
 		return nil, fmt.Errorf("decode attempt history: %w", err)
 	}
-	out := make([]Attempt, len(stored))
+	out := make([]sluicetype.Attempt, len(stored))
 	for i, s := range stored {
-		a := Attempt{Number: s.Number, Node: s.Node, Outcome: s.Outcome, Error: s.Error, HTTPStatus: s.HTTPStatus, ExitCode: s.ExitCode}
+		a := sluicetype.Attempt{Number: s.Number, Node: s.Node, Outcome: s.Outcome, Error: s.Error, HTTPStatus: s.HTTPStatus, ExitCode: s.ExitCode}
 		for _, t := range []struct {
 			text string
 			dst  *time.Time

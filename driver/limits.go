@@ -3,17 +3,8 @@ package driver
 import (
 	"context"
 	"time"
-)
 
-// Circuit breaker states, as stored in sluice_circuits.state.
-const (
-	// CircuitClosed: jobs of the type run.
-	CircuitClosed = "closed"
-	// CircuitOpen: no job of the type starts until Until; then one probe may.
-	CircuitOpen = "open"
-	// CircuitHalfOpen: one probe job runs; no other job of the type starts
-	// until its outcome is recorded or Until (the probe's deadline) passes.
-	CircuitHalfOpen = "half_open"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Limits is the storage of the cluster-wide circuit breakers and rate
@@ -21,19 +12,19 @@ const (
 // transaction that locks the row, so that any number of nodes agree.
 type Limits interface {
 	// Circuit reads a type's breaker; a type with no row is closed.
-	Circuit(ctx context.Context, p CircuitParams) (Circuit, error)
+	Circuit(ctx context.Context, p CircuitParams) (sluicetype.Circuit, error)
 	// ListCircuits reads every breaker row, ordered by type.
-	ListCircuits(ctx context.Context) ([]Circuit, error)
+	ListCircuits(ctx context.Context) ([]sluicetype.Circuit, error)
 	// RecordCircuit applies one attempt's outcome to a type's breaker, as
 	// CircuitPolicy.Next decides, and returns the new state.
-	RecordCircuit(ctx context.Context, p RecordCircuitParams) (Circuit, error)
+	RecordCircuit(ctx context.Context, p RecordCircuitParams) (sluicetype.Circuit, error)
 	// ProbeCircuit makes p.Token the one probe of an open circuit whose
 	// cool-down is over (or of a half-open one whose probe deadline
 	// passed), and reports whether it did. At most one caller wins.
 	ProbeCircuit(ctx context.Context, p ProbeCircuitParams) (bool, error)
 	// SetCircuit opens a type's breaker by hand, until a hand closes it, or
 	// closes it and clears its counts.
-	SetCircuit(ctx context.Context, p SetCircuitParams) (Circuit, error)
+	SetCircuit(ctx context.Context, p SetCircuitParams) (sluicetype.Circuit, error)
 
 	// TakeTokens refills the named bucket by the time passed on the
 	// database clock, takes up to p.Want whole tokens and returns how many
@@ -42,26 +33,7 @@ type Limits interface {
 	// ReturnTokens puts back tokens taken but not used, up to the burst.
 	ReturnTokens(ctx context.Context, p ReturnTokensParams) error
 	// ListRateBuckets reads every bucket as last written, ordered by name.
-	ListRateBuckets(ctx context.Context) ([]RateBucket, error)
-}
-
-// Circuit is one type's breaker.
-type Circuit struct {
-	Type  string
-	State string
-	// Failures counts consecutive transient failures while closed.
-	Failures int
-	// Opens counts the openings since the circuit last closed; the
-	// cool-down doubles with each.
-	Opens int
-	// Manual: opened by hand; no probe runs until a hand closes it.
-	Manual bool
-	// Until is the end of the cool-down when open, the probe's deadline
-	// when half-open.
-	Until time.Time
-	// Probe is the lease token of the probe job while half-open.
-	Probe     string
-	UpdatedAt time.Time
+	ListRateBuckets(ctx context.Context) ([]sluicetype.RateBucket, error)
 }
 
 // CircuitPolicy configures one type's breaker.
@@ -88,19 +60,19 @@ func (p CircuitPolicy) CooldownAfter(n int) time.Duration {
 // token probe (empty: a plain attempt), at database time now. Outcomes of
 // attempts that started before the circuit opened change nothing while it
 // is open or half-open: only the probe decides.
-func (p CircuitPolicy) Next(c Circuit, failed bool, probe string, now time.Time) Circuit {
-	isProbe := c.State == CircuitHalfOpen && probe != "" && probe == c.Probe
+func (p CircuitPolicy) Next(c sluicetype.Circuit, failed bool, probe string, now time.Time) sluicetype.Circuit {
+	isProbe := c.State == sluicetype.CircuitHalfOpen && probe != "" && probe == c.Probe
 	switch {
 	case isProbe && failed:
-		c.State, c.Opens, c.Probe = CircuitOpen, c.Opens+1, ""
+		c.State, c.Opens, c.Probe = sluicetype.CircuitOpen, c.Opens+1, ""
 		c.Until = now.Add(p.CooldownAfter(c.Opens))
 	case isProbe:
-		c = Circuit{Type: c.Type, State: CircuitClosed, Until: c.Until}
-	case c.State != CircuitClosed:
+		c = sluicetype.Circuit{Type: c.Type, State: sluicetype.CircuitClosed, Until: c.Until}
+	case c.State != sluicetype.CircuitClosed:
 	case failed:
 		c.Failures++
 		if p.Threshold > 0 && c.Failures >= p.Threshold {
-			c.State, c.Opens = CircuitOpen, 1
+			c.State, c.Opens = sluicetype.CircuitOpen, 1
 			c.Until = now.Add(p.CooldownAfter(1))
 		}
 	default:
@@ -156,12 +128,4 @@ type ReturnTokensParams struct {
 	N     int
 	Rate  float64
 	Burst int
-}
-
-// RateBucket is a token bucket as last written; its tokens have refilled
-// since UpdatedAt.
-type RateBucket struct {
-	Name      string
-	Tokens    float64
-	UpdatedAt time.Time
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // CheckName is the one rule for the names sluice stores in a column of
@@ -33,8 +35,8 @@ func CheckName(name string, maxLen int) error {
 // an e-mail domain possible while making the round-robin order (byte
 // order) the same on every database and the key safe to show anywhere.
 func CheckPartition(p string) error {
-	if len(p) > MaxPartitionLen {
-		return fmt.Errorf("%d characters, at most %d allowed", len(p), MaxPartitionLen)
+	if len(p) > sluicetype.MaxPartitionLen {
+		return fmt.Errorf("%d characters, at most %d allowed", len(p), sluicetype.MaxPartitionLen)
 	}
 	for i := 0; i < len(p); i++ {
 		c := p[i]

@@ -4,6 +4,8 @@ import (
 	"database/sql"
 	"fmt"
 	"time"
+
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // TextTimeLayout is how SQLite stores times: UTC text that sorts like the
@@ -60,7 +62,7 @@ func (t Time) Ptr() *time.Time {
 // max_attempts, next_run_at, locked_by, locked_until, last_error, result,
 // created_at, updated_at, finished_at, traceparent, partition_key.
 type JobScanner struct {
-	row                                           JobRow
+	row                                           sluicetype.JobRow
 	key, lockedBy, lastError, result, traceParent sql.NullString
 	nextRunAt, lockedUntil                        Time
 	createdAt, updatedAt, finishedAt              Time
@@ -75,7 +77,7 @@ func (s *JobScanner) Dest() []any {
 }
 
 // Row returns the scanned job.
-func (s *JobScanner) Row() JobRow {
+func (s *JobScanner) Row() sluicetype.JobRow {
 	r := s.row
 	r.Payload = append([]byte(nil), r.Payload...)
 	r.Key, r.LockedBy, r.LastError, r.Result = s.key.String, s.lockedBy.String, s.lastError.String, s.result.String
@@ -86,9 +88,9 @@ func (s *JobScanner) Row() JobRow {
 }
 
 // ScanJobs reads every row of rows with the standard job column list.
-func ScanJobs(rows *sql.Rows) ([]JobRow, error) {
+func ScanJobs(rows *sql.Rows) ([]sluicetype.JobRow, error) {
 	defer rows.Close()
-	var out []JobRow
+	var out []sluicetype.JobRow
 	var s JobScanner
 	dest := s.Dest()
 	for rows.Next() {

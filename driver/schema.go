@@ -3,6 +3,8 @@ package driver
 import (
 	"context"
 	"fmt"
+
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // CheckSchema returns the schema version of d's database and nil when it is
@@ -18,9 +20,9 @@ func CheckSchema(ctx context.Context, d Driver) (int, error) {
 	case err != nil:
 		return 0, err
 	case cur < latest:
-		return cur, &schemaError{fmt.Sprintf("database schema version %d, want %d: run `sluice migrate` first", cur, latest), ErrSchemaMissing}
+		return cur, &schemaError{fmt.Sprintf("database schema version %d, want %d: run `sluice migrate` first", cur, latest), sluicetype.ErrSchemaMissing}
 	case cur > latest:
-		return cur, &schemaError{fmt.Sprintf("database schema version %d is newer than this binary (%d): upgrade sluice", cur, latest), ErrSchemaTooNew}
+		return cur, &schemaError{fmt.Sprintf("database schema version %d is newer than this binary (%d): upgrade sluice", cur, latest), sluicetype.ErrSchemaTooNew}
 	}
 	return cur, nil
 }

@@ -3,6 +3,8 @@ package driver
 import (
 	"fmt"
 	"time"
+
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // TypeSettings is what a job of Type takes when an INSERT of plain SQL
@@ -20,13 +22,13 @@ type TypeSettings struct {
 // Check refuses settings that no job may take, naming the field.
 func (s TypeSettings) Check() error {
 	switch {
-	case s.Type == "" || len(s.Type) > MaxTypeLen:
-		return fmt.Errorf("type %q: want 1 to %d bytes", s.Type, MaxTypeLen)
-	case s.Queue == "" || len(s.Queue) > MaxQueueLen:
-		return fmt.Errorf("type %s: queue %q: want 1 to %d bytes", s.Type, s.Queue, MaxQueueLen)
+	case s.Type == "" || len(s.Type) > sluicetype.MaxTypeLen:
+		return fmt.Errorf("type %q: want 1 to %d bytes", s.Type, sluicetype.MaxTypeLen)
+	case s.Queue == "" || len(s.Queue) > sluicetype.MaxQueueLen:
+		return fmt.Errorf("type %s: queue %q: want 1 to %d bytes", s.Type, s.Queue, sluicetype.MaxQueueLen)
 	case s.MaxAttempts < 1:
 		return fmt.Errorf("type %s: max_attempts %d: must be at least 1", s.Type, s.MaxAttempts)
-	case s.Dedupe != DedupePermanent && s.Dedupe != DedupeActive:
+	case s.Dedupe != sluicetype.DedupePermanent && s.Dedupe != sluicetype.DedupeActive:
 		return fmt.Errorf("type %s: dedupe %q: want permanent or active", s.Type, s.Dedupe)
 	}
 	return nil
@@ -46,10 +48,4 @@ type ServeTypesParams struct {
 // (ServeTypes) for its pending jobs not to count as waiting for a handler.
 type UnservedTypesParams struct {
 	Within time.Duration
-}
-
-// TypeCount is how many pending jobs of Type wait.
-type TypeCount struct {
-	Type    string `json:"type"`
-	Pending int64  `json:"pending"`
 }

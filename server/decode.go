@@ -80,3 +80,20 @@ func queryInt(r *http.Request, name string, def, min, max int64) (int64, error) 
 	}
 	return n, nil
 }
+
+// intParams reads several integer query parameters with queryInt and keeps
+// the first error, so that a handler checks once after reading them all.
+type intParams struct {
+	r   *http.Request
+	err error
+}
+
+// get is queryInt's value of name, or 0 once a parameter was refused.
+func (p *intParams) get(name string, def, min, max int64) int64 {
+	if p.err != nil {
+		return 0
+	}
+	n, err := queryInt(p.r, name, def, min, max)
+	p.err = err
+	return n
+}

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/buildinfo"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // fail answers err: bad input with its own status, a missing job 404, a
@@ -27,12 +27,12 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, re.code, re.msg)
 	case errors.As(err, &ie):
 		writeError(w, http.StatusBadRequest, err.Error())
-	case errors.Is(err, driver.ErrNotFound):
-		writeError(w, http.StatusNotFound, driver.ErrNotFound.Error())
-	case errors.Is(err, driver.ErrWrongState):
-		writeError(w, http.StatusConflict, driver.ErrWrongState.Error())
-	case errors.Is(err, driver.ErrKeyTaken):
-		writeError(w, http.StatusConflict, "job cannot be retried: "+driver.ErrKeyTaken.Error())
+	case errors.Is(err, sluicetype.ErrNotFound):
+		writeError(w, http.StatusNotFound, sluicetype.ErrNotFound.Error())
+	case errors.Is(err, sluicetype.ErrWrongState):
+		writeError(w, http.StatusConflict, sluicetype.ErrWrongState.Error())
+	case errors.Is(err, sluicetype.ErrKeyTaken):
+		writeError(w, http.StatusConflict, "job cannot be retried: "+sluicetype.ErrKeyTaken.Error())
 	default:
 		s.log.Error("http request failed", "method", r.Method, "path", s.scrub.scrub(r.URL.Path), "err", err)
 		writeError(w, http.StatusInternalServerError, "internal error; see the server log")
@@ -78,9 +78,9 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
-	cur, err := driver.CheckSchema(ctx, s.client.Driver())
+	cur, err := s.client.CheckSchema(ctx)
 	switch {
-	case errors.Is(err, driver.ErrSchemaMissing), errors.Is(err, driver.ErrSchemaTooNew):
+	case errors.Is(err, sluicetype.ErrSchemaMissing), errors.Is(err, sluicetype.ErrSchemaTooNew):
 		writeError(w, http.StatusServiceUnavailable, err.Error())
 	case err != nil:
 		s.log.Warn("readiness check failed", "err", err)
@@ -93,24 +93,8 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) enqueue(w http.ResponseWriter, r *http.Request) {
-	b, err := s.readBody(w, r)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	req, err := sluice.DecodeJobRequest(b)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	p, err := req.Params()
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	res, err := s.client.Enqueue(callerTrace(r), p)
-	if err != nil {
-		s.fail(w, r, err)
+	res, ok := enqueueBody(s, w, r, decodeJob, s.client.Enqueue)
+	if !ok {
 		return
 	}
 	code := http.StatusCreated
@@ -120,20 +104,38 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, code, res)
 }
 
-func (s *Server) enqueueBatch(w http.ResponseWriter, r *http.Request) {
+// decodeJob reads the body of POST /v1/jobs: one job.
+func decodeJob(b []byte) (sluice.EnqueueParams, error) {
+	req, err := sluice.DecodeJobRequest(b)
+	if err != nil {
+		return sluice.EnqueueParams{}, err
+	}
+	return req.Params()
+}
+
+// enqueueBody reads the request's body, decodes it and enqueues what it
+// holds in the caller's trace, or answers the error itself and reports
+// false.
+func enqueueBody[T, R any](s *Server, w http.ResponseWriter, r *http.Request,
+	decode func([]byte) (T, error), enqueue func(context.Context, T) (R, error)) (R, bool) {
+	var res R
 	b, err := s.readBody(w, r)
-	if err != nil {
-		s.fail(w, r, err)
-		return
+	if err == nil {
+		var jobs T
+		if jobs, err = decode(b); err == nil {
+			res, err = enqueue(callerTrace(r), jobs)
+		}
 	}
-	ps, err := s.decodeJobs(b)
 	if err != nil {
 		s.fail(w, r, err)
-		return
+		return res, false
 	}
-	res, err := s.client.EnqueueMany(callerTrace(r), ps)
-	if err != nil {
-		s.fail(w, r, err)
+	return res, true
+}
+
+func (s *Server) enqueueBatch(w http.ResponseWriter, r *http.Request) {
+	res, ok := enqueueBody(s, w, r, s.decodeJobs, s.client.EnqueueMany)
+	if !ok {
 		return
 	}
 	out := struct {
@@ -190,17 +192,14 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	after, err := queryInt(r, "after_id", 0, 0, math.MaxInt64)
-	if err != nil {
-		s.fail(w, r, err)
+	ints := intParams{r: r}
+	after := ints.get("after_id", 0, 0, math.MaxInt64)
+	limit := ints.get("limit", 100, 1, maxListLimit)
+	if ints.err != nil {
+		s.fail(w, r, ints.err)
 		return
 	}
-	limit, err := queryInt(r, "limit", 100, 1, maxListLimit)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	jobs, err := s.client.Jobs(r.Context(), sluice.ListParams{Status: driver.Status(q.Get("status")), Type: q.Get("type"),
+	jobs, err := s.client.Jobs(r.Context(), sluicetype.ListParams{Status: sluicetype.Status(q.Get("status")), Type: q.Get("type"),
 		Queue: q.Get("queue"), KeyPrefix: q.Get("key_prefix"), PayloadField: q.Get("payload_field"), PayloadValue: q.Get("payload_value"),
 		AfterID: after, Limit: int(limit)})
 	if err != nil {
@@ -208,12 +207,12 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := struct {
-		Jobs []sluice.JobInfo `json:"jobs"`
+		Jobs []sluicetype.JobRow `json:"jobs"`
 		// NextAfterID is null on the last page.
 		NextAfterID *int64 `json:"next_after_id"`
 	}{Jobs: jobs}
 	if out.Jobs == nil {
-		out.Jobs = []sluice.JobInfo{}
+		out.Jobs = []sluicetype.JobRow{}
 	}
 	if len(jobs) == int(limit) {
 		out.NextAfterID = &jobs[len(jobs)-1].ID
@@ -248,14 +247,11 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	maxJobs, err := queryInt(r, "max_jobs", 20, 1, 100000)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	secs, err := queryInt(r, "max_seconds", 45, 1, maxRunSeconds)
-	if err != nil {
-		s.fail(w, r, err)
+	ints := intParams{r: r}
+	maxJobs := ints.get("max_jobs", 20, 1, 100000)
+	secs := ints.get("max_seconds", 45, 1, maxRunSeconds)
+	if ints.err != nil {
+		s.fail(w, r, ints.err)
 		return
 	}
 	// A caller that hangs up (curl -m) does not cut the pass's jobs short:
@@ -336,7 +332,7 @@ func (s *Server) closeCircuit(w http.ResponseWriter, r *http.Request) {
 	s.circuitAction(w, r, s.client.CloseCircuit)
 }
 
-func (s *Server) circuitAction(w http.ResponseWriter, r *http.Request, act func(context.Context, string) (sluice.CircuitState, error)) {
+func (s *Server) circuitAction(w http.ResponseWriter, r *http.Request, act func(context.Context, string) (sluicetype.Circuit, error)) {
 	st, err := act(r.Context(), r.PathValue("type"))
 	s.reply(w, r, st, err)
 }

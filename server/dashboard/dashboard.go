@@ -25,6 +25,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 //go:embed templates/*.html
@@ -51,7 +52,6 @@ type Config struct {
 // Dashboard serves the pages. Build it with New.
 type Dashboard struct {
 	c       *sluice.Client
-	d       driver.Driver
 	tokenOK func(string) bool
 	log     *slog.Logger
 	sess    *sessions
@@ -71,8 +71,8 @@ func New(cfg Config) (*Dashboard, error) {
 	if cfg.Client == nil {
 		return nil, errors.New("dashboard: Config.Client is required")
 	}
-	d := &Dashboard{c: cfg.Client, d: cfg.Client.Driver(), tokenOK: cfg.TokenOK, log: cfg.Logger, sess: newSessions(),
-		pages: map[string]*template.Template{}, live: &live{d: cfg.Client.Driver()},
+	d := &Dashboard{c: cfg.Client, tokenOK: cfg.TokenOK, log: cfg.Logger, sess: newSessions(),
+		pages: map[string]*template.Template{}, live: &live{c: cfg.Client},
 		brake: newLoginBrake(), secure: cfg.Secure, addr: cfg.ClientAddr}
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
@@ -210,9 +210,9 @@ func (d *Dashboard) render(w http.ResponseWriter, page string, v *view) {
 
 func (d *Dashboard) fail(w http.ResponseWriter, err error) {
 	switch {
-	case errors.Is(err, driver.ErrNotFound):
+	case errors.Is(err, sluicetype.ErrNotFound):
 		http.Error(w, "not found", http.StatusNotFound)
-	case errors.Is(err, driver.ErrWrongState):
+	case errors.Is(err, sluicetype.ErrWrongState):
 		http.Error(w, "the job is not in a state that allows this", http.StatusConflict)
 	default:
 		var ie *sluice.InputError
@@ -337,6 +337,8 @@ var funcs = template.FuncMap{
 		return "in " + d.String()
 	},
 	"ts": timeTag,
+	// ms is a duration to the millisecond, as an attempt's is shown.
+	"ms": func(d time.Duration) time.Duration { return d.Round(time.Millisecond) },
 	"tsp": func(t *time.Time) template.HTML {
 		if t == nil {
 			return "—"
@@ -361,5 +363,5 @@ var funcs = template.FuncMap{
 	"clip": func(s string, n int) string { return driver.Truncate(s, n, false) },
 	// final: the job will not run again, so it has no next run, and a
 	// success's last_error is from an attempt before it, not a problem.
-	"final": driver.IsFinal,
+	"final": sluicetype.IsFinal,
 }

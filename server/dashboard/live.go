@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // The overview and queue pages poll /live.json. Every viewer gets the same
@@ -51,15 +51,13 @@ type snapshot struct {
 	DayStart  int64 `json:"day_start"`
 }
 
+// liveQueue is a queue as Stats shows it (its JSON the same as in
+// /v1/stats), with its finished work over the last hour and day as
+// sluice.Figures defines it, which the pages show.
 type liveQueue struct {
-	Queue            string         `json:"queue"`
-	Pending          int64          `json:"pending"`
-	Processing       int64          `json:"processing"`
-	Failed           int64          `json:"failed"`
-	OldestPendingAge float64        `json:"oldest_pending_age_s"`
-	Paused           bool           `json:"paused"`
-	Hour             sluice.Figures `json:"1h"`
-	Day              sluice.Figures `json:"24h"`
+	sluicetype.QueueStats
+	Hour sluice.Figures `json:"1h"`
+	Day  sluice.Figures `json:"24h"`
 }
 
 // liveType is one job type's finished work over the last hour and day, as
@@ -83,16 +81,14 @@ type typeSeries struct {
 // live caches the snapshot; the mutex also makes concurrent viewers wait
 // for one rebuild instead of each running the queries.
 type live struct {
-	d driver.Driver
+	c *sluice.Client
 
 	mu      sync.Mutex
 	snap    *snapshot
-	liveAt  time.Time // when the Stats query last ran (this process's clock)
-	rollAt  time.Time // when the roll-ups last were read
-	dbNow   time.Time // the database clock at rollAt
-	rolls   []driver.StatRow
-	latency []driver.LatencyRow
-	queries int64 // queries run, for the cost test
+	liveAt  time.Time      // when the live counts were last read (this process's clock)
+	rollAt  time.Time      // when the roll-ups were last read
+	rolls   sluice.Rollups // the roll-ups and the database clock at rollAt
+	queries int64          // queries run, for the cost test
 }
 
 // invalidate makes the next request rebuild everything, after an action
@@ -111,66 +107,37 @@ func (l *live) get(ctx context.Context) (*snapshot, error) {
 		return l.snap, nil
 	}
 	if local.Sub(l.rollAt) >= rollTick {
-		now, err := l.d.Now(ctx)
+		rolls, err := l.c.Rollups(ctx)
 		if err != nil {
 			return nil, err
 		}
-		day := now.Truncate(time.Hour).Add(-23 * time.Hour)
-		rolls, err := l.d.ReadStats(ctx, driver.ReadStatsParams{Since: day})
-		if err != nil {
-			return nil, err
-		}
-		latency, err := l.d.ReadLatency(ctx, driver.ReadStatsParams{Since: day})
-		if err != nil {
-			return nil, err
-		}
-		l.queries += 3
-		l.rollAt, l.dbNow, l.rolls, l.latency = local, now, rolls, latency
+		l.queries += 3 // the clock and the two roll-up tables
+		l.rollAt, l.rolls = local, rolls
 	}
-	st, err := l.d.Stats(ctx)
+	qs, err := l.c.QueueCounts(ctx)
 	if err != nil {
 		return nil, err
 	}
-	paused, err := l.d.PausedQueues(ctx)
-	if err != nil {
-		return nil, err
-	}
-	l.queries += 2
+	l.queries += 2 // the live rows and the paused flags
 	l.liveAt = local
-	l.snap = build(st, paused, l.rolls, l.latency, l.dbNow.Add(time.Since(l.rollAt)))
+	l.snap = build(qs, l.rolls, l.rolls.Now.Add(time.Since(l.rollAt)))
 	return l.snap, nil
 }
 
-func build(st []driver.QueueStats, paused map[string]bool, rolls []driver.StatRow, latency []driver.LatencyRow, now time.Time) *snapshot {
+// build joins the live counts and the roll-ups as the Client does for
+// Stats, over the windows the charts draw: the hour's minutes and the
+// day's hours up to now.
+func build(counts []sluicetype.QueueStats, rolls sluice.Rollups, now time.Time) *snapshot {
 	hourStart := now.Truncate(time.Minute).Add(-59 * time.Minute)
 	dayStart := now.Truncate(time.Hour).Add(-23 * time.Hour)
 	s := &snapshot{At: now.UnixMilli(), HourStart: hourStart.UnixMilli(), DayStart: dayStart.UnixMilli(),
 		Series: map[string]*typeSeries{}}
-	queues := map[string]*liveQueue{}
-	queue := func(name string) *liveQueue {
-		q := queues[name]
-		if q == nil {
-			q = &liveQueue{Queue: name, Paused: paused[name]}
-			queues[name] = q
-		}
-		return q
+	for _, q := range rolls.Queues(counts, now, hourStart, dayStart) {
+		s.Queues = append(s.Queues, liveQueue{q, sluice.FiguresOf(q.FinishedHour), sluice.FiguresOf(q.FinishedDay)})
 	}
-	for _, r := range st {
-		q := queue(r.Queue)
-		q.Pending, q.Processing, q.Failed = r.Pending, r.Processing, r.Failed
-		q.OldestPendingAge = r.OldestPendingAge(now).Seconds()
-	}
-	for name := range paused {
-		queue(name)
-	}
-	types := map[string]*liveType{}
-	typ := func(name string) *liveType {
-		t := types[name]
-		if t == nil {
-			t = &liveType{Type: name}
-			types[name] = t
-		}
-		return t
+	for _, t := range rolls.Types(hourStart, dayStart) {
+		s.Types = append(s.Types, liveType{Type: t.Type, Hour: sluice.FiguresOf(t.FinishedHour), Day: sluice.FiguresOf(t.FinishedDay),
+			LatencyHour: t.LatencyHour, LatencyDay: t.LatencyDay})
 	}
 	series := func(t string) *typeSeries {
 		ts := s.Series[t]
@@ -181,51 +148,30 @@ func build(st []driver.QueueStats, paused map[string]bool, rolls []driver.StatRo
 		return ts
 	}
 	series("")
-	for _, r := range rolls {
+	for _, r := range rolls.Finished {
 		// The charts show attempts: done, and failed (for good or retried).
 		var one sluice.Figures
 		one.Add(r.Outcome, r.Count)
 		if one.Attempts() == 0 {
 			continue // cancellations ran nothing
 		}
-		done, failed := one.Done, one.FailedAttempts()
-		q := queue(r.Queue)
-		t := typ(r.Type)
-		q.Day.Add(r.Outcome, r.Count)
-		t.Day.Add(r.Outcome, r.Count)
-		inHour := !r.Bucket.Before(hourStart)
-		if inHour {
-			q.Hour.Add(r.Outcome, r.Count)
-			t.Hour.Add(r.Outcome, r.Count)
-		}
 		for _, ts := range []*typeSeries{series(""), series(r.Type)} {
 			if i := int(r.Bucket.Sub(dayStart) / time.Hour); i >= 0 && i < 24 {
-				ts.DayDone[i] += done
-				ts.DayFailed[i] += failed
+				ts.DayDone[i] += one.Done
+				ts.DayFailed[i] += one.FailedAttempts()
 			}
-			if i := int(r.Bucket.Sub(hourStart) / time.Minute); inHour && i < 60 {
-				ts.HourDone[i] += done
-				ts.HourFailed[i] += failed
+			if i := int(r.Bucket.Sub(hourStart) / time.Minute); i >= 0 && i < 60 {
+				ts.HourDone[i] += one.Done
+				ts.HourFailed[i] += one.FailedAttempts()
 			}
 		}
 	}
-	// The same windows as the counts: the hour's minutes and the day's hours.
-	for name, h := range driver.LatencyByType(latency, dayStart) {
-		typ(name).LatencyDay = sluice.LatencyOf(h)
+	if s.Queues == nil {
+		s.Queues = []liveQueue{}
 	}
-	for name, h := range driver.LatencyByType(latency, hourStart) {
-		typ(name).LatencyHour = sluice.LatencyOf(h)
+	if s.Types == nil {
+		s.Types = []liveType{}
 	}
-	s.Queues = make([]liveQueue, 0, len(queues))
-	for _, q := range queues {
-		s.Queues = append(s.Queues, *q)
-	}
-	sort.Slice(s.Queues, func(i, j int) bool { return s.Queues[i].Queue < s.Queues[j].Queue })
-	s.Types = make([]liveType, 0, len(types))
-	for _, t := range types {
-		s.Types = append(s.Types, *t)
-	}
-	sort.Slice(s.Types, func(i, j int) bool { return s.Types[i].Type < s.Types[j].Type })
 	return s
 }
 
@@ -264,10 +210,20 @@ func (s *snapshot) page(after string) *snapshot {
 	return &c
 }
 
-func (d *Dashboard) liveJSON(w http.ResponseWriter, r *http.Request, _ *view) {
+// snapshot is the shared snapshot of every queue, or false when reading it
+// failed and the error was answered.
+func (d *Dashboard) snapshot(w http.ResponseWriter, r *http.Request) (*snapshot, bool) {
 	full, err := d.live.get(r.Context())
 	if err != nil {
 		d.fail(w, err)
+		return nil, false
+	}
+	return full, true
+}
+
+func (d *Dashboard) liveJSON(w http.ResponseWriter, r *http.Request, _ *view) {
+	full, ok := d.snapshot(w, r)
+	if !ok {
 		return
 	}
 	s := full.busiest()

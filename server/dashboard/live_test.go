@@ -8,8 +8,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // TestLiveSnapshotIsShared checks the cost of the live pages: however many
@@ -18,7 +20,7 @@ import (
 func TestLiveSnapshotIsShared(t *testing.T) {
 	d := testdb.Open(t, "sqlite")
 	ctx := context.Background()
-	l := &live{d: d}
+	l := &live{c: newClient(t, d)}
 	var wg sync.WaitGroup
 	for range 50 {
 		wg.Add(1)
@@ -32,7 +34,7 @@ func TestLiveSnapshotIsShared(t *testing.T) {
 	wg.Wait()
 	require.EqualValues(t, 5, l.queries, "50 viewers at once: Stats once, plus the clock, the paused flags and the two roll-up tables once")
 
-	_, err := d.Insert(ctx, driver.InsertParams{Jobs: []driver.InsertJob{{Queue: "q", Type: "t", Dedupe: driver.DedupePermanent, Payload: []byte(`{}`), MaxAttempts: 1}}})
+	_, err := d.Insert(ctx, driver.InsertParams{Jobs: []driver.InsertJob{{Queue: "q", Type: "t", Dedupe: sluicetype.DedupePermanent, Payload: []byte(`{}`), MaxAttempts: 1}}})
 	require.NoError(t, err)
 	// The ticks are read against the process clock; the test moves the
 	// snapshot's age instead of waiting, so that a slow machine cannot
@@ -67,7 +69,7 @@ func TestLiveSnapshotIsShared(t *testing.T) {
 func TestLivePausedFollowsWithinATick(t *testing.T) {
 	d := testdb.Open(t, "sqlite")
 	ctx := context.Background()
-	l := &live{d: d}
+	l := &live{c: newClient(t, d)}
 	s, err := l.get(ctx)
 	require.NoError(t, err)
 	require.Empty(t, s.Queues)
@@ -81,4 +83,12 @@ func TestLivePausedFollowsWithinATick(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, s.Queues, 1)
 	require.True(t, s.Queues[0].Paused, "paused within one live tick (%s)", liveTick)
+}
+
+// newClient is a client without workers on d, as the dashboard reads through.
+func newClient(t *testing.T, d driver.Driver) *sluice.Client {
+	t.Helper()
+	c, err := sluice.NewClient(sluice.Config{Driver: d})
+	require.NoError(t, err)
+	return c
 }

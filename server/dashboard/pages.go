@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -14,12 +15,12 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/scheduler"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request, v *view) {
-	full, err := d.live.get(r.Context())
-	if err != nil {
-		d.fail(w, err)
+	full, ok := d.snapshot(w, r)
+	if !ok {
 		return
 	}
 	snap := full.busiest()
@@ -39,13 +40,13 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request, v *view) {
 const pageSize = 50
 
 // filterOf reads the job filter of the Jobs page and its bulk actions.
-func filterOf(q url.Values) sluice.ListParams {
-	return sluice.ListParams{Status: driver.Status(q.Get("status")), Type: q.Get("type"), Queue: q.Get("queue"), KeyPrefix: q.Get("key"),
+func filterOf(q url.Values) sluicetype.ListParams {
+	return sluicetype.ListParams{Status: sluicetype.Status(q.Get("status")), Type: q.Get("type"), Queue: q.Get("queue"), KeyPrefix: q.Get("key"),
 		PayloadField: strings.TrimSpace(q.Get("field")), PayloadValue: q.Get("value")}
 }
 
 // filterQuery is the query string of a filter, for links and forms.
-func filterQuery(p sluice.ListParams) url.Values {
+func filterQuery(p sluicetype.ListParams) url.Values {
 	q := url.Values{}
 	for k, v := range map[string]string{"status": string(p.Status), "type": p.Type, "queue": p.Queue, "key": p.KeyPrefix, "field": p.PayloadField, "value": p.PayloadValue} {
 		if v != "" {
@@ -76,13 +77,13 @@ func (d *Dashboard) jobs(w http.ResponseWriter, r *http.Request, v *view) {
 	// spliced into one.
 	type bulkLink struct{ Action, Href string }
 	var links []bulkLink
-	for _, a := range []string{driver.BulkRetry, driver.BulkCancel, driver.BulkDelete} {
+	for _, a := range []string{sluicetype.BulkRetry, sluicetype.BulkCancel, sluicetype.BulkDelete} {
 		bq := filterQuery(p)
 		bq.Set("action", a)
 		links = append(links, bulkLink{a, "/jobs/bulk?" + bq.Encode()})
 	}
-	v.Data = map[string]any{"Jobs": list, "Filter": p, "Next": next, "Scan": driver.PayloadScan, "Bulk": links,
-		"Statuses": []driver.Status{"", driver.StatusPending, driver.StatusProcessing, driver.StatusSuccess, driver.StatusFailed, driver.StatusCancelled}}
+	v.Data = map[string]any{"Jobs": list, "Filter": p, "Next": next, "Scan": sluicetype.PayloadScan, "Bulk": links,
+		"Statuses": []sluicetype.Status{"", sluicetype.StatusPending, sluicetype.StatusProcessing, sluicetype.StatusSuccess, sluicetype.StatusFailed, sluicetype.StatusCancelled}}
 	d.render(w, "jobs", v)
 }
 
@@ -99,7 +100,7 @@ func (d *Dashboard) bulkForm(w http.ResponseWriter, r *http.Request, v *view) {
 	}
 	v.Title, v.Nav = "Confirm: "+action+" jobs", "jobs"
 	v.Data = map[string]any{"Action": action, "Count": n, "Filter": p, "Back": "/jobs?" + filterQuery(p).Encode(),
-		"Statuses": driver.BulkStatuses[action], "Max": driver.MaxBulk, "Fields": filterQuery(p)}
+		"Statuses": sluicetype.BulkStatuses[action], "Max": sluicetype.MaxBulk, "Fields": filterQuery(p)}
 	d.render(w, "bulk", v)
 }
 
@@ -120,7 +121,7 @@ func (d *Dashboard) bulk(w http.ResponseWriter, r *http.Request, _ *view) {
 		return
 	}
 	d.live.invalidate()
-	past := map[string]string{driver.BulkRetry: "moved back to pending", driver.BulkCancel: "cancelled", driver.BulkDelete: "deleted"}[action]
+	past := map[string]string{sluicetype.BulkRetry: "moved back to pending", sluicetype.BulkCancel: "cancelled", sluicetype.BulkDelete: "deleted"}[action]
 	back(w, r, "/jobs?"+filterQuery(p).Encode(), fmt.Sprintf("%d jobs %s.", n, past))
 }
 
@@ -145,8 +146,8 @@ func (d *Dashboard) job(w http.ResponseWriter, r *http.Request, v *view) {
 	}
 	v.Title, v.Nav = fmt.Sprintf("Job %d", j.ID), "jobs"
 	v.Data = map[string]any{"Job": j, "Payload": prettyJSON(j.Payload), "Result": prettyJSON([]byte(j.Result)),
-		"CanRetry":  j.Status == driver.StatusFailed || j.Status == driver.StatusCancelled,
-		"CanCancel": j.Status == driver.StatusPending || j.Status == driver.StatusFailed}
+		"CanRetry":  j.Status == sluicetype.StatusFailed || j.Status == sluicetype.StatusCancelled,
+		"CanCancel": j.Status == sluicetype.StatusPending || j.Status == sluicetype.StatusFailed}
 	d.render(w, "job", v)
 }
 
@@ -160,27 +161,25 @@ func prettyJSON(b []byte) string {
 }
 
 func (d *Dashboard) retry(w http.ResponseWriter, r *http.Request, _ *view) {
-	id, ok := d.jobID(w, r)
-	if !ok {
-		return
-	}
-	if err := d.c.Retry(r.Context(), id); err != nil {
-		d.fail(w, err)
-		return
-	}
-	back(w, r, fmt.Sprintf("/jobs/%d", id), "Job moved back to pending.")
+	d.jobAction(w, r, d.c.Retry, "Job moved back to pending.")
 }
 
 func (d *Dashboard) cancel(w http.ResponseWriter, r *http.Request, _ *view) {
+	d.jobAction(w, r, d.c.Cancel, "Job cancelled.")
+}
+
+// jobAction applies act to the job of the path and goes back to its page
+// saying done.
+func (d *Dashboard) jobAction(w http.ResponseWriter, r *http.Request, act func(context.Context, int64) error, done string) {
 	id, ok := d.jobID(w, r)
 	if !ok {
 		return
 	}
-	if err := d.c.Cancel(r.Context(), id); err != nil {
+	if err := act(r.Context(), id); err != nil {
 		d.fail(w, err)
 		return
 	}
-	back(w, r, fmt.Sprintf("/jobs/%d", id), "Job cancelled.")
+	back(w, r, fmt.Sprintf("/jobs/%d", id), done)
 }
 
 // failedScan bounds the failed jobs read for grouping: the newest ones,
@@ -202,7 +201,7 @@ func errorPrefix(s string) string {
 }
 
 func (d *Dashboard) failGroups(r *http.Request) ([]*failGroup, int, error) {
-	list, err := d.c.Jobs(r.Context(), sluice.ListParams{Status: driver.StatusFailed, Limit: failedScan})
+	list, err := d.c.Jobs(r.Context(), sluicetype.ListParams{Status: sluicetype.StatusFailed, Limit: failedScan})
 	if err != nil {
 		return nil, 0, err
 	}
@@ -257,9 +256,8 @@ func (d *Dashboard) retryGroup(w http.ResponseWriter, r *http.Request, _ *view) 
 }
 
 func (d *Dashboard) queues(w http.ResponseWriter, r *http.Request, v *view) {
-	full, err := d.live.get(r.Context())
-	if err != nil {
-		d.fail(w, err)
+	full, ok := d.snapshot(w, r)
+	if !ok {
 		return
 	}
 	after := r.URL.Query().Get("after")
@@ -269,7 +267,7 @@ func (d *Dashboard) queues(w http.ResponseWriter, r *http.Request, v *view) {
 		d.fail(w, err)
 		return
 	}
-	buckets, err := d.d.ListRateBuckets(r.Context())
+	buckets, err := d.c.RateBuckets(r.Context())
 	if err != nil {
 		d.fail(w, err)
 		return
@@ -286,7 +284,7 @@ func (d *Dashboard) queues(w http.ResponseWriter, r *http.Request, v *view) {
 		d.fail(w, err)
 		return
 	}
-	var limited []sluice.QueueStats
+	var limited []sluicetype.QueueStats
 	for i, q := range st {
 		q.Processing = snap.Queues[i].Processing
 		if q.Fair || q.MaxRunning > 0 || len(q.Partitions) > 0 {
@@ -303,41 +301,41 @@ func (d *Dashboard) queues(w http.ResponseWriter, r *http.Request, v *view) {
 // comes from the form, so that a circuit with no row yet can be opened.
 func (d *Dashboard) circuitAction(w http.ResponseWriter, r *http.Request, _ *view) {
 	typ := r.PostFormValue("type")
-	var err error
-	switch r.PathValue("action") {
-	case "open":
-		_, err = d.c.OpenCircuit(r.Context(), typ)
-	case "close":
-		_, err = d.c.CloseCircuit(r.Context(), typ)
-	default:
-		http.Error(w, "action: want open or close", http.StatusNotFound)
-		return
+	// The pages show the new state from the next read, not from the reply.
+	errOnly := func(set func(context.Context, string) (sluicetype.Circuit, error)) func(context.Context, string) error {
+		return func(ctx context.Context, typ string) error {
+			_, err := set(ctx, typ)
+			return err
+		}
 	}
-	if err != nil {
-		d.fail(w, err)
-		return
+	acts := map[string]func(context.Context, string) error{"open": errOnly(d.c.OpenCircuit), "close": errOnly(d.c.CloseCircuit)}
+	if d.pathAction(w, r, typ, "open or close", acts) {
+		back(w, r, "/queues", "Circuit of "+typ+": "+r.PathValue("action")+".")
 	}
-	back(w, r, "/queues", "Circuit of "+typ+": "+r.PathValue("action")+".")
 }
 
 func (d *Dashboard) queueAction(w http.ResponseWriter, r *http.Request, _ *view) {
-	name := r.PathValue("name")
-	var err error
-	switch r.PathValue("action") {
-	case "pause":
-		err = d.c.PauseQueue(r.Context(), name)
-	case "resume":
-		err = d.c.ResumeQueue(r.Context(), name)
-	default:
-		http.Error(w, "action: want pause or resume", http.StatusNotFound)
-		return
+	acts := map[string]func(context.Context, string) error{"pause": d.c.PauseQueue, "resume": d.c.ResumeQueue}
+	if d.pathAction(w, r, r.PathValue("name"), "pause or resume", acts) {
+		d.live.invalidate()
+		back(w, r, "/queues", "Queue "+r.PathValue("action")+"d.")
 	}
-	if err != nil {
+}
+
+// pathAction runs on target the action of acts that the path names, and
+// reports whether it ran; an unknown action (want says the known ones) or
+// its error is answered here.
+func (d *Dashboard) pathAction(w http.ResponseWriter, r *http.Request, target, want string, acts map[string]func(context.Context, string) error) bool {
+	act, ok := acts[r.PathValue("action")]
+	if !ok {
+		http.Error(w, "action: want "+want, http.StatusNotFound)
+		return false
+	}
+	if err := act(r.Context(), target); err != nil {
 		d.fail(w, err)
-		return
+		return false
 	}
-	d.live.invalidate()
-	back(w, r, "/queues", "Queue "+r.PathValue("action")+"d.")
+	return true
 }
 
 type scheduleRow struct {
@@ -345,16 +343,16 @@ type scheduleRow struct {
 	Configured                    bool
 	Next                          time.Time // zero when not configured here
 	LastSlot                      time.Time // zero when no slot was handled yet
-	State                         driver.ScheduleState
+	State                         sluicetype.ScheduleState
 }
 
 func (d *Dashboard) schedules(w http.ResponseWriter, r *http.Request, v *view) {
-	states, err := d.d.ListSchedules(r.Context())
+	states, err := d.c.ScheduleStates(r.Context())
 	if err != nil {
 		d.fail(w, err)
 		return
 	}
-	byName := map[string]driver.ScheduleState{}
+	byName := map[string]sluicetype.ScheduleState{}
 	for _, st := range states {
 		byName[st.Name] = st
 	}
@@ -380,12 +378,12 @@ func (d *Dashboard) schedules(w http.ResponseWriter, r *http.Request, v *view) {
 }
 
 type batchRow struct {
-	driver.Checkpoint
+	sluicetype.Checkpoint
 	Rate string // rows per second since the shard started
 }
 
 func (d *Dashboard) batches(w http.ResponseWriter, r *http.Request, v *view) {
-	cps, err := d.d.ListCheckpoints(r.Context())
+	cps, err := d.c.Checkpoints(r.Context())
 	if err != nil {
 		d.fail(w, err)
 		return
@@ -403,23 +401,23 @@ func (d *Dashboard) batches(w http.ResponseWriter, r *http.Request, v *view) {
 }
 
 func (d *Dashboard) leases(w http.ResponseWriter, r *http.Request, v *view) {
-	ls, err := d.d.ListLeases(r.Context())
-	if err != nil {
-		d.fail(w, err)
-		return
-	}
-	v.Title, v.Nav = "Locks and leases", "leases"
-	v.Data = ls
-	d.render(w, "leases", v)
+	ls, err := d.c.Leases(r.Context())
+	d.list(w, v, "leases", "Locks and leases", ls, err)
 }
 
 func (d *Dashboard) workers(w http.ResponseWriter, r *http.Request, v *view) {
-	ns, err := d.d.ListNodes(r.Context())
+	ns, err := d.c.Nodes(r.Context())
+	d.list(w, v, "workers", "Workers", ns, err)
+}
+
+// list renders page, whose template ranges over rows, or answers the
+// error of the read that returned them.
+func (d *Dashboard) list(w http.ResponseWriter, v *view, page, title string, rows any, err error) {
 	if err != nil {
 		d.fail(w, err)
 		return
 	}
-	v.Title, v.Nav = "Workers", "workers"
-	v.Data = ns
-	d.render(w, "workers", v)
+	v.Title, v.Nav = title, page
+	v.Data = rows
+	d.render(w, page, v)
 }
