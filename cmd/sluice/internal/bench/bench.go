@@ -201,11 +201,7 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 		return nil, fmt.Errorf("open %s: %w", dburl.Redact(cfg.URL), err)
 	}
 	defer d.Close()
-	bq, err := newDialect(d, cfg.Prefix)
-	if err != nil {
-		return nil, err
-	}
-	r := &runner{cfg: cfg, d: d, sql: bq}
+	r := &runner{cfg: cfg, d: d}
 	if cfg.WorkOnly {
 		return r.workOnly(ctx, scheme)
 	}
@@ -253,7 +249,8 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if res.Succeeded, err = r.sql.succeeded(ctx, d); err != nil {
+	res.Succeeded, err = d.CountJobs(ctx, driver.CountJobsParams{Type: jobType, Status: driver.StatusSuccess})
+	if err != nil {
 		return nil, fmt.Errorf("count finished jobs: %w", err)
 	}
 	if res.Succeeded != int64(cfg.Jobs) {
@@ -266,7 +263,6 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 type runner struct {
 	cfg Config
 	d   driver.Driver
-	sql dialect
 
 	done    atomic.Int64 // handler runs finished
 	allDone chan struct{}
@@ -322,7 +318,7 @@ func (r *runner) bulkRun(ctx context.Context, res *Result) error {
 	}
 	res.WorkPerS = float64(r.cfg.Jobs) / workSecs
 	h := newHistogram()
-	if err := r.sql.latencies(ctx, r.d, h.add); err != nil {
+	if err := r.d.FinishedLatencies(ctx, driver.FinishedLatenciesParams{Type: jobType, Each: h.add}); err != nil {
 		return fmt.Errorf("read latencies: %w", err)
 	}
 	res.LatencyP50, res.LatencyP99 = h.quantileMS(0.50), h.quantileMS(0.99)
@@ -370,7 +366,7 @@ func (r *runner) enqueue(ctx context.Context, c *sluice.Client) (float64, error)
 		// pending jobs by partition (sluice_jobs_pending; sluice_jobs_fair
 		// on MySQL); PostgreSQL picks that index once it has statistics of
 		// the partitions, which autovacuum gathers on a live table.
-		if _, err := r.d.DB().ExecContext(ctx, r.sql.query("bench_analyze")); err != nil {
+		if err := r.d.Analyze(ctx); err != nil {
 			return 0, fmt.Errorf("analyze after enqueue: %w", err)
 		}
 	}
@@ -486,10 +482,8 @@ func (r *runner) sender(c *sluice.Client) (func(context.Context, json.RawMessage
 	}
 	closeD := func() { d.Close() }
 	if r.cfg.Source == SourceSQL {
-		stmt := r.sql.plainInsert()
 		return func(ctx context.Context, p json.RawMessage) error {
-			_, err := d.DB().ExecContext(ctx, stmt, jobType, string(p))
-			return err
+			return d.InsertPlain(ctx, driver.InsertPlainParams{Type: jobType, Payload: string(p)})
 		}, closeD, nil
 	}
 	other, err := sluice.NewClient(sluice.Config{Driver: d, Logger: r.cfg.Logger,
