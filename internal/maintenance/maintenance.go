@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/clock"
+	"github.com/sluicehq/sluice/internal/service"
 )
 
 // LeaderLease names the leadership row.
@@ -40,10 +41,9 @@ type Config struct {
 
 // Service elects a leader and runs the chores while it leads.
 type Service struct {
-	cfg    Config
-	log    *slog.Logger
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	cfg Config
+	log *slog.Logger
+	run service.Runner
 
 	mu     sync.Mutex
 	leader bool
@@ -71,18 +71,14 @@ func New(cfg Config) *Service {
 
 // Start runs the service until Stop.
 func (s *Service) Start(ctx context.Context) {
-	ctx, s.cancel = context.WithCancel(ctx)
-	s.wg.Add(1)
-	go func() { defer s.wg.Done(); s.loop(ctx) }()
+	s.run.Start(ctx, s.loop)
 }
 
 // Stop ends the service and gives up leadership.
 func (s *Service) Stop() {
-	if s.cancel == nil {
+	if !s.run.Stop() {
 		return
 	}
-	s.cancel()
-	s.wg.Wait()
 	if s.IsLeader() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -140,10 +136,8 @@ func (s *Service) loop(ctx context.Context) {
 				lastPurge = now
 			}
 		}
-		select {
-		case <-ctx.Done():
+		if !service.Sleep(ctx, tick) {
 			return
-		case <-time.After(tick):
 		}
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/dburl"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/service"
 )
 
 // DefaultPrefix keeps the bench tables apart from an application's.
@@ -433,13 +434,9 @@ func (r *runner) latencyRun(ctx context.Context, res *Result) error {
 		t0 := time.Now()
 		next := t0
 		for i := 0; i < r.cfg.Jobs; i++ {
-			if wait := time.Until(next); wait > 0 {
-				select {
-				case <-ctx.Done():
-					enqErr <- ctx.Err()
-					return
-				case <-time.After(wait):
-				}
+			if wait := time.Until(next); wait > 0 && !service.Sleep(ctx, wait) {
+				enqErr <- ctx.Err()
+				return
 			}
 			start := time.Now()
 			p := json.RawMessage(`{"t":"` + strconv.FormatInt(start.UnixNano(), 10) + `"` + pad + `}`)
@@ -556,10 +553,8 @@ func (r *runner) workWith(ctx context.Context, c *sluice.Client, feed func(conte
 		if !live {
 			break
 		}
-		select {
-		case <-ctx.Done():
+		if !service.Sleep(ctx, 2*time.Millisecond) {
 			return 0, fmt.Errorf("work phase: jobs still pending or processing: %w", ctx.Err())
-		case <-time.After(2 * time.Millisecond):
 		}
 	}
 	return time.Since(t1).Seconds(), nil
@@ -571,27 +566,16 @@ func (r *runner) track(phase string, total int64, done *atomic.Int64) (stop func
 		return func() {}
 	}
 	start := time.Now()
-	quit := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(250 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-quit:
-				return
-			case <-t.C:
-				r.cfg.Progress(Progress{Phase: phase, Done: done.Load(), Total: total, Elapsed: time.Since(start)})
-			}
-		}
-	}()
+	var ticks service.Runner
+	ticks.Start(context.Background(), func(ctx context.Context) {
+		service.Every(ctx, 250*time.Millisecond, func(context.Context) {
+			r.cfg.Progress(Progress{Phase: phase, Done: done.Load(), Total: total, Elapsed: time.Since(start)})
+		})
+	})
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			close(quit)
-			wg.Wait()
+			ticks.Stop()
 			r.cfg.Progress(Progress{Phase: phase, Done: done.Load(), Total: total, Elapsed: time.Since(start), Final: true})
 		})
 	}
