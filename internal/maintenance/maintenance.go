@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/clock"
+	"github.com/sluicehq/sluice/internal/defaults"
 	"github.com/sluicehq/sluice/internal/service"
 )
 
@@ -54,15 +55,9 @@ func New(cfg Config) *Service {
 	if cfg.Clock == nil {
 		panic("maintenance: Config.Clock is nil")
 	}
-	if cfg.RescueEvery <= 0 {
-		cfg.RescueEvery = 5 * time.Second
-	}
-	if cfg.PurgeEvery <= 0 {
-		cfg.PurgeEvery = time.Minute
-	}
-	if cfg.LeaderTTL <= 0 {
-		cfg.LeaderTTL = 30 * time.Second
-	}
+	cfg.RescueEvery = defaults.Positive(cfg.RescueEvery, 5*time.Second)
+	cfg.PurgeEvery = defaults.Positive(cfg.PurgeEvery, time.Minute)
+	cfg.LeaderTTL = defaults.Positive(cfg.LeaderTTL, 30*time.Second)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}

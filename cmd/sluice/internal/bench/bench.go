@@ -7,6 +7,7 @@ package bench
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,6 +26,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/dburl"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/defaults"
 	"github.com/sluicehq/sluice/internal/service"
 )
 
@@ -140,24 +142,12 @@ type Result struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Prefix == "" {
-		c.Prefix = DefaultPrefix
-	}
-	if c.Rate <= 0 {
-		c.Rate = DefaultRate
-	}
-	if c.Source == "" {
-		c.Source = SourceInProcess
-	}
-	if c.Gap <= 0 {
-		c.Gap = DefaultGap
-	}
-	if c.Interval <= 0 {
-		c.Interval = DefaultInterval
-	}
-	if c.Timeout <= 0 {
-		c.Timeout = DefaultTimeout
-	}
+	c.Prefix = cmp.Or(c.Prefix, DefaultPrefix)
+	c.Rate = defaults.Positive(c.Rate, DefaultRate)
+	c.Source = cmp.Or(c.Source, SourceInProcess)
+	c.Gap = defaults.Positive(c.Gap, DefaultGap)
+	c.Interval = defaults.Positive(c.Interval, DefaultInterval)
+	c.Timeout = defaults.Positive(c.Timeout, DefaultTimeout)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
