@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 func exerciseBench(t *testing.T, open Opener) {
@@ -16,10 +17,10 @@ func exerciseBench(t *testing.T, open Opener) {
 		b := setup(t, open)
 		require.NoError(t, b.d.SeedFinished(b.ctx, driver.SeedFinishedParams{Queue: "default", Type: "seeded", AgoMS: 0, N: 30}))
 		require.NoError(t, b.d.SeedFinished(b.ctx, driver.SeedFinishedParams{Queue: "default", Type: "seeded", AgoMS: 30, N: 20}))
-		n, err := b.d.CountJobs(b.ctx, driver.CountJobsParams{Type: "seeded", Status: driver.StatusSuccess})
+		n, err := b.d.CountJobs(b.ctx, driver.CountJobsParams{Type: "seeded", Status: sluicetype.StatusSuccess})
 		require.NoError(t, err)
 		require.EqualValues(t, 50, n)
-		n, err = b.d.CountJobs(b.ctx, driver.CountJobsParams{Type: "seeded", Status: driver.StatusPending})
+		n, err = b.d.CountJobs(b.ctx, driver.CountJobsParams{Type: "seeded", Status: sluicetype.StatusPending})
 		require.NoError(t, err)
 		require.Zero(t, n)
 		var lats []int64
@@ -37,13 +38,13 @@ func exerciseBench(t *testing.T, open Opener) {
 		t.Parallel()
 		b := setup(t, open)
 		require.NoError(t, b.d.InsertPlain(b.ctx, driver.InsertPlainParams{Type: "plain", Payload: `{"a":1}`}))
-		jobs, err := b.d.ListJobs(b.ctx, driver.ListParams{Type: "plain", Limit: 10})
+		jobs, err := b.d.ListJobs(b.ctx, sluicetype.ListParams{Type: "plain", Limit: 10})
 		require.NoError(t, err)
 		require.Len(t, jobs, 1)
-		require.Equal(t, driver.StatusPending, jobs[0].Status)
+		require.Equal(t, sluicetype.StatusPending, jobs[0].Status)
 		require.Equal(t, "default", jobs[0].Queue)
 		require.JSONEq(t, `{"a":1}`, string(jobs[0].Payload))
-		n, err := b.d.CountJobs(b.ctx, driver.CountJobsParams{Type: "plain", Status: driver.StatusPending})
+		n, err := b.d.CountJobs(b.ctx, driver.CountJobsParams{Type: "plain", Status: sluicetype.StatusPending})
 		require.NoError(t, err)
 		require.EqualValues(t, 1, n)
 		var lats int

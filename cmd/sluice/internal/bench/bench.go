@@ -28,6 +28,7 @@ import (
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/defaults"
 	"github.com/sluicehq/sluice/internal/service"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // DefaultPrefix keeps the bench tables apart from an application's.
@@ -240,7 +241,7 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
-	res.Succeeded, err = d.CountJobs(ctx, driver.CountJobsParams{Type: jobType, Status: driver.StatusSuccess})
+	res.Succeeded, err = d.CountJobs(ctx, driver.CountJobsParams{Type: jobType, Status: sluicetype.StatusSuccess})
 	if err != nil {
 		return nil, fmt.Errorf("count finished jobs: %w", err)
 	}
