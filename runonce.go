@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/service"
 	"github.com/sluicehq/sluice/internal/worker"
 	"github.com/sluicehq/sluice/sluicetype"
 )
@@ -238,20 +239,13 @@ func (c *Client) renewRunLock(ctx context.Context, lp driver.LeaseParams) (stop 
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(lp.TTL / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-rctx.Done():
-				return
-			case <-t.C:
-			}
+		service.Every(rctx, lp.TTL/3, func(rctx context.Context) {
 			if l, err := c.drv.AcquireLease(rctx, lp); err != nil && rctx.Err() == nil {
 				c.log.Warn("renewing the run lock failed", "lock", lp.Name, "err", err)
 			} else if err == nil && !l.Held {
 				c.log.Warn("the run lock was taken over while the pass ran", "lock", lp.Name, "holder", l.Holder)
 			}
-		}
+		})
 	}()
 	return func() { cancel(); <-done }
 }

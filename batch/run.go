@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/service"
 )
 
 // shardRun is one shard being processed by this runner.
@@ -199,11 +200,8 @@ func (r *shardRun) chunkWithRetry(ctx context.Context) (int, error) {
 			return 0, fmt.Errorf("%w (gave up after %d attempts)", err, attempt)
 		}
 		r.b.Log.Warn("batch chunk failed; retrying", "batch", r.b.Name, "shard", r.shard.name, "attempt", attempt, "error", err)
-		d := wait/2 + rand.N(wait/2+1)
-		select {
-		case <-ctx.Done():
+		if !service.Sleep(ctx, wait/2+rand.N(wait/2+1)) {
 			return 0, err
-		case <-time.After(d):
 		}
 		wait = min(wait*2, r.b.Retry.Max)
 	}

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/service"
 )
 
 // Throttle slows a batch down to spare the database.
@@ -61,8 +62,8 @@ func (r *shardRun) waitThrottle(ctx context.Context) error {
 		why := fmt.Sprintf("throttled: throttle query returned %g, above the threshold %g", v, t.Threshold)
 		r.b.Log.Info("batch throttled", "batch", r.b.Name, "shard", r.shard.name, "value", v, "threshold", t.Threshold)
 		r.progress.throttled(r.shard.name, why)
-		if err := sleep(ctx, t.Poll); err != nil {
-			return err
+		if !service.Sleep(ctx, t.Poll) {
+			return ctx.Err()
 		}
 		if time.Since(lastTouch) > r.b.Lease/3 {
 			if err := r.touch(ctx); err != nil {
@@ -89,8 +90,8 @@ func (b *Batch) throttleValue(ctx context.Context, d driver.Driver) (float64, er
 // between chunks, then the rows drawn from the batch's bucket.
 func (r *shardRun) pace(ctx context.Context, n int, last bool) error {
 	if t := r.b.Throttle.Sleep; t > 0 && !last {
-		if err := sleep(ctx, t); err != nil {
-			return err
+		if !service.Sleep(ctx, t) {
+			return ctx.Err()
 		}
 	}
 	if r.b.limiter != nil && n > 0 {
@@ -114,15 +115,4 @@ func newRowLimiter(perSec float64, chunk int) *rate.Limiter {
 	l := rate.NewLimiter(rate.Limit(perSec), chunk)
 	l.AllowN(time.Now(), chunk)
 	return l
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

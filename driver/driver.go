@@ -206,6 +206,9 @@ type Driver interface {
 	// Limits: the cluster-wide circuit breakers and rate limits.
 	Limits
 
+	// Bench: what `sluice bench` does to its own tables.
+	Bench
+
 	// SyncTypes records p.Types in sluice_types, where the insert trigger
 	// of sluice_jobs reads what a plain-SQL enqueue leaves out, and
 	// returns how many rows it wrote; a type whose row already holds its

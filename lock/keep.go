@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/service"
 )
 
 // Keep renews l every ttl/3 until ctx ends. The returned channel receives
@@ -25,14 +27,7 @@ func Keep(ctx context.Context, l Lease, ttl, margin time.Duration) <-chan error 
 	margin = min(max(margin, 0), ttl/2)
 	go func() {
 		good := time.Now()
-		t := time.NewTimer(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
+		for wait := every; service.Sleep(ctx, wait); {
 			start := time.Now()
 			// A renewal still unanswered when the margin begins is as good
 			// as failed, so it is cut off there.
@@ -43,7 +38,7 @@ func Keep(ctx context.Context, l Lease, ttl, margin time.Duration) <-chan error 
 			switch {
 			case err == nil:
 				good = start
-				t.Reset(every)
+				wait = every
 			case ctx.Err() != nil:
 				return
 			case errors.Is(err, ErrLost):
@@ -53,7 +48,7 @@ func Keep(ctx context.Context, l Lease, ttl, margin time.Duration) <-chan error 
 				lost <- fmt.Errorf("%w: renewals failed for %s of its %s ttl: %w", ErrLost, time.Since(good).Round(time.Millisecond), ttl, err)
 				return
 			default:
-				t.Reset(retry)
+				wait = retry
 			}
 		}
 	}()

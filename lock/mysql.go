@@ -28,15 +28,11 @@ type mysqlLocker struct {
 	db     *sql.DB
 	id     string
 	dbName string
-	q      mysqlQueries
-}
-
-type mysqlQueries struct {
-	record, fence, busy string
+	rows   mysql.LockHolders
 }
 
 // openMySQL migrates the database (see migrate) and takes the holders
-// table's SQL from the MySQL driver, which owns the table; the driver is
+// table's statements from the MySQL driver, which owns the table; the driver is
 // closed again, since each held lock needs a connection of its own and the
 // driver's pool is bounded.
 func openMySQL(rawURL string, opts Options) (*mysqlLocker, error) {
@@ -65,11 +61,7 @@ func openMySQL(rawURL string, opts Options) (*mysqlLocker, error) {
 	}
 	db := sql.OpenDB(conn)
 	db.SetConnMaxIdleTime(time.Minute)
-	return &mysqlLocker{db: db, id: opts.ID, dbName: cfg.DBName, q: mysqlQueries{
-		record: d.Query("lock_record"),
-		fence:  d.Query("lock_fence"),
-		busy:   d.Query("lock_holder"),
-	}}, nil
+	return &mysqlLocker{db: db, id: opts.ID, dbName: cfg.DBName, rows: d.LockHolders()}, nil
 }
 
 // key is the server-wide lock name. Named locks are not scoped to a
@@ -104,10 +96,8 @@ func (m *mysqlLocker) TryAcquire(ctx context.Context, name string, _ time.Durati
 		if got.Valid && got.Int64 == 1 {
 			return m.record(ctx, conn, name, key)
 		}
-		var session sql.NullInt64
-		var holder sql.NullString
-		var since sql.NullTime
-		if err := conn.QueryRowContext(ctx, m.q.busy, key, name).Scan(&session, &holder, &since); err != nil {
+		session, holder, since, err := m.rows.Holder(ctx, conn, key, name)
+		if err != nil {
 			discard(conn)
 			return nil, Holder{}, fmt.Errorf("mysql lock %s: read holder: %w", name, err)
 		}
@@ -127,13 +117,8 @@ func (m *mysqlLocker) TryAcquire(ctx context.Context, name string, _ time.Durati
 
 func (m *mysqlLocker) record(ctx context.Context, conn *sql.Conn, name, key string) (Lease, Holder, error) {
 	l := newMySQLLease(conn, name, key)
-	err := func() error {
-		if _, err := conn.ExecContext(ctx, m.q.record, name, m.id); err != nil {
-			return err
-		}
-		return conn.QueryRowContext(ctx, m.q.fence, name).Scan(&l.fence)
-	}()
-	if err != nil {
+	var err error
+	if l.fence, err = m.rows.Record(ctx, conn, name, m.id); err != nil {
 		// Without its row the lock would have no fence; giving it up keeps
 		// the promise that every holder has one.
 		l.Release(context.WithoutCancel(ctx))

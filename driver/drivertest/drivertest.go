@@ -64,6 +64,7 @@ func Exercise(t *testing.T, open func(t *testing.T) driver.Driver) {
 		{"Limits", exerciseLimits},
 		{"ClaimRates", exerciseClaimRates},
 		{"Types", exerciseTypes},
+		{"Bench", exerciseBench},
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {

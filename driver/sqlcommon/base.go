@@ -38,6 +38,8 @@ var Required = []string{
 	"fair_parts", "fair_parts_first", "claim_pick", "claim_pick_part", "claim_ids", "partition_stats",
 	"delete", "list_payload", "list_ids", "list_status",
 	"types_list", "types_put", "types_serve", "types_unserved",
+	// driver.Bench (bench.go).
+	"bench_preload", "bench_analyze", "bench_insert", "bench_count", "bench_latencies",
 }
 
 // Dialect is what Base needs to know about a database beyond its SQL files.

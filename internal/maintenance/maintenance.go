@@ -12,6 +12,8 @@ import (
 
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/clock"
+	"github.com/sluicehq/sluice/internal/defaults"
+	"github.com/sluicehq/sluice/internal/service"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -41,10 +43,9 @@ type Config struct {
 
 // Service elects a leader and runs the chores while it leads.
 type Service struct {
-	cfg    Config
-	log    *slog.Logger
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	cfg Config
+	log *slog.Logger
+	run service.Runner
 
 	mu     sync.Mutex
 	leader bool
@@ -55,15 +56,9 @@ func New(cfg Config) *Service {
 	if cfg.Clock == nil {
 		panic("maintenance: Config.Clock is nil")
 	}
-	if cfg.RescueEvery <= 0 {
-		cfg.RescueEvery = 5 * time.Second
-	}
-	if cfg.PurgeEvery <= 0 {
-		cfg.PurgeEvery = time.Minute
-	}
-	if cfg.LeaderTTL <= 0 {
-		cfg.LeaderTTL = 30 * time.Second
-	}
+	cfg.RescueEvery = defaults.Positive(cfg.RescueEvery, 5*time.Second)
+	cfg.PurgeEvery = defaults.Positive(cfg.PurgeEvery, time.Minute)
+	cfg.LeaderTTL = defaults.Positive(cfg.LeaderTTL, 30*time.Second)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -72,18 +67,14 @@ func New(cfg Config) *Service {
 
 // Start runs the service until Stop.
 func (s *Service) Start(ctx context.Context) {
-	ctx, s.cancel = context.WithCancel(ctx)
-	s.wg.Add(1)
-	go func() { defer s.wg.Done(); s.loop(ctx) }()
+	s.run.Start(ctx, s.loop)
 }
 
 // Stop ends the service and gives up leadership.
 func (s *Service) Stop() {
-	if s.cancel == nil {
+	if !s.run.Stop() {
 		return
 	}
-	s.cancel()
-	s.wg.Wait()
 	if s.IsLeader() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -141,10 +132,8 @@ func (s *Service) loop(ctx context.Context) {
 				lastPurge = now
 			}
 		}
-		select {
-		case <-ctx.Done():
+		if !service.Sleep(ctx, tick) {
 			return
-		case <-time.After(tick):
 		}
 	}
 }

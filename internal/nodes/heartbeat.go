@@ -12,6 +12,7 @@ import (
 	"github.com/sluicehq/sluice/internal/buildinfo"
 	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/metrics"
+	"github.com/sluicehq/sluice/internal/service"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -33,8 +34,7 @@ type Heartbeat struct {
 
 	lastServed time.Time
 
-	cancel context.CancelFunc
-	done   chan struct{}
+	run service.Runner
 }
 
 // Start writes the first row at once, then runs the loop.
@@ -46,20 +46,13 @@ func (h *Heartbeat) Start(ctx context.Context) {
 	if h.Node.Version == "" {
 		h.Node.Version = buildinfo.Get().Compact()
 	}
-	ctx, h.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	h.done = make(chan struct{})
+	ctx = context.WithoutCancel(ctx)
 	h.beat(ctx)
-	go func() {
-		defer close(h.done)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(h.Every):
-			}
+	h.run.Start(ctx, func(ctx context.Context) {
+		for service.Sleep(ctx, h.Every) {
 			h.beat(ctx)
 		}
-	}()
+	})
 }
 
 func (h *Heartbeat) beat(ctx context.Context) {
@@ -84,11 +77,9 @@ func (h *Heartbeat) beat(ctx context.Context) {
 
 // Stop ends the loop, flushes the last counts and deletes the node's row.
 func (h *Heartbeat) Stop() {
-	if h.cancel == nil {
+	if !h.run.Stop() {
 		return
 	}
-	h.cancel()
-	<-h.done
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := h.Rollup.Flush(ctx, h.Driver); err != nil {
@@ -97,5 +88,4 @@ func (h *Heartbeat) Stop() {
 	if err := h.Driver.DeleteNode(ctx, h.Node.ID); err != nil {
 		h.Logger.Warn("deleting node row at stop", "node", h.Node.ID, "err", err)
 	}
-	h.cancel = nil
 }

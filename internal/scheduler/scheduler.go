@@ -10,11 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/sluicehq/sluice/cron"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/service"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -68,10 +68,9 @@ type Config struct {
 
 // Scheduler fires the slots of its entries.
 type Scheduler struct {
-	cfg    Config
-	log    *slog.Logger
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	cfg Config
+	log *slog.Logger
+	run service.Runner
 }
 
 // New builds a Scheduler.
@@ -87,18 +86,11 @@ func New(cfg Config) *Scheduler {
 
 // Start runs the scheduler until Stop.
 func (s *Scheduler) Start(ctx context.Context) {
-	ctx, s.cancel = context.WithCancel(ctx)
-	s.wg.Add(1)
-	go func() { defer s.wg.Done(); s.loop(ctx) }()
+	s.run.Start(ctx, s.loop)
 }
 
 // Stop ends the scheduler.
-func (s *Scheduler) Stop() {
-	if s.cancel != nil {
-		s.cancel()
-		s.wg.Wait()
-	}
-}
+func (s *Scheduler) Stop() { s.run.Stop() }
 
 func (s *Scheduler) loop(ctx context.Context) {
 	for {
@@ -112,10 +104,8 @@ func (s *Scheduler) loop(ctx context.Context) {
 			// Wake just after the next slot so that it fires on time.
 			wait = next + 5*time.Millisecond
 		}
-		select {
-		case <-ctx.Done():
+		if !service.Sleep(ctx, wait) {
 			return
-		case <-time.After(wait):
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/service"
 )
 
 // heartbeatLoop extends every running job's lease once a third of it has
@@ -13,10 +14,8 @@ import (
 func (p *Pool) heartbeatLoop(ctx context.Context) {
 	for {
 		wait := min(max(p.running.minLease()/6, 50*time.Millisecond), time.Second)
-		select {
-		case <-ctx.Done():
+		if !service.Sleep(ctx, wait) {
 			return
-		case <-time.After(wait):
 		}
 		p.beat(ctx, p.cfg.Clock.Now())
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/service"
 )
 
 // pausedCache mirrors the queues' paused flags, so that a pause made
@@ -49,15 +50,4 @@ func (c *pausedCache) refresh(ctx context.Context) {
 	}
 }
 
-func (c *pausedCache) loop(ctx context.Context) {
-	t := time.NewTicker(c.interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			c.refresh(ctx)
-		}
-	}
-}
+func (c *pausedCache) loop(ctx context.Context) { service.Every(ctx, c.interval, c.refresh) }

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/service"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -97,7 +98,7 @@ func (pr *producer) loop(ctx context.Context) {
 			if pr.q.MaxJobs > 0 {
 				return // a bounded pass skips a paused queue
 			}
-			if !sleepCtx(ctx, pr.p.paused.interval) {
+			if !service.Sleep(ctx, pr.p.paused.interval) {
 				return
 			}
 			continue
@@ -495,7 +496,7 @@ func (pr *producer) takeTokens(ctx context.Context, free int) (int, bool) {
 	if err != nil {
 		wait = max(wait, retryMin)
 	}
-	return 0, sleepCtx(ctx, min(max(wait, pr.p.cfg.PollMin), pr.p.cfg.PollMax))
+	return 0, service.Sleep(ctx, min(max(wait, pr.p.cfg.PollMin), pr.p.cfg.PollMax))
 }
 
 // returnTokens puts back the tokens of a claim that found fewer jobs, so

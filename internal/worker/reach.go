@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/clock"
+	"github.com/sluicehq/sluice/internal/service"
 )
 
 // Retry pacing after a failed database call.
@@ -88,7 +89,7 @@ func (r *reach) run(ctx context.Context, p *probe) {
 			r.log.Warn("database unreachable; probing until it answers", "every", probeEvery, "err", err)
 			p.down = true
 		}
-		if !sleepCtx(ctx, probeEvery) {
+		if !service.Sleep(ctx, probeEvery) {
 			break
 		}
 	}
@@ -112,17 +113,5 @@ func (r *reach) retryWait(ctx context.Context, wait *time.Duration) bool {
 	}
 	d := *wait
 	*wait = min(*wait*2, retryMax)
-	return sleepCtx(ctx, d)
-}
-
-// sleepCtx sleeps for d and reports false if ctx ended first.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
+	return service.Sleep(ctx, d)
 }

@@ -7,6 +7,7 @@ package bench
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,6 +26,9 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/dburl"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/defaults"
+	"github.com/sluicehq/sluice/internal/service"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // DefaultPrefix keeps the bench tables apart from an application's.
@@ -139,24 +143,12 @@ type Result struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Prefix == "" {
-		c.Prefix = DefaultPrefix
-	}
-	if c.Rate <= 0 {
-		c.Rate = DefaultRate
-	}
-	if c.Source == "" {
-		c.Source = SourceInProcess
-	}
-	if c.Gap <= 0 {
-		c.Gap = DefaultGap
-	}
-	if c.Interval <= 0 {
-		c.Interval = DefaultInterval
-	}
-	if c.Timeout <= 0 {
-		c.Timeout = DefaultTimeout
-	}
+	c.Prefix = cmp.Or(c.Prefix, DefaultPrefix)
+	c.Rate = defaults.Positive(c.Rate, DefaultRate)
+	c.Source = cmp.Or(c.Source, SourceInProcess)
+	c.Gap = defaults.Positive(c.Gap, DefaultGap)
+	c.Interval = defaults.Positive(c.Interval, DefaultInterval)
+	c.Timeout = defaults.Positive(c.Timeout, DefaultTimeout)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -201,11 +193,7 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 		return nil, fmt.Errorf("open %s: %w", dburl.Redact(cfg.URL), err)
 	}
 	defer d.Close()
-	bq, err := newDialect(d, cfg.Prefix)
-	if err != nil {
-		return nil, err
-	}
-	r := &runner{cfg: cfg, d: d, sql: bq}
+	r := &runner{cfg: cfg, d: d}
 	if cfg.WorkOnly {
 		return r.workOnly(ctx, scheme)
 	}
@@ -253,7 +241,8 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if res.Succeeded, err = r.sql.succeeded(ctx, d); err != nil {
+	res.Succeeded, err = d.CountJobs(ctx, driver.CountJobsParams{Type: jobType, Status: sluicetype.StatusSuccess})
+	if err != nil {
 		return nil, fmt.Errorf("count finished jobs: %w", err)
 	}
 	if res.Succeeded != int64(cfg.Jobs) {
@@ -266,7 +255,6 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 type runner struct {
 	cfg Config
 	d   driver.Driver
-	sql dialect
 
 	done    atomic.Int64 // handler runs finished
 	allDone chan struct{}
@@ -322,7 +310,7 @@ func (r *runner) bulkRun(ctx context.Context, res *Result) error {
 	}
 	res.WorkPerS = float64(r.cfg.Jobs) / workSecs
 	h := newHistogram()
-	if err := r.sql.latencies(ctx, r.d, h.add); err != nil {
+	if err := r.d.FinishedLatencies(ctx, driver.FinishedLatenciesParams{Type: jobType, Each: h.add}); err != nil {
 		return fmt.Errorf("read latencies: %w", err)
 	}
 	res.LatencyP50, res.LatencyP99 = h.quantileMS(0.50), h.quantileMS(0.99)
@@ -370,7 +358,7 @@ func (r *runner) enqueue(ctx context.Context, c *sluice.Client) (float64, error)
 		// pending jobs by partition (sluice_jobs_pending; sluice_jobs_fair
 		// on MySQL); PostgreSQL picks that index once it has statistics of
 		// the partitions, which autovacuum gathers on a live table.
-		if _, err := r.d.DB().ExecContext(ctx, r.sql.query("bench_analyze")); err != nil {
+		if err := r.d.Analyze(ctx); err != nil {
 			return 0, fmt.Errorf("analyze after enqueue: %w", err)
 		}
 	}
@@ -437,13 +425,9 @@ func (r *runner) latencyRun(ctx context.Context, res *Result) error {
 		t0 := time.Now()
 		next := t0
 		for i := 0; i < r.cfg.Jobs; i++ {
-			if wait := time.Until(next); wait > 0 {
-				select {
-				case <-ctx.Done():
-					enqErr <- ctx.Err()
-					return
-				case <-time.After(wait):
-				}
+			if wait := time.Until(next); wait > 0 && !service.Sleep(ctx, wait) {
+				enqErr <- ctx.Err()
+				return
 			}
 			start := time.Now()
 			p := json.RawMessage(`{"t":"` + strconv.FormatInt(start.UnixNano(), 10) + `"` + pad + `}`)
@@ -486,10 +470,8 @@ func (r *runner) sender(c *sluice.Client) (func(context.Context, json.RawMessage
 	}
 	closeD := func() { d.Close() }
 	if r.cfg.Source == SourceSQL {
-		stmt := r.sql.plainInsert()
 		return func(ctx context.Context, p json.RawMessage) error {
-			_, err := d.DB().ExecContext(ctx, stmt, jobType, string(p))
-			return err
+			return d.InsertPlain(ctx, driver.InsertPlainParams{Type: jobType, Payload: string(p)})
 		}, closeD, nil
 	}
 	other, err := sluice.NewClient(sluice.Config{Driver: d, Logger: r.cfg.Logger,
@@ -562,10 +544,8 @@ func (r *runner) workWith(ctx context.Context, c *sluice.Client, feed func(conte
 		if !live {
 			break
 		}
-		select {
-		case <-ctx.Done():
+		if !service.Sleep(ctx, 2*time.Millisecond) {
 			return 0, fmt.Errorf("work phase: jobs still pending or processing: %w", ctx.Err())
-		case <-time.After(2 * time.Millisecond):
 		}
 	}
 	return time.Since(t1).Seconds(), nil
@@ -577,27 +557,16 @@ func (r *runner) track(phase string, total int64, done *atomic.Int64) (stop func
 		return func() {}
 	}
 	start := time.Now()
-	quit := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(250 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-quit:
-				return
-			case <-t.C:
-				r.cfg.Progress(Progress{Phase: phase, Done: done.Load(), Total: total, Elapsed: time.Since(start)})
-			}
-		}
-	}()
+	var ticks service.Runner
+	ticks.Start(context.Background(), func(ctx context.Context) {
+		service.Every(ctx, 250*time.Millisecond, func(context.Context) {
+			r.cfg.Progress(Progress{Phase: phase, Done: done.Load(), Total: total, Elapsed: time.Since(start)})
+		})
+	})
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			close(quit)
-			wg.Wait()
+			ticks.Stop()
 			r.cfg.Progress(Progress{Phase: phase, Done: done.Load(), Total: total, Elapsed: time.Since(start), Final: true})
 		})
 	}

@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/service"
 )
 
 // Interval is the sustained mode's figures for one interval of the run.
@@ -58,11 +58,10 @@ func (r *runner) sustainedRun(ctx context.Context, res *Result) error {
 	}
 	var enqueued atomic.Int64
 	t0 := time.Now()
-	quit := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	// The snapshots run until the run ends, however it ends: Stop, not
+	// the run's context, ends them.
+	var snaps service.Runner
+	snaps.Start(context.Background(), func(ctx context.Context) {
 		t := time.NewTicker(r.cfg.Interval)
 		defer t.Stop()
 		var lastEnq, lastDone int64
@@ -79,14 +78,14 @@ func (r *runner) sustainedRun(ctx context.Context, res *Result) error {
 			select {
 			case now := <-t.C:
 				snap(now)
-			case <-quit:
+			case <-ctx.Done():
 				if r.done.Load() > lastDone {
 					snap(time.Now())
 				}
 				return
 			}
 		}
-	}()
+	})
 	feedErr := make(chan error, 1)
 	var enqSecs float64 // written before feedErr receives, read after
 	workSecs, err := r.workWith(ctx, c, func(ctx context.Context) {
@@ -94,8 +93,7 @@ func (r *runner) sustainedRun(ctx context.Context, res *Result) error {
 		enqSecs, ferr = r.feed(ctx, c, t0, &enqueued)
 		feedErr <- ferr
 	}, feedErr)
-	close(quit)
-	wg.Wait()
+	snaps.Stop()
 	if err != nil {
 		return err
 	}
