@@ -374,3 +374,39 @@ func TestDashboardSearchAndBulk(t *testing.T) {
 		requireStatus(t, c, late.ID, sluicetype.StatusPending)
 	})
 }
+
+// Issue 24 item 9: the overview lists the types whose pending jobs no
+// process with a handler has served lately, with their counts, and drops
+// a type once a worker serves it.
+func TestDashboardWaitingForHandler(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, name string) {
+		d := testdb.Open(t, name)
+		ctx := context.Background()
+		c, base := dashServer(t, d, "nightly")
+		u := newBrowser(t, base)
+		require.Equal(t, http.StatusSeeOther, u.login(token))
+		_, body, _ := u.get("/")
+		require.NotContains(t, body, `id="waiting"`, "nothing waits")
+
+		for range 2 {
+			_, err := c.Enqueue(ctx, sluice.EnqueueParams{Type: "unserved"})
+			require.NoError(t, err)
+		}
+		_, body, _ = u.get("/")
+		require.Contains(t, body, `id="waiting"`)
+		require.Regexp(t, `<td><a href="/jobs\?type=unserved&amp;status=pending">unserved</a></td><td>2</td>`, body)
+
+		// A worker with the handler starts: it records the type's
+		// settings and stamps it served.
+		worker, err := sluice.NewClient(sluice.Config{Driver: d, DisableMaintenance: true,
+			Types:  map[string]sluice.Type{"unserved": {Handler: sluice.HandlerFunc(func(context.Context, *sluice.Job) error { return nil })}},
+			Queues: map[string]sluice.QueueConfig{"elsewhere": {Concurrency: 1}}})
+		require.NoError(t, err)
+		require.NoError(t, worker.Start(ctx))
+		t.Cleanup(func() { worker.Stop(ctx) })
+		require.Eventually(t, func() bool {
+			_, body, _ = u.get("/")
+			return !strings.Contains(body, `id="waiting"`)
+		}, 10*time.Second, 50*time.Millisecond, "the served type no longer waits")
+	})
+}

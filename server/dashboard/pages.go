@@ -29,11 +29,17 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request, v *view) {
 		d.fail(w, err)
 		return
 	}
+	// Read at each load, not polled: it changes when a deploy does.
+	waiting, err := d.c.WaitingForHandler(r.Context())
+	if err != nil {
+		d.fail(w, err)
+		return
+	}
 	v.Title, v.Nav = "Overview", "overview"
 	// The page is drawn from the same snapshot the script then polls; the
 	// script reads it from data-live, an attribute that html/template
 	// escapes, so no inline script is needed.
-	v.Data = map[string]any{"Snap": snap, "JSON": string(b)}
+	v.Data = map[string]any{"Snap": snap, "JSON": string(b), "Waiting": waiting}
 	d.render(w, "overview", v)
 }
 
