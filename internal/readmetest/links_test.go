@@ -16,7 +16,7 @@ var (
 	// linkRe is a Markdown link's target: [text](target).
 	linkRe = regexp.MustCompile(`\]\(([^)\s]+)\)`)
 	// sectionRe is a link to a guide followed by a quoted section title,
-	// the docs' way to cite a section: [scale.md](scale.md) "PgBouncer".
+	// the docs' way to cite a section of another guide.
 	sectionRe = regexp.MustCompile(`\]\(([^)#\s]+\.md)\)\s+"([^"]+)"`)
 )
 

@@ -32,7 +32,7 @@ import (
 // TestDocumentedMetrics fails it.
 func documentedMetrics(t *testing.T) []string {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "..", "..", "..", "docs", "observability.md"))
+	f, err := os.Open(filepath.Join("..", "..", "..", "..", "docs/observability.md"))
 	require.NoError(t, err)
 	defer f.Close()
 	name := regexp.MustCompile("`(sluice_[a-z_*]+)")
