@@ -3,9 +3,8 @@
 # (default dist/): static binaries (CGO off; the SQLite driver is pure Go)
 # for linux/amd64, linux/arm64, darwin/arm64 and windows/amd64, each in an
 # archive with the README and its guides (docs/), the licence and an
-# example config; Debian
-# packages for linux/amd64 and linux/arm64 (nFPM, pinned in
-# packaging/tools/go.mod); and checksums.txt (SHA-256).
+# example config; Debian packages for linux/amd64 and linux/arm64 (nFPM,
+# pinned in packaging/tools/go.mod); and checksums.txt (SHA-256).
 #
 #   bash packaging/release.sh [OUTDIR]
 #
