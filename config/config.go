@@ -40,6 +40,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // File is a parsed and validated config file. Defaults are filled in.
@@ -215,9 +216,9 @@ type Retention struct {
 }
 
 // Map returns the retention keyed by job status, as sluice.Config.Retention takes it.
-func (r Retention) Map() map[driver.Status]time.Duration {
-	return map[driver.Status]time.Duration{
-		driver.StatusSuccess: r.Success, driver.StatusFailed: r.Failed, driver.StatusCancelled: r.Cancelled,
+func (r Retention) Map() map[sluicetype.Status]time.Duration {
+	return map[sluicetype.Status]time.Duration{
+		sluicetype.StatusSuccess: r.Success, sluicetype.StatusFailed: r.Failed, sluicetype.StatusCancelled: r.Cancelled,
 	}
 }
 
@@ -240,7 +241,7 @@ func (t *Type) setDefaults() {
 	t.Lease = sluice.DefaultLease
 	t.MaxAttempts = sluice.DefaultMaxAttempts
 	t.Backoff = Backoff{Base: sluice.DefaultBackoffBase, Max: sluice.DefaultBackoffMax}
-	t.Dedupe = driver.DedupePermanent
+	t.Dedupe = sluicetype.DedupePermanent
 	t.Circuit = Circuit{Cooldown: sluice.DefaultCircuitCooldown, MaxCooldown: sluice.DefaultCircuitMaxCooldown}
 }
 

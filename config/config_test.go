@@ -17,6 +17,7 @@ import (
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/handler/command"
 	"github.com/sluicehq/sluice/handler/webhook"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 const day = 24 * time.Hour
@@ -147,7 +148,7 @@ schedules:
 	require.Equal(t, "forbid", tick.Overlap)
 	require.Nil(t, tick.Payload)
 	require.Equal(t, config.Retention{Success: 7 * day, Failed: 30 * day, Cancelled: 7 * day}, f.Retention)
-	require.Equal(t, map[driver.Status]time.Duration{"success": 7 * day, "failed": 30 * day, "cancelled": 7 * day}, f.Retention.Map())
+	require.Equal(t, map[sluicetype.Status]time.Duration{"success": 7 * day, "failed": 30 * day, "cancelled": 7 * day}, f.Retention.Map())
 
 	f, err = config.Parse("empty.yaml", nil)
 	require.NoError(t, err, "an empty file is all defaults")

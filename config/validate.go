@@ -18,6 +18,7 @@ import (
 	"github.com/sluicehq/sluice/handler/command"
 	"github.com/sluicehq/sluice/handler/webhook"
 	"github.com/sluicehq/sluice/server"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // fail reports a problem found after decoding, at the line of path or of
@@ -164,7 +165,7 @@ func CheckListen(addr string) error {
 
 func (d *decoder) validateQueue(name string, q Queue) error {
 	path := "queues." + name
-	if err := driver.CheckName(name, driver.MaxQueueLen); err != nil {
+	if err := driver.CheckName(name, sluicetype.MaxQueueLen); err != nil {
 		return d.fail(path, err)
 	}
 	if q.Concurrency < 1 {
@@ -186,7 +187,7 @@ func (d *decoder) validateQueue(name string, q Queue) error {
 // checkQueue reports a queue that no worker here would run: with queues
 // configured, a job sent anywhere else would wait forever.
 func (d *decoder) checkQueue(f *File, path, queue string) error {
-	if err := driver.CheckName(queue, driver.MaxQueueLen); err != nil {
+	if err := driver.CheckName(queue, sluicetype.MaxQueueLen); err != nil {
 		return d.fail(path, err)
 	}
 	if len(f.Queues) > 0 {
@@ -200,7 +201,7 @@ func (d *decoder) checkQueue(f *File, path, queue string) error {
 
 func (d *decoder) validateType(f *File, name string, t *Type) error {
 	path := "types." + name
-	if err := driver.CheckName(name, driver.MaxTypeLen); err != nil {
+	if err := driver.CheckName(name, sluicetype.MaxTypeLen); err != nil {
 		return d.fail(path, err)
 	}
 	if err := d.checkQueue(f, path+".queue", t.Queue); err != nil {
@@ -261,8 +262,8 @@ func (d *decoder) validateType(f *File, name string, t *Type) error {
 		return d.failf(path+".circuit.cooldown", "must be positive, got %s", t.Circuit.Cooldown)
 	case t.Circuit.MaxCooldown < t.Circuit.Cooldown:
 		return d.failf(path+".circuit.max_cooldown", "%s is shorter than the cooldown %s", t.Circuit.MaxCooldown, t.Circuit.Cooldown)
-	case t.Dedupe != driver.DedupePermanent && t.Dedupe != driver.DedupeActive:
-		return d.failf(path+".dedupe", "invalid value %q: want %s or %s", t.Dedupe, driver.DedupePermanent, driver.DedupeActive)
+	case t.Dedupe != sluicetype.DedupePermanent && t.Dedupe != sluicetype.DedupeActive:
+		return d.failf(path+".dedupe", "invalid value %q: want %s or %s", t.Dedupe, sluicetype.DedupePermanent, sluicetype.DedupeActive)
 	}
 	return nil
 }

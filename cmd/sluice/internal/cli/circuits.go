@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 func (a *app) circuitCommand() *cobra.Command {
@@ -26,7 +26,7 @@ func (a *app) circuitCommand() *cobra.Command {
 				return err
 			}
 			if cs == nil {
-				cs = []sluice.CircuitState{}
+				cs = []sluicetype.Circuit{}
 			}
 			if asJSON {
 				return json.NewEncoder(a.stdout).Encode(map[string]any{"circuits": cs})
@@ -54,7 +54,7 @@ func (a *app) circuitCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				var st sluice.CircuitState
+				var st sluicetype.Circuit
 				if open {
 					st, err = c.OpenCircuit(cmd.Context(), args[0])
 				} else {

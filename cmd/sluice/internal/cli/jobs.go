@@ -11,6 +11,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/dur"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 func (a *app) jobsCommand() *cobra.Command {
@@ -20,7 +21,7 @@ func (a *app) jobsCommand() *cobra.Command {
 }
 
 func (a *app) jobsListCommand() *cobra.Command {
-	var p sluice.ListParams
+	var p sluicetype.ListParams
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "list",
@@ -197,7 +198,7 @@ func (a *app) jobsCancelCommand() *cobra.Command {
 }
 
 func (a *app) jobsPurgeCommand() *cobra.Command {
-	var status driver.Status
+	var status sluicetype.Status
 	var older string
 	cmd := &cobra.Command{
 		Use:   "purge --status S --older-than 7d",
@@ -207,7 +208,7 @@ func (a *app) jobsPurgeCommand() *cobra.Command {
 			if status == "" || older == "" {
 				return usagef("purge needs --status and --older-than")
 			}
-			if !driver.IsFinal(status) {
+			if !sluicetype.IsFinal(status) {
 				return usagef("--status %q: want success, failed or cancelled", status)
 			}
 			d, err := dur.Parse(older)
