@@ -7,7 +7,7 @@ import (
 // Figures counts the attempts that finished in a window by how they
 // ended. It is the one definition of the finished-work figures that
 // `sluice stats`, GET /v1/stats (whose finished_* maps it reads), the
-// dashboard and the README show, so that each word means one thing:
+// dashboard and docs/observability.md show, so that each word means one thing:
 //
 //   - Done: jobs that succeeded (each one's successful attempt).
 //   - Failed: jobs that failed for good (their last attempt), the same

@@ -173,7 +173,7 @@ const maxLoggedError = 512
 // printed or answered (a command's stderr, a webhook's response body),
 // which may repeat the job's payload. Its Error is the full text, kept in
 // the job's last_error; logs above debug level show only Err, so that
-// payloads stay out of them as the README promises.
+// payloads stay out of them as docs/observability.md "Logs" promises.
 type DetailError struct {
 	// Err says how the handler failed in words that carry no user data:
 	// "command report: exit code 3", "HTTP 500". errors.Is and errors.As

@@ -58,7 +58,7 @@ for t in linux_amd64.tar.gz linux_arm64.tar.gz darwin_arm64.tar.gz windows_amd64
   ls "$work"/dist1/sluice_*_"$t" >/dev/null || fail "no $t archive"
 done
 listing=$(tar -tzf "$work"/dist1/sluice_*_linux_amd64.tar.gz)
-for f in sluice README.md LICENSE sluice.yaml; do
+for f in sluice README.md LICENSE sluice.yaml docs/getting-started.md docs/zh/quickstart.md; do
   grep -q "/$f\$" <<<"$listing" || fail "the linux/amd64 archive lacks $f"
 done
 unzip -l "$work"/dist1/sluice_*_windows_amd64.zip | contains 'sluice.exe' || fail "the windows archive lacks sluice.exe"

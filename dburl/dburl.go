@@ -115,7 +115,7 @@ func Open(url string, opts Options) (driver.Driver, error) {
 func Explain(err error) error {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "42P05" {
-		return fmt.Errorf("%w: the database URL leads to a transaction pooler such as PgBouncer; add ?pooler=transaction to it (README \"PgBouncer\")", err)
+		return fmt.Errorf("%w: the database URL leads to a transaction pooler such as PgBouncer; add ?pooler=transaction to it (docs/scale.md \"PgBouncer (transaction pooling)\")", err)
 	}
 	return err
 }

@@ -113,7 +113,7 @@ func TestGrafanaNamesExportedMetrics(t *testing.T) {
 }
 
 // exportedSet is every series name of a client's metrics registry, with
-// the database pool's; the Metrics table of the README documents them.
+// the database pool's; docs/observability.md "Metrics" documents them.
 func exportedSet(t *testing.T) map[string]bool {
 	d := testdb.Open(t, "sqlite")
 	names, err := metrics.New(d.DB()).Exported()

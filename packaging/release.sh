@@ -2,9 +2,9 @@
 # Builds sluice's release artifacts from the checked-out commit into OUTDIR
 # (default dist/): static binaries (CGO off; the SQLite driver is pure Go)
 # for linux/amd64, linux/arm64, darwin/arm64 and windows/amd64, each in an
-# archive with the README, the licence and an example config; Debian
-# packages for linux/amd64 and linux/arm64 (nFPM, pinned in
-# packaging/tools/go.mod); and checksums.txt (SHA-256).
+# archive with the README and its guides (docs/), the licence and an
+# example config; Debian packages for linux/amd64 and linux/arm64 (nFPM,
+# pinned in packaging/tools/go.mod); and checksums.txt (SHA-256).
 #
 #   bash packaging/release.sh [OUTDIR]
 #
@@ -49,6 +49,10 @@ for t in $targets; do
   CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -buildvcs=false -ldflags "$ldflags" \
     -o "$stage/$name/$exe" ./cmd/sluice
   cp README.md LICENSE "$stage/$name/"
+  # The guides the README links to, so that its links work in the archive.
+  mkdir -p "$stage/$name/docs/zh"
+  cp docs/*.md docs/*.jpg "$stage/$name/docs/"
+  cp docs/zh/*.md "$stage/$name/docs/zh/"
   cp examples/quickstart/sluice.yaml "$stage/$name/sluice.yaml"
   find "$stage/$name" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
   if [ "$os" = windows ]; then

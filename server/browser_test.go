@@ -23,8 +23,9 @@ import (
 
 const chromiumPath = "/usr/bin/chromium"
 
-// screenshotDir is where CI keeps the dashboard screenshots (README:
-// "ci-artifacts/screenshots/"); it is git-ignored.
+// screenshotDir is where CI keeps the dashboard screenshots
+// (docs/observability.md "Dashboard": "ci-artifacts/screenshots/"); it is
+// git-ignored.
 func screenshotDir(t *testing.T) string {
 	_, file, _, _ := runtime.Caller(0)
 	dir := filepath.Join(filepath.Dir(file), "..", "ci-artifacts", "screenshots")

@@ -1,7 +1,8 @@
-// Package readmetest runs README.md: every shell, crontab and SQL block a
-// reader is meant to run is executed verbatim by this package's tests, and
-// every config block is loaded. A block says how it is tested with an HTML
-// comment on the line before its fence:
+// Package readmetest runs the documentation: README.md and every guide
+// under docs/. Every shell, crontab and SQL block a reader is meant to run
+// is executed verbatim by this package's tests, and every config block is
+// loaded. A block says how it is tested with an HTML comment on the line
+// before its fence:
 //
 //	<!-- readme-test: run SCENARIO -->       a sh/bash/crontab block, run in SCENARIO
 //	<!-- readme-test: file SCENARIO NAME --> a yaml block written to NAME in SCENARIO's directory
@@ -10,7 +11,8 @@
 //	<!-- readme-test: skip (REASON) -->      not run, for the reason given
 //
 // A block in one of the Checked languages without a marker fails the test,
-// so no block is skipped silently.
+// so no block is skipped silently. A scenario's blocks run in one sandbox
+// per file, in the file's order.
 package readmetest
 
 import (
@@ -23,8 +25,9 @@ import (
 var Checked = map[string]bool{"sh": true, "bash": true, "shell": true, "console": true,
 	"crontab": true, "sql": true, "yaml": true}
 
-// Block is one fenced code block of the README.
+// Block is one fenced code block of a Markdown file.
 type Block struct {
+	File   string // the file, relative to the repository root
 	Line   int    // 1-based line of the opening fence
 	Lang   string // the fence's info string
 	Marker string // the readme-test marker's text, "" when there is none
@@ -47,22 +50,23 @@ func (b Block) Args() []string {
 	return nil
 }
 
-func (b Block) String() string { return fmt.Sprintf("README.md:%d (%s)", b.Line, b.Lang) }
+func (b Block) String() string { return fmt.Sprintf("%s:%d (%s)", b.File, b.Line, b.Lang) }
 
 var (
 	fenceRe  = regexp.MustCompile("^( *)(```+)\\s*([^`\\s]*)\\s*$")
 	markerRe = regexp.MustCompile(`^\s*<!--\s*readme-test:\s*(.*?)\s*-->\s*$`)
 )
 
-// Parse returns the README's fenced blocks. A marker that is not directly
-// followed by a fence is an error, so a marker cannot drift off its block.
-func Parse(readme string) ([]Block, error) {
-	lines := strings.Split(readme, "\n")
+// Parse returns the fenced blocks of file, whose text is doc. A marker
+// that is not directly followed by a fence is an error, so a marker cannot
+// drift off its block.
+func Parse(file, doc string) ([]Block, error) {
+	lines := strings.Split(doc, "\n")
 	var blocks []Block
 	for i := 0; i < len(lines); i++ {
 		if m := markerRe.FindStringSubmatch(lines[i]); m != nil {
 			if i+1 >= len(lines) || !fenceRe.MatchString(lines[i+1]) {
-				return nil, fmt.Errorf("README.md:%d: readme-test marker not directly followed by a code fence", i+1)
+				return nil, fmt.Errorf("%s:%d: readme-test marker not directly followed by a code fence", file, i+1)
 			}
 			continue
 		}
@@ -71,7 +75,7 @@ func Parse(readme string) ([]Block, error) {
 			continue
 		}
 		indent, fence := m[1], m[2]
-		b := Block{Line: i + 1, Lang: m[3]}
+		b := Block{File: file, Line: i + 1, Lang: m[3]}
 		if i > 0 {
 			if mm := markerRe.FindStringSubmatch(lines[i-1]); mm != nil {
 				b.Marker = mm[1]
@@ -87,7 +91,7 @@ func Parse(readme string) ([]Block, error) {
 			body = append(body, strings.TrimPrefix(lines[i], indent))
 		}
 		if !closed {
-			return nil, fmt.Errorf("README.md:%d: unclosed code fence", b.Line)
+			return nil, fmt.Errorf("%s:%d: unclosed code fence", file, b.Line)
 		}
 		b.Text = strings.Join(body, "\n") + "\n"
 		blocks = append(blocks, b)

@@ -30,22 +30,85 @@ func repoRoot(t *testing.T) string {
 	return root
 }
 
-func readme(t *testing.T) []Block {
+// elsewhere names the documents whose blocks another test runs, and which
+// test: they use that test's markers, so this package only parses them.
+var elsewhere = map[string]string{
+	"docs/php.md":           "clients/php TestPHPGuide",
+	"docs/zh/php.md":        "clients/php TestPHPGuide, which holds its blocks to docs/php.md's",
+	"docs/zh/quickstart.md": "TestChineseQuickstart, which holds its blocks to README.md's Quickstart, run here",
+}
+
+// docFiles are the Markdown files a reader follows: README.md, then
+// docs/*.md and docs/zh/*.md by name.
+func docFiles(t *testing.T) []string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
+	files := []string{"README.md"}
+	for _, pattern := range []string{"docs/*.md", "docs/zh/*.md"} {
+		m, err := filepath.Glob(filepath.Join(repoRoot(t), pattern))
+		require.NoError(t, err)
+		for _, p := range m {
+			rel, err := filepath.Rel(repoRoot(t), p)
+			require.NoError(t, err)
+			files = append(files, filepath.ToSlash(rel))
+		}
+	}
+	return files
+}
+
+func parseFile(t *testing.T, file string) []Block {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), file))
 	require.NoError(t, err)
-	blocks, err := Parse(string(b))
+	blocks, err := Parse(file, string(b))
 	require.NoError(t, err)
 	return blocks
+}
+
+// doc is one file this package runs, with its blocks.
+type doc struct {
+	file   string
+	blocks []Block
+}
+
+// docs are the files this package runs: every one of docFiles but those
+// another test runs.
+func docs(t *testing.T) []doc {
+	t.Helper()
+	var out []doc
+	for _, f := range docFiles(t) {
+		blocks := parseFile(t, f) // parsed even when run elsewhere: a stray marker fails here too
+		if _, ok := elsewhere[f]; !ok {
+			out = append(out, doc{file: f, blocks: blocks})
+		}
+	}
+	return out
+}
+
+// allBlocks are the blocks of every file this package runs, in docs order.
+func allBlocks(t *testing.T) []Block {
+	t.Helper()
+	var all []Block
+	for _, d := range docs(t) {
+		all = append(all, d.blocks...)
+	}
+	return all
 }
 
 var dbNames = map[string]bool{"mysql": true, "postgres": true, "sqlite": true}
 
 // Every block a reader might run carries a marker that this package
-// understands, and every scenario the tests define is used by a block.
-func TestReadmeBlocksAreMarked(t *testing.T) {
+// understands, every scenario the tests define is used by a block, and
+// every document said to be run elsewhere exists.
+func TestDocBlocksAreMarked(t *testing.T) {
+	files := map[string]bool{}
+	for _, f := range docFiles(t) {
+		files[f] = true
+	}
+	for f, by := range elsewhere {
+		require.True(t, files[f], "%s, run by %s, is missing", f, by)
+	}
 	used := map[string]bool{}
-	for _, b := range readme(t) {
+	for _, b := range allBlocks(t) {
 		if !Checked[b.Lang] {
 			require.Empty(t, b.Marker, "%s: a readme-test marker on a %q block, which is never tested", b, b.Lang)
 			continue
@@ -79,17 +142,17 @@ func TestReadmeBlocksAreMarked(t *testing.T) {
 		}
 	}
 	for name := range scenarios {
-		require.True(t, used[name], "scenario %q has no README block", name)
+		require.True(t, used[name], "scenario %q has no block in the docs", name)
 	}
 }
 
 // Every config block, and every file a scenario writes, loads as a
 // config file.
-func TestReadmeConfigBlocks(t *testing.T) {
+func TestDocConfigBlocks(t *testing.T) {
 	t.Setenv("SLUICE_TOKEN", "readme-token")
 	t.Setenv("HOOK_SECRET", "readme-secret")
 	n := 0
-	for _, b := range readme(t) {
+	for _, b := range allBlocks(t) {
 		if b.Kind() != "config" && b.Kind() != "file" {
 			continue
 		}
@@ -102,48 +165,82 @@ func TestReadmeConfigBlocks(t *testing.T) {
 	require.NotZero(t, n)
 }
 
-// Every run block, in README order within its scenario.
-func TestReadmeShellBlocks(t *testing.T) {
-	byScenario := map[string][]Block{}
-	files := map[string][]Block{}
-	var order []string
-	for _, b := range readme(t) {
-		switch b.Kind() {
-		case "run":
-			s := b.Args()[0]
-			if byScenario[s] == nil {
-				order = append(order, s)
+// Every run block: one subtest per file, and in it one sandbox per
+// scenario, whose blocks run in the file's order.
+func TestDocShellBlocks(t *testing.T) {
+	for _, d := range docs(t) {
+		byScenario := map[string][]Block{}
+		files := map[string][]Block{}
+		var order []string
+		for _, b := range d.blocks {
+			switch b.Kind() {
+			case "run":
+				s := b.Args()[0]
+				if byScenario[s] == nil {
+					order = append(order, s)
+				}
+				byScenario[s] = append(byScenario[s], b)
+			case "file":
+				files[b.Args()[0]] = append(files[b.Args()[0]], b)
 			}
-			byScenario[s] = append(byScenario[s], b)
-		case "file":
-			files[b.Args()[0]] = append(files[b.Args()[0]], b)
 		}
-	}
-	for _, name := range order {
-		t.Run(name, func(t *testing.T) {
-			sc := newScene(t)
-			spec := scenarios[name]
-			spec.setup(t, sc)
-			for _, f := range files[name] {
-				require.NoError(t, os.WriteFile(filepath.Join(sc.dir, f.Args()[1]), []byte(f.Text), 0o644), "%s", f)
-			}
-			for _, b := range byScenario[name] {
-				if spec.before != nil {
-					spec.before(t, sc, b)
-				}
-				if b.Lang == "crontab" {
-					sc.runCrontab(t, b)
-				} else {
-					sc.runShell(t, b)
-				}
-				if spec.after != nil {
-					spec.after(t, sc, b)
-				}
-			}
-			if spec.done != nil {
-				spec.done(t, sc)
+		if len(order) == 0 {
+			continue
+		}
+		t.Run(d.file, func(t *testing.T) {
+			for _, name := range order {
+				t.Run(name, func(t *testing.T) { runScenario(t, name, files[name], byScenario[name]) })
 			}
 		})
+	}
+}
+
+// runScenario runs one file's blocks of a scenario in a fresh sandbox.
+func runScenario(t *testing.T, name string, files, blocks []Block) {
+	sc := newScene(t)
+	spec := scenarios[name]
+	spec.setup(t, sc)
+	for _, f := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(sc.dir, f.Args()[1]), []byte(f.Text), 0o644), "%s", f)
+	}
+	for _, b := range blocks {
+		if spec.before != nil {
+			spec.before(t, sc, b)
+		}
+		if b.Lang == "crontab" {
+			sc.runCrontab(t, b)
+		} else {
+			sc.runShell(t, b)
+		}
+		if spec.after != nil {
+			spec.after(t, sc, b)
+		}
+	}
+	if spec.done != nil {
+		spec.done(t, sc)
+	}
+}
+
+// TestChineseQuickstart holds docs/zh/quickstart.md to the blocks of
+// README.md "Quickstart", which TestDocShellBlocks runs: a change there
+// fails here until the translation follows.
+func TestChineseQuickstart(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
+	require.NoError(t, err)
+	start := strings.Index(string(readme), "\n## Quickstart\n")
+	require.NotEqual(t, -1, start, "README.md has a Quickstart section")
+	section := string(readme)[start+1:]
+	if end := strings.Index(section[3:], "\n## "); end >= 0 {
+		section = section[:end+3]
+	}
+	want, err := Parse("README.md", section)
+	require.NoError(t, err)
+	require.NotEmpty(t, want, "README.md Quickstart has blocks")
+	got := parseFile(t, "docs/zh/quickstart.md")
+	require.Equal(t, len(want), len(got), "docs/zh/quickstart.md has the blocks of README.md Quickstart")
+	for i := range want {
+		require.Equal(t, want[i].Marker, got[i].Marker, "docs/zh/quickstart.md:%d", got[i].Line)
+		require.Equal(t, want[i].Text, got[i].Text, "docs/zh/quickstart.md:%d", got[i].Line)
 	}
 }
 

@@ -21,7 +21,7 @@ import (
 	"github.com/sluicehq/sluice/internal/testdb"
 )
 
-// readmeDB is the database the SQL blocks run in on MariaDB and
+// readmeDB is the database the docs' SQL blocks run in on MariaDB and
 // PostgreSQL: the blocks name the real table, sluice_jobs, so they get a
 // database of their own, migrated by the real binary. Every case runs in a
 // transaction that is rolled back. SLUICE_TEST_README_DB names another one
@@ -29,7 +29,7 @@ import (
 // checkouts' runs on one machine each migrate a schema of their own.
 var readmeDB = cmp.Or(os.Getenv("SLUICE_TEST_README_DB"), "sluice_readme")
 
-// The key the README's statements enqueue; the cases put holders of it in
+// The key the docs' statements enqueue; the cases put holders of it in
 // place first.
 const readmeKey = "'order:1001'"
 
@@ -176,7 +176,7 @@ func jobID(t *testing.T, b Block, got [][]int64) int64 {
 }
 
 // holder inserts a job that holds (or, for a finished active-mode job,
-// no longer holds) the README's key.
+// no longer holds) the docs' key.
 func (st sqlTarget) holder(t *testing.T, tx *sql.Tx, dedupe, status string) int64 {
 	t.Helper()
 	q := fmt.Sprintf("INSERT INTO sluice_jobs (type, business_key, dedupe, status) VALUES ('order_sync', %s, '%s', '%s')", readmeKey, dedupe, status)
@@ -199,13 +199,13 @@ func (st sqlTarget) keyRows(t *testing.T, tx *sql.Tx) int {
 	return n
 }
 
-// The README's plain-SQL enqueue statements, verbatim, on each database
+// The docs' plain-SQL enqueue statements, verbatim, on each database
 // they are given for: they insert a job or find the one holding its key,
 // under permanent and active dedupe, never abort the app's transaction,
 // and refuse (rather than truncate) a bad row.
-func TestReadmeSQLEnqueue(t *testing.T) {
+func TestDocSQLEnqueue(t *testing.T) {
 	ran := map[string]bool{}
-	for _, b := range readme(t) {
+	for _, b := range allBlocks(t) {
 		if b.Kind() != "sql" {
 			continue
 		}
@@ -214,7 +214,7 @@ func TestReadmeSQLEnqueue(t *testing.T) {
 		stmts := splitSQL(b.Text)
 		for _, name := range b.Args() {
 			ran[name] = true
-			t.Run(fmt.Sprintf("%s/line%d", name, b.Line), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/%s:%d", name, b.File, b.Line), func(t *testing.T) {
 				st := openSQLTarget(t, name)
 				ctx := context.Background()
 				inTx := func(t *testing.T, f func(tx *sql.Tx)) {
@@ -304,11 +304,11 @@ func TestReadmeSQLEnqueue(t *testing.T) {
 		}
 	}
 	for name := range dbNames {
-		require.True(t, ran[name], "no README SQL block for %s", name)
+		require.True(t, ran[name], "no SQL block in the docs for %s", name)
 	}
 }
 
-// pdoInsert runs the README's MySQL INSERT from PHP's PDO (exception mode)
+// pdoInsert runs the docs' MySQL INSERT from PHP's PDO (exception mode)
 // twice in a transaction, with another insert between, and prints
 // lastInsertId() after each.
 const pdoInsert = `<?php
@@ -323,11 +323,11 @@ echo $first, " ", $other, " ", $pdo->lastInsertId(), "\n";
 $pdo->rollBack();
 `
 
-// pdoLastInsertID checks the README's word that PDO's lastInsertId() gives
+// pdoLastInsertID checks the docs' word that PDO's lastInsertId() gives
 // the job's id after the MySQL statement, new or existing.
 func pdoLastInsertID(t *testing.T, insert string) {
 	_, err := exec.LookPath("php")
-	require.NoError(t, err, "php is needed for the README's PHP examples (.ci/run installs it)")
+	require.NoError(t, err, "php is needed for the docs' PHP examples (.ci/run installs it)")
 	u, err := url.Parse(testdb.URL("mysql", ""))
 	require.NoError(t, err)
 	pass, _ := u.User.Password()
@@ -345,7 +345,7 @@ func pdoLastInsertID(t *testing.T, insert string) {
 	require.Equal(t, first, again, "lastInsertId() is the existing job's id after a duplicate")
 }
 
-// notifyOnCommit checks the README's word that on PostgreSQL a job inserted
+// notifyOnCommit checks the docs' word that on PostgreSQL a job inserted
 // by the app wakes listening workers when the app's transaction commits.
 // This case commits, so it deletes its job afterwards.
 func notifyOnCommit(t *testing.T, st sqlTarget, b Block, stmts []string) {

@@ -19,7 +19,7 @@ import (
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
-// The README's two pacing figures: a process pings a database that stopped
+// The two pacing figures of docs/guarantees.md and docs/scale.md: a process pings a database that stopped
 // answering every 250 ms (one ping shared by all its loops), and an idle
 // producer probes for a runnable job every 25 ms. Both are tickers or
 // sleeps of the stated interval, so a window of W holds at most
@@ -59,7 +59,7 @@ type pingDriver struct {
 func (d pingDriver) DB() *sql.DB { return d.db }
 
 func TestOutagePingEvery250msSharedByAllLoops(t *testing.T) {
-	require.Equal(t, 250*time.Millisecond, probeEvery, "the README's figure")
+	require.Equal(t, 250*time.Millisecond, probeEvery, "the figure of docs/guarantees.md")
 	srv := &pingServer{}
 	db := sql.OpenDB(connector{srv})
 	t.Cleanup(func() { db.Close() })
@@ -123,7 +123,7 @@ func TestIdleProbeEvery25ms(t *testing.T) {
 		// The poll never comes round: only the probe finds a job.
 		PollMin: time.Hour, PollMax: time.Hour,
 	})
-	require.Equal(t, 25*time.Millisecond, p.cfg.ProbeEvery, "the README's figure is the default")
+	require.Equal(t, 25*time.Millisecond, p.cfg.ProbeEvery, "the figure of docs/scale.md is the default")
 	p.Start(context.Background())
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

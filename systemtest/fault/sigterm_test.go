@@ -38,7 +38,7 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 			took, err := p.term(t, 15*time.Second)
 			require.NoError(t, err, "sluice work exits 0 on SIGTERM")
 			// The 1 s deadline, the 1 s grace for cancelled handlers
-			// and about a second for the final writes, as the README's
+			// and about a second for the final writes, as docs/guarantees.md's
 			// "exit within the deadline" and cli's shutdownBound.
 			require.Less(t, took, 3*time.Second, "shutdown took %s", took)
 		}

@@ -5,7 +5,7 @@ declare(strict_types=1);
 namespace Sluice;
 
 /**
- * sluice's HTTP API (README.md "HTTP API") over curl: enqueue, a job's
+ * sluice's HTTP API (docs/http-api.md) over curl: enqueue, a job's
  * status, cancel and retry, and a bounded cron pass (POST /v1/run), so that
  * the crontab line can be `php cron.php` or an artisan / console command.
  */

@@ -7,7 +7,7 @@ namespace Sluice;
 /**
  * Enqueues sluice jobs with the app's own PDO connection (MySQL/MariaDB,
  * PostgreSQL or SQLite), inside the transaction the app has open or in one of
- * its own, with the dedupe-safe statement of README.md "The job table": a
+ * its own, with the dedupe-safe statement of docs/job-table.md: a
  * taken business key returns the job that holds it and never aborts the
  * caller's transaction.
  *

@@ -349,7 +349,8 @@ func readLines(t *testing.T, path string) []string {
 // (duplicate key name). The schema version only grows, so a slow node
 // cannot record an older version over a newer one (which made every later
 // migrate fail): a second `sluice migrate` succeeds everywhere and the
-// schema is complete. The README says to migrate from one place.
+// schema is complete. docs/scale.md "MariaDB Galera (3 nodes, multi-primary)"
+// says to migrate from one place.
 func TestConcurrentMigrateAcrossNodes(t *testing.T) {
 	c := getCluster(t)
 	prefix := testdb.Prefix()

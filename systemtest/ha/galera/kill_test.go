@@ -167,7 +167,7 @@ func TestKillNodeMidRun(t *testing.T) {
 	// Galera commits on every node before it answers, so a claim or an
 	// outcome lost with the node was never acknowledged, and the worker
 	// writes its outcomes again through a live node (with the job's
-	// token) until they commit: no job runs again, as the README states.
+	// token) until they commit: no job runs again, as docs/scale.md states.
 	dups := proctest.CheckAllSucceeded(t, witness, l, total)
 	require.Empty(t, dups, "jobs run twice")
 	ackLost := 0

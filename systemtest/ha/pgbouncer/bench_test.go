@@ -21,8 +21,8 @@ const benchConcurrency = 50
 // The throughput cost of the pooler, measured with `sluice bench` as a
 // user would: direct, direct in pgx's exec mode (the pooler's query mode,
 // without the pooler), and through pgbouncer. What it asserts is that
-// `sluice bench` runs every job in each mode; the figures are for the
-// README, not a pass mark, and one round of the three modes is all the
+// `sluice bench` runs every job in each mode; the figures are for
+// docs/scale.md, not a pass mark, and one round of the three modes is all the
 // assertion needs. A measurement (SLUICE_HATEST_BENCH_JOBS set) alternates
 // three rounds and compares the medians, so that the load of a shared
 // machine falls on all three alike. It runs before the package's parallel

@@ -5,7 +5,7 @@ declare(strict_types=1);
 namespace Sluice\Webhook;
 
 /**
- * One webhook delivery of a job, as README.md "Handler protocol" describes
+ * One webhook delivery of a job, as docs/http-api.md "Handler protocol" describes
  * it: the JSON body's fields and the protocol headers.
  */
 final class Delivery

@@ -5,7 +5,7 @@ declare(strict_types=1);
 namespace Sluice\Webhook;
 
 /**
- * The answers sluice's webhook handler understands (README.md "Handler
+ * The answers sluice's webhook handler understands (docs/http-api.md "Handler
  * protocol"): 2xx is success and its body the job's result; 408, 425, 429 and
  * 5xx retry with backoff, Retry-After replacing it; any other 4xx fails the
  * job at once.

@@ -98,7 +98,7 @@ func TestExampleWebhookReceiver(t *testing.T) {
 	require.True(t, strings.Contains(jobs[0].Result, `"applied": "order_sync"`), jobs[0].Result)
 }
 
-// The README's quickstart command works as documented.
+// The quickstart command of README.md "Quickstart" works as documented.
 func TestQuickstartScript(t *testing.T) {
 	cmd := exec.Command("bash", "examples/quickstart/run.sh")
 	cmd.Dir = "../../../.."

@@ -18,7 +18,7 @@ import (
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
-// appliedReceiver is the receiver the README asks for: it records each
+// appliedReceiver is the receiver docs/http-api.md "Handler protocol" asks for: it records each
 // Idempotency-Key it applied in a table, and answers a key it already has
 // from that record without applying it again. failFirst makes the first
 // delivery of each key apply and then answer 503, as a receiver that

@@ -39,7 +39,7 @@ var defaultImportStatuses = map[string]sluicetype.Status{
 
 var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$]*$`)
 
-// maxImportError is README.md's limit on last_error.
+// maxImportError is the limit on last_error of docs/job-table.md "Columns".
 const maxImportError = 4 << 10
 
 type importOptions struct {

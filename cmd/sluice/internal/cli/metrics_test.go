@@ -27,12 +27,13 @@ import (
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
-// documentedMetrics reads the metric names of README.md's Metrics table
-// ("sluice_go_sql_*" stays a pattern), so that a metric documented there
-// without a driver in TestDocumentedMetrics fails it.
+// documentedMetrics reads the metric names of the table of
+// docs/observability.md "Metrics" ("sluice_go_sql_*" stays a pattern), so
+// that a metric documented there without a driver in
+// TestDocumentedMetrics fails it.
 func documentedMetrics(t *testing.T) []string {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "..", "..", "..", "README.md"))
+	f, err := os.Open(filepath.Join("..", "..", "..", "..", "docs/observability.md"))
 	require.NoError(t, err)
 	defer f.Close()
 	name := regexp.MustCompile("`(sluice_[a-z_*]+)")
@@ -41,9 +42,9 @@ func documentedMetrics(t *testing.T) []string {
 	for sc := bufio.NewScanner(f); sc.Scan(); {
 		l := sc.Text()
 		switch {
-		case strings.HasPrefix(l, "**Metrics.**"):
+		case l == "## Metrics":
 			in = true
-		case in && strings.HasPrefix(l, "**"):
+		case in && strings.HasPrefix(l, "#"):
 			in = false
 		case in && strings.HasPrefix(l, "| `"):
 			first, _, _ := strings.Cut(strings.TrimPrefix(l, "|"), "|")
@@ -52,7 +53,7 @@ func documentedMetrics(t *testing.T) []string {
 			}
 		}
 	}
-	require.NotEmpty(t, out, "no metrics table found in README.md")
+	require.NotEmpty(t, out, "no metrics table found in docs/observability.md")
 	return out
 }
 
@@ -108,7 +109,7 @@ func exactly(series string, delta float64) metricCheck {
 }
 
 // TestDocumentedMetrics runs a real `sluice serve` with a config file and
-// drives every metric that README.md documents, checking on /metrics that
+// drives every metric that docs/observability.md documents, checking on /metrics that
 // each moved by exactly what the workload implies.
 func TestDocumentedMetrics(t *testing.T) {
 	testdb.ForEach(t, testDocumentedMetrics)
@@ -369,7 +370,7 @@ batches:
 	documented := documentedMetrics(t)
 	for _, name := range documented {
 		if !slices.ContainsFunc(checks, func(c metricCheck) bool { return c.family == name }) {
-			t.Errorf("README documents %s, but this test does not drive it", name)
+			t.Errorf("docs/observability.md documents %s, but this test does not drive it", name)
 		}
 	}
 
@@ -388,7 +389,7 @@ batches:
 				f := family(series)
 				if strings.HasPrefix(f, "sluice_") && !slices.Contains(documented, f) &&
 					!(strings.HasPrefix(f, "sluice_go_sql_") && slices.Contains(documented, "sluice_go_sql_*")) {
-					t.Errorf("/metrics serves %s, which README.md does not document", f)
+					t.Errorf("/metrics serves %s, which docs/observability.md does not document", f)
 				}
 			}
 			break

@@ -15,7 +15,7 @@ import (
 	"github.com/sluicehq/sluice/internal/testdb"
 )
 
-// The README's sizing promise: a `sluice work` process opens at most 32
+// The sizing promise of docs/scale.md "Sizing": a `sluice work` process opens at most 32
 // pooled connections to MySQL or PostgreSQL whatever its concurrency (plus
 // one LISTEN connection on PostgreSQL). One process runs 200 jobs at once,
 // spread over 50 queues so that 50 producers claim and write outcomes side

@@ -42,8 +42,8 @@ func (a *app) tracerProvider(t config.Tracing) (trace.TracerProvider, error) {
 // tracesURL is where spans go: a collector's base URL, such as
 // http://otel-collector:4318, gets OTLP's /v1/traces path, as the OTLP
 // exporters' base endpoint setting does; a URL with a path is used as it
-// is. (The exporter posts to a URL's own path, so without this the README's
-// endpoint would post to "/", which collectors refuse.)
+// is. (The exporter posts to a URL's own path, so without this the
+// endpoint of docs/observability.md "Tracing" would post to "/", which collectors refuse.)
 func tracesURL(endpoint string) string {
 	u, err := url.Parse(endpoint)
 	if err != nil || (u.Path != "" && u.Path != "/") {
