@@ -87,7 +87,7 @@ func (c *Client) failure(row driver.JobRow, t Type, err error) worker.Outcome {
 	if row.Attempts >= row.MaxAttempts {
 		return worker.Outcome{Status: driver.StatusFailed, Error: &msg, Summary: summary, Transient: true}
 	}
-	b := t.Backoff.withDefaults()
+	b := t.Backoff
 	delay := b.Delay(row.Attempts)
 	var ra *retryAfterError
 	if errors.As(err, &ra) {
