@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/batch"
+	"github.com/sluicehq/sluice/cmd/sluice/internal/setup"
 	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/dburl"
 	"github.com/sluicehq/sluice/driver"
@@ -66,7 +67,7 @@ func (a *app) batchOf(cmd *cobra.Command, name string) (*batch.Batch, driver.Dri
 		sort.Strings(names)
 		return nil, nil, usagef("no batch %q in the config (batches: %s)", name, strings.Join(names, ", "))
 	}
-	b, err := c.Runtime(name, a.openDest)
+	b, err := setup.Batch(name, c, a.openDest)
 	if err != nil {
 		return nil, nil, err
 	}

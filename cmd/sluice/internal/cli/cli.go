@@ -18,6 +18,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/cmd/sluice/internal/setup"
 	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/dburl"
 	"github.com/sluicehq/sluice/driver"
@@ -328,15 +329,11 @@ func (a *app) client(ctx context.Context) (*sluice.Client, error) {
 	if _, err := driver.CheckSchema(ctx, d); err != nil {
 		return nil, err
 	}
-	types, err := a.cfg.SluiceTypes()
+	types, err := setup.Types(a.cfg)
 	if err != nil {
 		return nil, err
 	}
 	// The queues too, so that an admin command knows the config's queues
 	// (sluice queues pause refuses one that nothing knows).
-	queues := map[string]sluice.QueueConfig{}
-	for name, q := range a.cfg.Queues {
-		queues[name] = q.SluiceQueue()
-	}
-	return sluice.NewClient(sluice.Config{Driver: d, Logger: a.log, Types: types, Queues: queues, DisableMaintenance: true})
+	return sluice.NewClient(sluice.Config{Driver: d, Logger: a.log, Types: types, Queues: setup.Queues(a.cfg), DisableMaintenance: true})
 }

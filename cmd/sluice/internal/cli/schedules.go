@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluicehq/sluice/cmd/sluice/internal/setup"
 	"github.com/sluicehq/sluice/cron"
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/scheduler"
@@ -25,7 +27,7 @@ func (a *app) schedulesCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			scheds, err := f.SluiceSchedules()
+			scheds, err := setup.Schedules(f)
 			if err != nil {
 				return err
 			}
@@ -50,7 +52,8 @@ func (a *app) schedulesCommand() *cobra.Command {
 			}
 			var rows []row
 			for _, s := range scheds {
-				r := row{Name: s.Name, Cron: s.Spec.String(), Timezone: s.Spec.Location().String(), Type: s.Type, Overlap: s.Overlap}
+				r := row{Name: s.Name, Cron: s.Spec.String(), Timezone: s.Spec.Location().String(), Type: s.Type,
+					Overlap: cmp.Or(s.Overlap, scheduler.DefaultOverlap)}
 				st, err := c.Driver().ScheduleState(cmd.Context(), driver.ScheduleStateParams{Name: s.Name})
 				if err != nil {
 					return err

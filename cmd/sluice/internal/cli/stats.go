@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/cmd/sluice/internal/setup"
 	"github.com/sluicehq/sluice/driver"
 )
 
@@ -30,7 +31,7 @@ func (a *app) statsCommand() *cobra.Command {
 			st := snap.Queues
 			for i := range st {
 				if q, ok := a.cfg.Queues[st[i].Queue]; ok {
-					st[i].ApplyConfig(q.SluiceQueue())
+					st[i].ApplyConfig(setup.Queue(q))
 				}
 			}
 			if asJSON {
