@@ -325,7 +325,6 @@ func TestRejectBadClusterRates(t *testing.T) {
 		"queues.t.cluster_burst_per_partition", "must be positive")
 }
 
-
 func TestRejectBadBatches(t *testing.T) {
 	const ok = "source: 'SELECT id FROM t'\n    key: [id]\n    sink: { sql: 'DELETE FROM t WHERE id IN ({ids})' }\n"
 	b := func(s string) string { return "batches:\n  b:\n    " + s }
@@ -350,7 +349,6 @@ func TestRejectBadBatches(t *testing.T) {
 	requireRejected(t, b(ok+"    throttle: { threshold: 3 }"), "batches.b.throttle.threshold", "needs throttle.query")
 	requireRejected(t, "batches:\n  'bad name':\n    "+ok, "batches.bad name", "name")
 }
-
 
 // requireRejected checks that yaml fails with an *Error naming the file,
 // the key path and the problem.
