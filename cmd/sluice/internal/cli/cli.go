@@ -322,11 +322,8 @@ func (a *app) openDB(create bool) (driver.Driver, error) {
 // that an enqueue takes a type's queue, attempts and dedupe exactly as the
 // API of `sluice serve` does; it runs no workers.
 func (a *app) client(ctx context.Context) (*sluice.Client, error) {
-	d, err := a.open()
+	d, err := a.migrated(ctx)
 	if err != nil {
-		return nil, err
-	}
-	if _, err := driver.CheckSchema(ctx, d); err != nil {
 		return nil, err
 	}
 	types, err := setup.Types(a.cfg)

@@ -52,11 +52,8 @@ func (a *app) workerClient(ctx context.Context) (*sluice.Client, error) {
 	if err := a.cfg.Unresolved("types"); err != nil {
 		return nil, usagef("%v", err)
 	}
-	d, err := a.open()
+	d, err := a.migrated(ctx)
 	if err != nil {
-		return nil, err
-	}
-	if _, err := driver.CheckSchema(ctx, d); err != nil {
 		return nil, err
 	}
 	rt, err := setup.NewRuntime(a.cfg, d, a.openDest, a.log)

@@ -2,8 +2,8 @@ package cli
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -74,17 +74,9 @@ func (a *app) schedulesCommand() *cobra.Command {
 				rows = append(rows, r)
 			}
 			if asJSON {
-				enc := json.NewEncoder(a.stdout)
-				for _, r := range rows {
-					if err := enc.Encode(r); err != nil {
-						return err
-					}
-				}
-				return nil
+				return writeJSONLines(a.stdout, rows)
 			}
-			w := newTable(a.stdout)
-			fmt.Fprintln(w, "NAME\tCRON\tTIMEZONE\tTYPE\tOVERLAP\tNEXT RUNS (UTC)\tFIRES\tSKIPS")
-			for _, r := range rows {
+			return writeTable(a.stdout, "NAME\tCRON\tTIMEZONE\tTYPE\tOVERLAP\tNEXT RUNS (UTC)\tFIRES\tSKIPS", rows, func(w io.Writer, r row) {
 				next := ""
 				for i, n := range r.Next {
 					if i > 0 {
@@ -93,11 +85,10 @@ func (a *app) schedulesCommand() *cobra.Command {
 					next += n.UTC().Format(time.DateTime)
 				}
 				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", r.Name, r.Cron, r.Timezone, r.Type, r.Overlap, next, r.Fires, r.Skips)
-			}
-			return w.Flush()
+			})
 		},
 	}
-	list.Flags().BoolVar(&asJSON, "json", false, "one JSON object per line")
+	jsonFlag(list, &asJSON, "one JSON object per line")
 	list.Flags().IntVar(&count, "next", 3, "how many next run times to show")
 	cmd.AddCommand(list)
 	return cmd

@@ -29,24 +29,19 @@ func Check(f *config.File) error {
 			return f.ErrorAt("auth.public_url", err)
 		}
 	}
-	for _, name := range sortedKeys(f.Queues) {
-		if err := checkQueue(f, name); err != nil {
-			return err
-		}
-	}
-	for _, name := range sortedKeys(f.Types) {
-		if err := checkType(f, name); err != nil {
-			return err
-		}
-	}
-	for _, name := range sortedKeys(f.Schedules) {
-		if err := checkSchedule(f, name); err != nil {
-			return err
-		}
-	}
-	for _, name := range sortedKeys(f.Batches) {
-		if err := checkBatch(f, name); err != nil {
-			return err
+	for _, sec := range []struct {
+		names []string
+		check func(f *config.File, name string) error
+	}{
+		{sortedKeys(f.Queues), checkQueue},
+		{sortedKeys(f.Types), checkType},
+		{sortedKeys(f.Schedules), checkSchedule},
+		{sortedKeys(f.Batches), checkBatch},
+	} {
+		for _, name := range sec.names {
+			if err := sec.check(f, name); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
