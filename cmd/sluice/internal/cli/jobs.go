@@ -85,15 +85,17 @@ func firstLine(s string, n int) string {
 	return s
 }
 
-// jobClient checks a job id argument before it opens the database, so that
-// a bad id exits 2 without touching it.
-func (a *app) jobClient(cmd *cobra.Command, arg string) (*sluice.Client, int64, error) {
-	id, err := parseID(arg)
-	if err != nil {
-		return nil, 0, err
+// withJob is the RunE of a command on the job whose id is its argument:
+// the id is checked before the client opens, so that a bad id exits 2
+// without touching the database.
+func (a *app) withJob(run func(ctx context.Context, c *sluice.Client, id int64) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		id, err := parseID(args[0])
+		if err != nil {
+			return err
+		}
+		return a.withClient(func(ctx context.Context, c *sluice.Client, _ []string) error { return run(ctx, c, id) })(cmd, args)
 	}
-	c, err := a.client(cmd.Context())
-	return c, id, err
 }
 
 func parseID(s string) (int64, error) {
@@ -110,12 +112,8 @@ func (a *app) jobsShowCommand() *cobra.Command {
 		Use:   "show ID",
 		Short: "Show one job with all its columns",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, id, err := a.jobClient(cmd, args[0])
-			if err != nil {
-				return err
-			}
-			j, err := c.Job(cmd.Context(), id)
+		RunE: a.withJob(func(ctx context.Context, c *sluice.Client, id int64) error {
+			j, err := c.Job(ctx, id)
 			if err != nil {
 				return err
 			}
@@ -128,7 +126,7 @@ func (a *app) jobsShowCommand() *cobra.Command {
 			}
 			fmt.Fprintln(a.stdout, string(b))
 			return nil
-		},
+		}),
 	}
 	jsonFlag(cmd, &asJSON, "compact JSON")
 	return cmd
@@ -140,31 +138,30 @@ func (a *app) jobsRetryCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "retry ID | retry --failed [--type T]",
 		Short: "Move failed or cancelled jobs back to pending",
-		RunE: func(cmd *cobra.Command, args []string) error {
+		PreRunE: func(_ *cobra.Command, args []string) error {
 			if failed == (len(args) == 1) || len(args) > 1 {
 				return usagef("retry takes one job ID, or --failed (with an optional --type)")
 			}
-			if failed {
-				c, err := a.client(cmd.Context())
-				if err != nil {
-					return err
-				}
-				n, err := c.RetryFailed(cmd.Context(), typ)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(a.stdout, "retried %d jobs\n", n)
-				return nil
-			}
-			c, id, err := a.jobClient(cmd, args[0])
-			if err != nil {
-				return err
-			}
-			if err := c.Retry(cmd.Context(), id); err != nil {
-				return err
-			}
-			fmt.Fprintf(a.stdout, "job %d is pending again\n", id)
 			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if failed {
+				return a.withClient(func(ctx context.Context, c *sluice.Client, _ []string) error {
+					n, err := c.RetryFailed(ctx, typ)
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(a.stdout, "retried %d jobs\n", n)
+					return nil
+				})(cmd, args)
+			}
+			return a.withJob(func(ctx context.Context, c *sluice.Client, id int64) error {
+				if err := c.Retry(ctx, id); err != nil {
+					return err
+				}
+				fmt.Fprintf(a.stdout, "job %d is pending again\n", id)
+				return nil
+			})(cmd, args)
 		},
 	}
 	cmd.Flags().BoolVar(&failed, "failed", false, "retry every failed job")
@@ -177,17 +174,13 @@ func (a *app) jobsCancelCommand() *cobra.Command {
 		Use:   "cancel ID",
 		Short: "Cancel a pending or failed job",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, id, err := a.jobClient(cmd, args[0])
-			if err != nil {
-				return err
-			}
-			if err := c.Cancel(cmd.Context(), id); err != nil {
+		RunE: a.withJob(func(ctx context.Context, c *sluice.Client, id int64) error {
+			if err := c.Cancel(ctx, id); err != nil {
 				return err
 			}
 			fmt.Fprintf(a.stdout, "job %d cancelled\n", id)
 			return nil
-		},
+		}),
 	}
 }
 
