@@ -51,7 +51,7 @@ type Type struct {
 type Circuit struct {
 	Threshold   int
 	Cooldown    time.Duration // default DefaultCircuitCooldown
-	MaxCooldown time.Duration // default DefaultCircuitMaxCooldown
+	MaxCooldown time.Duration // default DefaultCircuitMaxCooldown, or Cooldown if longer
 }
 
 // policy is the breaker as the worker and the driver take it.
