@@ -143,7 +143,7 @@ func (a *app) rootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			if err := a.setup(); err != nil {
+			if err := a.applyGlobalFlags(); err != nil {
 				return err
 			}
 			if usesDatabase(cmd) {
@@ -207,8 +207,8 @@ func usesDatabase(cmd *cobra.Command) bool {
 	return false
 }
 
-// setup applies the global flags and environment.
-func (a *app) setup() error {
+// applyGlobalFlags applies the global flags and environment.
+func (a *app) applyGlobalFlags() error {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(a.logLevel)); err != nil {
 		return usagef("--log-level %q: want debug, info, warn or error", a.logLevel)
