@@ -32,7 +32,7 @@ func Load(path string) (*config.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return f, Check(f)
+	return checked(f)
 }
 
 // Parse is Load of a file's content; name appears in errors as the file's
@@ -42,7 +42,14 @@ func Parse(name string, data []byte) (*config.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return f, Check(f)
+	return checked(f)
+}
+
+func checked(f *config.File) (*config.File, error) {
+	if err := Check(f); err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
 // Runtime is what a file sets up in a process that runs jobs: the library's

@@ -364,3 +364,18 @@ func requireRejected(t *testing.T, yaml, path, msg string) {
 	require.Contains(t, err.Error(), msg)
 	require.NotContains(t, err.Error(), "\n", "an error is one line")
 }
+
+// Check's errors point at the line as package config's do: the key's, or
+// for a key the file leaves out its nearest ancestor's.
+func TestCheckErrorLine(t *testing.T) {
+	_, err := setup.Parse("sluice.yaml", []byte("queues:\n  default: {}\ntypes:\n  x:\n    http:\n      url: ftp://h/x\n"))
+	var ce *config.Error
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, 6, ce.Line, "%v", err)
+	require.Equal(t, "sluice.yaml: types.x.http.url: "+ce.Err.Error()+" (line 6)", err.Error())
+
+	_, err = setup.Parse("sluice.yaml", []byte("queues:\n  mail: {}\ntypes:\n  y:\n    command: [y]\n"))
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, "types.y.queue", ce.Path)
+	require.Equal(t, 4, ce.Line, "the type's line: the file sets no queue")
+}
