@@ -2,12 +2,14 @@ package cli
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/cmd/sluice/internal/setup"
 	"github.com/sluicehq/sluice/cron"
 	"github.com/sluicehq/sluice/driver"
@@ -22,20 +24,13 @@ func (a *app) schedulesCommand() *cobra.Command {
 		Use:   "list",
 		Short: "Each schedule with its next run times, last slot, fires and skips",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := a.loadConfig()
+		// The config was loaded with the database (app.resolve).
+		RunE: a.withClient(func(ctx context.Context, c *sluice.Client, _ []string) error {
+			scheds, err := setup.Schedules(a.cfg)
 			if err != nil {
 				return err
 			}
-			scheds, err := setup.Schedules(f)
-			if err != nil {
-				return err
-			}
-			c, err := a.client(cmd.Context())
-			if err != nil {
-				return err
-			}
-			now, err := c.Driver().Now(cmd.Context())
+			now, err := c.Driver().Now(ctx)
 			if err != nil {
 				return err
 			}
@@ -54,7 +49,7 @@ func (a *app) schedulesCommand() *cobra.Command {
 			for _, s := range scheds {
 				r := row{Name: s.Name, Cron: s.Spec.String(), Timezone: s.Spec.Location().String(), Type: s.Type,
 					Overlap: cmp.Or(s.Overlap, scheduler.DefaultOverlap)}
-				st, err := c.Driver().ScheduleState(cmd.Context(), driver.ScheduleStateParams{Name: s.Name})
+				st, err := c.Driver().ScheduleState(ctx, driver.ScheduleStateParams{Name: s.Name})
 				if err != nil {
 					return err
 				}
@@ -86,7 +81,7 @@ func (a *app) schedulesCommand() *cobra.Command {
 				}
 				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", r.Name, r.Cron, r.Timezone, r.Type, r.Overlap, next, r.Fires, r.Skips)
 			})
-		},
+		}),
 	}
 	jsonFlag(list, &asJSON, "one JSON object per line")
 	list.Flags().IntVar(&count, "next", 3, "how many next run times to show")
