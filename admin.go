@@ -8,29 +8,30 @@ import (
 
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/maintenance"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // JobInfo is a job as operators see it, in the CLI's and the API's JSON.
 type JobInfo struct {
-	ID          int64           `json:"id"`
-	Queue       string          `json:"queue"`
-	Type        string          `json:"type"`
-	Key         string          `json:"key,omitempty"`
-	Dedupe      string          `json:"dedupe"`
-	Payload     json.RawMessage `json:"payload"`
-	Status      driver.Status   `json:"status"`
-	Priority    int             `json:"priority"`
-	Attempts    int             `json:"attempts"`
-	MaxAttempts int             `json:"max_attempts"`
-	NextRunAt   time.Time       `json:"next_run_at"`
-	LockedBy    string          `json:"locked_by,omitempty"`
-	LockedUntil *time.Time      `json:"locked_until,omitempty"`
-	LastError   string          `json:"last_error,omitempty"`
-	Result      string          `json:"result,omitempty"`
-	CreatedAt   time.Time       `json:"created_at"`
-	UpdatedAt   time.Time       `json:"updated_at"`
-	FinishedAt  *time.Time      `json:"finished_at,omitempty"`
-	Partition   string          `json:"partition,omitempty"`
+	ID          int64             `json:"id"`
+	Queue       string            `json:"queue"`
+	Type        string            `json:"type"`
+	Key         string            `json:"key,omitempty"`
+	Dedupe      string            `json:"dedupe"`
+	Payload     json.RawMessage   `json:"payload"`
+	Status      sluicetype.Status `json:"status"`
+	Priority    int               `json:"priority"`
+	Attempts    int               `json:"attempts"`
+	MaxAttempts int               `json:"max_attempts"`
+	NextRunAt   time.Time         `json:"next_run_at"`
+	LockedBy    string            `json:"locked_by,omitempty"`
+	LockedUntil *time.Time        `json:"locked_until,omitempty"`
+	LastError   string            `json:"last_error,omitempty"`
+	Result      string            `json:"result,omitempty"`
+	CreatedAt   time.Time         `json:"created_at"`
+	UpdatedAt   time.Time         `json:"updated_at"`
+	FinishedAt  *time.Time        `json:"finished_at,omitempty"`
+	Partition   string            `json:"partition,omitempty"`
 	// TraceID is the trace the job was enqueued in, "" for none.
 	TraceID string `json:"trace_id,omitempty"`
 	// History is the job's last attempts, oldest first, for a job that
@@ -49,10 +50,10 @@ type AttemptInfo struct {
 	DurationMS *float64   `json:"duration_ms,omitempty"`
 	// Outcome is success, retry, failed, released (given back without
 	// being charged) or lease_expired.
-	Outcome    driver.Outcome `json:"outcome"`
-	Error      string         `json:"error,omitempty"`
-	HTTPStatus int            `json:"http_status,omitempty"`
-	ExitCode   *int           `json:"exit_code,omitempty"`
+	Outcome    sluicetype.Outcome `json:"outcome"`
+	Error      string             `json:"error,omitempty"`
+	HTTPStatus int                `json:"http_status,omitempty"`
+	ExitCode   *int               `json:"exit_code,omitempty"`
 }
 
 // Duration is how long the attempt took, to the millisecond; 0 when its
@@ -64,7 +65,7 @@ func (a AttemptInfo) Duration() time.Duration {
 	return time.Duration(*a.DurationMS * float64(time.Millisecond)).Round(time.Millisecond)
 }
 
-func attemptInfoOf(a driver.Attempt) AttemptInfo {
+func attemptInfoOf(a sluicetype.Attempt) AttemptInfo {
 	info := AttemptInfo{Attempt: a.Number, Node: a.Node, End: a.End, Outcome: a.Outcome, Error: a.Error,
 		HTTPStatus: a.HTTPStatus, ExitCode: a.ExitCode}
 	if !a.Start.IsZero() {
@@ -76,7 +77,7 @@ func attemptInfoOf(a driver.Attempt) AttemptInfo {
 	return info
 }
 
-func infoOf(r driver.JobRow) JobInfo {
+func infoOf(r sluicetype.JobRow) JobInfo {
 	payload := json.RawMessage(r.Payload)
 	if !json.Valid(payload) {
 		// A row written by hand may hold anything; keep the JSON valid.
@@ -95,7 +96,7 @@ func infoOf(r driver.JobRow) JobInfo {
 	return info
 }
 
-// Job reads one job; a missing one is driver.ErrNotFound.
+// Job reads one job; a missing one is sluicetype.ErrNotFound.
 func (c *Client) Job(ctx context.Context, id int64) (*JobInfo, error) {
 	r, err := c.drv.GetJob(ctx, id)
 	if err != nil {
@@ -106,9 +107,9 @@ func (c *Client) Job(ctx context.Context, id int64) (*JobInfo, error) {
 }
 
 // ListParams filters a job listing. It is an alias of the public
-// driver.ListParams (one type, not a copy), kept so that listing jobs needs
+// sluicetype.ListParams (one type, not a copy), kept so that listing jobs needs
 // only the root package.
-type ListParams = driver.ListParams
+type ListParams = sluicetype.ListParams
 
 // Jobs lists jobs newest first. Pass the last id of a page as AfterID to
 // read the next one.
@@ -131,7 +132,7 @@ func checkList(p ListParams) error {
 	if p.Status != "" && !p.Status.Valid() {
 		return inputErr("status", "%q: want pending, processing, success, failed or cancelled", p.Status)
 	}
-	if p.PayloadField != "" && !driver.ValidPayloadField(p.PayloadField) {
+	if p.PayloadField != "" && !sluicetype.ValidPayloadField(p.PayloadField) {
 		return inputErr("payload_field", "%q: want a dotted path of names made of letters, digits and underscores, such as customer.id", p.PayloadField)
 	}
 	if p.PayloadField == "" && p.PayloadValue != "" {
@@ -141,18 +142,18 @@ func checkList(p ListParams) error {
 }
 
 // CountBulk counts the jobs matching the filter that the bulk action
-// (driver.BulkRetry, BulkCancel, BulkDelete) would change, up to
-// driver.MaxBulk; pass the result's UpTo to Bulk so that it changes only
+// (sluicetype.BulkRetry, BulkCancel, BulkDelete) would change, up to
+// sluicetype.MaxBulk; pass the result's UpTo to Bulk so that it changes only
 // those counted.
-func (c *Client) CountBulk(ctx context.Context, action string, filter ListParams) (driver.BulkCount, error) {
+func (c *Client) CountBulk(ctx context.Context, action string, filter ListParams) (sluicetype.BulkCount, error) {
 	if err := checkBulk(action, filter); err != nil {
-		return driver.BulkCount{}, err
+		return sluicetype.BulkCount{}, err
 	}
 	return c.drv.CountBulk(ctx, driver.BulkParams{Action: action, Filter: filter})
 }
 
 // Bulk applies the action to the jobs matching the filter with an id at
-// or below upTo (0: any), at most driver.MaxBulk of them, and returns how
+// or below upTo (0: any), at most sluicetype.MaxBulk of them, and returns how
 // many changed. Bulk cancels are not counted in the metrics and roll-ups
 // of cancelled jobs, unlike Cancel.
 func (c *Client) Bulk(ctx context.Context, action string, filter ListParams, upTo int64) (int64, error) {
@@ -168,7 +169,7 @@ func (c *Client) Bulk(ctx context.Context, action string, filter ListParams, upT
 }
 
 func checkBulk(action string, filter ListParams) error {
-	if _, ok := driver.BulkStatuses[action]; !ok {
+	if _, ok := sluicetype.BulkStatuses[action]; !ok {
 		return inputErr("action", "%q: want retry, cancel or delete", action)
 	}
 	if filter.Tx != nil {
@@ -200,8 +201,8 @@ func (c *Client) Cancel(ctx context.Context, id int64) error {
 
 // Purge deletes finished jobs in status older than olderThan, in chunks,
 // and returns how many it deleted.
-func (c *Client) Purge(ctx context.Context, status driver.Status, olderThan time.Duration) (int64, error) {
-	if !driver.IsFinal(status) {
+func (c *Client) Purge(ctx context.Context, status sluicetype.Status, olderThan time.Duration) (int64, error) {
+	if !sluicetype.IsFinal(status) {
 		return 0, inputErr("status", "%q: only success, failed or cancelled jobs can be purged", status)
 	}
 	return maintenance.Purge(ctx, c.drv, c.log, status, olderThan)
@@ -280,7 +281,7 @@ func (c *Client) queuesAndDay(ctx context.Context) ([]QueueStats, lastDay, error
 // it, which the queue and the type statistics both sum.
 type lastDay struct {
 	now   time.Time
-	rolls []driver.StatRow
+	rolls []sluicetype.StatRow
 }
 
 func (c *Client) readLastDay(ctx context.Context) (lastDay, error) {
@@ -297,7 +298,7 @@ func (c *Client) readLastDay(ctx context.Context) (lastDay, error) {
 
 // queueStats joins the live rows, the paused flags and the day's
 // roll-ups per queue, with each queue's top partitions.
-func (c *Client) queueStats(ctx context.Context, rows []driver.QueueStats, paused map[string]bool, day lastDay) ([]QueueStats, error) {
+func (c *Client) queueStats(ctx context.Context, rows []sluicetype.QueueStats, paused map[string]bool, day lastDay) ([]QueueStats, error) {
 	now, rolls := day.now, day.rolls
 	out := make([]QueueStats, 0, len(rows))
 	index := map[string]int{}
@@ -313,7 +314,7 @@ func (c *Client) queueStats(ctx context.Context, rows []driver.QueueStats, pause
 	for _, r := range rows {
 		s := at(r.Queue)
 		s.Pending, s.Processing, s.Failed = r.Pending, r.Processing, r.Failed
-		s.OldestPendingAge = r.OldestPendingAge(now).Seconds()
+		s.OldestPendingAge = r.PendingAge(now).Seconds()
 	}
 	for q := range paused {
 		at(q)
@@ -331,7 +332,7 @@ func (c *Client) queueStats(ctx context.Context, rows []driver.QueueStats, pause
 	}
 	for i := range out {
 		if qc, ok := c.cfg.Queues[out[i].Queue]; ok {
-			out[i].ApplyConfig(qc)
+			qc.ApplyTo(&out[i])
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Queue < out[j].Queue })
@@ -376,7 +377,7 @@ func (c *Client) QueuePartitions(ctx context.Context, queues []string) ([]QueueS
 	}
 	for i := range out {
 		if qc, ok := c.cfg.Queues[out[i].Queue]; ok {
-			out[i].ApplyConfig(qc)
+			qc.ApplyTo(&out[i])
 		}
 	}
 	return out, nil
@@ -397,7 +398,7 @@ type TypeStats struct {
 
 // LatencyStats is the p50 and p95 of the queue latencies (next_run_at to
 // the claim, in database time) of Count attempts. They come from a
-// histogram with slots doubling from 1 ms (see driver.LatencySlots),
+// histogram with slots doubling from 1 ms (see sluicetype.LatencySlots),
 // interpolated within a slot: under 1 ms they are off by under 1 ms, above
 // it by under a factor of 2, and above 2h19m they say "at least" that.
 type LatencyStats struct {
@@ -407,7 +408,7 @@ type LatencyStats struct {
 }
 
 // LatencyOf summarizes a histogram; nil when it counted nothing.
-func LatencyOf(h *driver.Latency) *LatencyStats {
+func LatencyOf(h *sluicetype.Latency) *LatencyStats {
 	if h == nil {
 		return nil
 	}
@@ -455,10 +456,10 @@ func (c *Client) typeStats(ctx context.Context, d lastDay) ([]TypeStats, error) 
 			t.FinishedHour[string(r.Outcome)] += r.Count
 		}
 	}
-	for typ, h := range driver.LatencyByType(lat, day) {
+	for typ, h := range sluicetype.LatencyByType(lat, day) {
 		at(typ).LatencyDay = LatencyOf(h)
 	}
-	for typ, h := range driver.LatencyByType(lat, hour) {
+	for typ, h := range sluicetype.LatencyByType(lat, hour) {
 		at(typ).LatencyHour = LatencyOf(h)
 	}
 	out := make([]TypeStats, 0, len(byType))
@@ -479,7 +480,7 @@ type StatsSnapshot struct {
 	RateBuckets []RateBucket   `json:"rate_buckets"`
 	Types       []TypeStats    `json:"types"`
 	// WaitingForHandler: see Client.WaitingForHandler.
-	WaitingForHandler []driver.TypeCount `json:"waiting_for_handler"`
+	WaitingForHandler []sluicetype.TypeCount `json:"waiting_for_handler"`
 }
 
 // StatsSnapshot reads Stats, Circuits, RateBuckets, TypeStats and
@@ -511,7 +512,7 @@ func (c *Client) StatsSnapshot(ctx context.Context) (StatsSnapshot, error) {
 // second, until ResumeQueue. Running jobs finish. A queue that nothing
 // knows (see checkQueueKnown) is refused, with an *InputError.
 func (c *Client) PauseQueue(ctx context.Context, queue string) error {
-	if err := checkName("queue", queue, driver.MaxQueueLen); err != nil {
+	if err := checkName("queue", queue, sluicetype.MaxQueueLen); err != nil {
 		return err
 	}
 	if err := c.checkQueueKnown(ctx, queue); err != nil {
@@ -522,7 +523,7 @@ func (c *Client) PauseQueue(ctx context.Context, queue string) error {
 
 // ResumeQueue lets a paused queue's workers claim again.
 func (c *Client) ResumeQueue(ctx context.Context, queue string) error {
-	if err := checkName("queue", queue, driver.MaxQueueLen); err != nil {
+	if err := checkName("queue", queue, sluicetype.MaxQueueLen); err != nil {
 		return err
 	}
 	if err := c.checkQueueKnown(ctx, queue); err != nil {

@@ -5,13 +5,14 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // CircuitState is a job type's circuit breaker as stored, shared by every
 // node. Types whose breaker never counted a failure have none.
 type CircuitState struct {
 	Type string `json:"type"`
-	// State is driver.CircuitClosed, CircuitOpen or CircuitHalfOpen.
+	// State is sluicetype.CircuitClosed, CircuitOpen or CircuitHalfOpen.
 	State string `json:"state"`
 	// Failures counts consecutive transient failures while closed.
 	Failures int `json:"failures"`
@@ -24,9 +25,9 @@ type CircuitState struct {
 	Until *time.Time `json:"until,omitempty"`
 }
 
-func circuitState(c driver.Circuit) CircuitState {
+func circuitState(c sluicetype.Circuit) CircuitState {
 	s := CircuitState{Type: c.Type, State: c.State, Failures: c.Failures, Opens: c.Opens, Manual: c.Manual}
-	if c.State != driver.CircuitClosed && !c.Manual {
+	if c.State != sluicetype.CircuitClosed && !c.Manual {
 		u := c.Until
 		s.Until = &u
 	}
@@ -62,7 +63,7 @@ func (c *Client) CloseCircuit(ctx context.Context, jobType string) (CircuitState
 }
 
 func (c *Client) setCircuit(ctx context.Context, jobType string, open bool) (CircuitState, error) {
-	if err := checkName("type", jobType, driver.MaxTypeLen); err != nil {
+	if err := checkName("type", jobType, sluicetype.MaxTypeLen); err != nil {
 		return CircuitState{}, err
 	}
 	if t, known := c.cfg.Types[jobType]; known && t.Circuit.Threshold == 0 && open {

@@ -12,6 +12,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // TestCircuitHandsBackUncharged: a job of a type whose circuit is open (by
@@ -45,18 +46,18 @@ func TestCircuitHandsBackUncharged(t *testing.T) {
 			j, err := d.GetJob(ctx, r.ID)
 			require.NoError(t, err)
 			// Claimed, then handed back for a few seconds.
-			return j.Status == driver.StatusPending && j.NextRunAt.After(j.CreatedAt.Add(time.Second))
+			return j.Status == sluicetype.StatusPending && j.NextRunAt.After(j.CreatedAt.Add(time.Second))
 		}, 10*time.Second, 20*time.Millisecond)
 		j, err := d.GetJob(ctx, r.ID)
 		require.NoError(t, err)
-		require.Equal(t, driver.StatusPending, j.Status)
+		require.Equal(t, sluicetype.StatusPending, j.Status)
 		require.Zero(t, j.Attempts, "no attempt is charged while the circuit is open")
 		require.Zero(t, ran.Load())
 
 		_, err = c.CloseCircuit(ctx, "api")
 		require.NoError(t, err)
 		// Handed back for at most 5 s while open by hand.
-		j = waitStatus(t, d, r.ID, driver.StatusSuccess)
+		j = waitStatus(t, d, r.ID, sluicetype.StatusSuccess)
 		require.Equal(t, 1, j.Attempts)
 
 		var ids []int64
@@ -68,7 +69,7 @@ func TestCircuitHandsBackUncharged(t *testing.T) {
 		require.Eventually(t, func() bool {
 			cs, err := d.Circuit(ctx, driver.CircuitParams{Type: "down"})
 			require.NoError(t, err)
-			return cs.State == driver.CircuitOpen
+			return cs.State == sluicetype.CircuitOpen
 		}, 10*time.Second, 20*time.Millisecond)
 		charged := 0
 		require.Eventually(t, func() bool {
@@ -77,7 +78,7 @@ func TestCircuitHandsBackUncharged(t *testing.T) {
 			for _, id := range ids {
 				j, err := d.GetJob(ctx, id)
 				require.NoError(t, err)
-				if j.Status != driver.StatusPending {
+				if j.Status != sluicetype.StatusPending {
 					return false
 				}
 				charged += j.Attempts

@@ -23,6 +23,7 @@ import (
 	"github.com/sluicehq/sluice/internal/nodes"
 	"github.com/sluicehq/sluice/internal/scheduler"
 	"github.com/sluicehq/sluice/internal/worker"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Client enqueues jobs and runs workers for its configured queues.
@@ -77,7 +78,7 @@ func NewClient(cfg Config) (*Client, error) {
 		for _, q := range cfg.Queues {
 			concurrency += q.Concurrency
 		}
-		c.beat = &nodes.Heartbeat{Driver: cfg.Driver, Node: driver.Node{ID: cfg.NodeID, Concurrency: concurrency},
+		c.beat = &nodes.Heartbeat{Driver: cfg.Driver, Node: sluicetype.Node{ID: cfg.NodeID, Concurrency: concurrency},
 			Running: c.pool.Running, Rollup: c.rollup, Logger: cfg.Logger, Clock: cfg.Clock,
 			Serve: c.serveTypes, ServeEvery: ServeEvery}
 	}
@@ -276,14 +277,14 @@ func (c *Client) Stop(ctx context.Context) {
 
 // Rescue returns jobs whose lease expired to pending now, whoever leads
 // maintenance. The cron-triggered runner calls it before claiming.
-func (c *Client) Rescue(ctx context.Context) (driver.RescueResult, error) {
+func (c *Client) Rescue(ctx context.Context) (sluicetype.RescueResult, error) {
 	return maintenance.Rescue(ctx, c.drv, c.cfg.KeepAttempts, c.log, c.countRescued)
 }
 
 // countRescued counts rescued jobs, and those the rescue failed for good
 // as failed completions, the same way for the maintenance leader and for
 // a cron pass.
-func (c *Client) countRescued(r driver.RescueResult) {
+func (c *Client) countRescued(r sluicetype.RescueResult) {
 	c.metrics.Rescued(r)
 	c.rollup.AddRescued(r, c.cfg.Clock())
 }

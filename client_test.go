@@ -16,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/clienttest"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // fastRetry retries a failed job within milliseconds, so that tests of
@@ -30,7 +31,7 @@ func startClient(t *testing.T, d driver.Driver, conc int, types map[string]sluic
 }
 
 // waitStatus polls until the job reaches status or the deadline passes.
-func waitStatus(t *testing.T, d driver.Driver, id int64, status driver.Status) *driver.JobRow {
+func waitStatus(t *testing.T, d driver.Driver, id int64, status sluicetype.Status) *sluicetype.JobRow {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
@@ -86,31 +87,31 @@ func TestClientOutcomes(t *testing.T) {
 			require.NoError(t, err)
 			return r.ID
 		}
-		j := waitStatus(t, d, enq("ok", "order-1"), driver.StatusSuccess)
+		j := waitStatus(t, d, enq("ok", "order-1"), sluicetype.StatusSuccess)
 		require.Equal(t, fmt.Sprintf("done job-%d-%d", j.ID, j.CreatedAt.UnixMicro()), j.Result,
 			"the idempotency key names the job and its creation time, not the business key")
 		require.NotNil(t, j.FinishedAt)
 
-		j = waitStatus(t, d, enq("flaky", ""), driver.StatusSuccess)
+		j = waitStatus(t, d, enq("flaky", ""), sluicetype.StatusSuccess)
 		require.Equal(t, 3, j.Attempts)
 		require.Equal(t, "temporary", j.LastError)
 
-		j = waitStatus(t, d, enq("bad", ""), driver.StatusFailed)
+		j = waitStatus(t, d, enq("bad", ""), sluicetype.StatusFailed)
 		require.Equal(t, 1, j.Attempts)
 		require.Equal(t, "invalid order", j.LastError)
 
-		j = waitStatus(t, d, enq("exhaust", ""), driver.StatusFailed)
+		j = waitStatus(t, d, enq("exhaust", ""), sluicetype.StatusFailed)
 		require.Equal(t, 2, j.Attempts)
 
-		j = waitStatus(t, d, enq("panics", ""), driver.StatusFailed)
+		j = waitStatus(t, d, enq("panics", ""), sluicetype.StatusFailed)
 		require.Contains(t, j.LastError, "panic: boom")
 		require.Contains(t, j.LastError, "goroutine")
 
-		j = waitStatus(t, d, enq("slow", ""), driver.StatusFailed)
+		j = waitStatus(t, d, enq("slow", ""), sluicetype.StatusFailed)
 		require.Contains(t, j.LastError, "timed out after 100ms")
 
 		// A snooze gives the attempt back: two runs, one attempt counted.
-		j = waitStatus(t, d, enq("snooze", ""), driver.StatusSuccess)
+		j = waitStatus(t, d, enq("snooze", ""), sluicetype.StatusSuccess)
 		require.Equal(t, 1, j.Attempts)
 	})
 }
@@ -142,7 +143,7 @@ func TestEnqueueDedupe(t *testing.T) {
 			require.ErrorAs(t, err, &ie, "partition %q", bad)
 			require.Equal(t, "partition", ie.Field)
 		}
-		jobs, err := d.ListJobs(ctx, driver.ListParams{})
+		jobs, err := d.ListJobs(ctx, sluicetype.ListParams{})
 		require.NoError(t, err)
 		require.Len(t, jobs, 1, "bad input must write nothing")
 	})
@@ -172,7 +173,7 @@ func TestTransactionalCompletion(t *testing.T) {
 		})
 		r, err := c.Enqueue(ctx, sluice.EnqueueParams{Type: "write"})
 		require.NoError(t, err)
-		j := waitStatus(t, d, r.ID, driver.StatusSuccess)
+		j := waitStatus(t, d, r.ID, sluicetype.StatusSuccess)
 		require.Equal(t, 2, j.Attempts)
 		var n int
 		require.NoError(t, d.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM "+tableName(t)).Scan(&n))
@@ -204,7 +205,7 @@ func TestShutdownRequeuesWithoutCharge(t *testing.T) {
 		c.Stop(stopCtx)
 		j, err := d.GetJob(ctx, r.ID)
 		require.NoError(t, err)
-		require.Equal(t, driver.StatusPending, j.Status)
+		require.Equal(t, sluicetype.StatusPending, j.Status)
 		require.Equal(t, 0, j.Attempts, "an attempt interrupted by shutdown is not charged")
 		require.Empty(t, j.LockedBy)
 		require.Contains(t, j.LastError, "shutdown")
@@ -258,7 +259,7 @@ func TestRetryAfterCappedAtBackoffMax(t *testing.T) {
 		require.NoError(t, err)
 		j, err := d.GetJob(ctx, r.ID)
 		require.NoError(t, err)
-		require.Equal(t, driver.StatusPending, j.Status)
+		require.Equal(t, sluicetype.StatusPending, j.Status)
 		wait := j.NextRunAt.Sub(now)
 		require.LessOrEqual(t, wait, 2*time.Second, "capped at backoff.max, not the hour asked for")
 		require.Greater(t, wait, time.Second, "the Retry-After still replaces the 1 ms backoff")

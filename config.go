@@ -15,6 +15,7 @@ import (
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/scheduler"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Type configures one job type: its handler and the defaults of its jobs.
@@ -25,7 +26,7 @@ type Type struct {
 	Lease       time.Duration // default DefaultLease; renewed every Lease/3
 	MaxAttempts int           // default DefaultMaxAttempts
 	Backoff     Backoff
-	Dedupe      string // driver.DedupePermanent (default) or driver.DedupeActive
+	Dedupe      string // sluicetype.DedupePermanent (default) or sluicetype.DedupeActive
 	// Circuit is the type's circuit breaker, shared by every node; a zero
 	// Threshold means none.
 	Circuit Circuit
@@ -156,7 +157,7 @@ type Config struct {
 	// maintenance leader purges them. Defaults: DefaultRetentionSuccess,
 	// DefaultRetentionFailed, DefaultRetentionCancelled. A negative value
 	// keeps them forever.
-	Retention map[driver.Status]time.Duration
+	Retention map[sluicetype.Status]time.Duration
 	// DisableMaintenance keeps this client out of the maintenance leader
 	// election: it does not rescue expired leases, purge finished jobs or
 	// compact roll-ups. By default every client that runs workers takes
@@ -202,10 +203,10 @@ func (c Config) withDefaults() Config {
 		host, _ := os.Hostname()
 		c.NodeID = fmt.Sprintf("%s:%d", host, os.Getpid())
 	}
-	ret := map[driver.Status]time.Duration{
-		driver.StatusSuccess:   DefaultRetentionSuccess,
-		driver.StatusFailed:    DefaultRetentionFailed,
-		driver.StatusCancelled: DefaultRetentionCancelled,
+	ret := map[sluicetype.Status]time.Duration{
+		sluicetype.StatusSuccess:   DefaultRetentionSuccess,
+		sluicetype.StatusFailed:    DefaultRetentionFailed,
+		sluicetype.StatusCancelled: DefaultRetentionCancelled,
 	}
 	for k, v := range c.Retention {
 		ret[k] = v
@@ -246,7 +247,7 @@ func (t Type) WithDefaults() Type {
 		t.MaxAttempts = DefaultMaxAttempts
 	}
 	if t.Dedupe == "" {
-		t.Dedupe = driver.DedupePermanent
+		t.Dedupe = sluicetype.DedupePermanent
 	}
 	t.Backoff = t.Backoff.withDefaults()
 	if t.Circuit.Cooldown == 0 {
@@ -279,13 +280,13 @@ func (c Config) validate() error {
 		}
 	}
 	for name, t := range c.Types {
-		if err := checkName("type", name, driver.MaxTypeLen); err != nil {
+		if err := checkName("type", name, sluicetype.MaxTypeLen); err != nil {
 			return fmt.Errorf("sluice config: %w", err)
 		}
-		if err := checkName("queue", t.Queue, driver.MaxQueueLen); err != nil {
+		if err := checkName("queue", t.Queue, sluicetype.MaxQueueLen); err != nil {
 			return fmt.Errorf("sluice config: type %s: %w", name, err)
 		}
-		if t.Dedupe != driver.DedupePermanent && t.Dedupe != driver.DedupeActive {
+		if t.Dedupe != sluicetype.DedupePermanent && t.Dedupe != sluicetype.DedupeActive {
 			return fmt.Errorf("sluice config: type %s: dedupe %q: want permanent or active", name, t.Dedupe)
 		}
 		var bad error
@@ -307,7 +308,7 @@ func (c Config) validate() error {
 		}
 	}
 	for name, q := range c.Queues {
-		if err := checkName("queue", name, driver.MaxQueueLen); err != nil {
+		if err := checkName("queue", name, sluicetype.MaxQueueLen); err != nil {
 			return fmt.Errorf("sluice config: %w", err)
 		}
 		if q.ClusterRate < 0 || math.IsNaN(q.ClusterRate) || math.IsInf(q.ClusterRate, 0) {
@@ -324,7 +325,7 @@ func (c Config) validate() error {
 		case s.Overlap != "" && s.Overlap != OverlapForbid && s.Overlap != OverlapAllow:
 			return fmt.Errorf("sluice config: schedule %s: overlap %q: want %s or %s", s.Name, s.Overlap, OverlapForbid, OverlapAllow)
 		}
-		if err := checkName("type", s.Type, driver.MaxTypeLen); err != nil {
+		if err := checkName("type", s.Type, sluicetype.MaxTypeLen); err != nil {
 			return fmt.Errorf("sluice config: schedule %s: %w", s.Name, err)
 		}
 		// Checked now, by the rule every enqueue applies, so that a bad

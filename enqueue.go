@@ -15,10 +15,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
-
 	"go.opentelemetry.io/otel/codes"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // EnqueueParams describes one job. Only Type is required; the rest default
@@ -168,7 +168,7 @@ func (c *Client) firstWarning(typ string) bool {
 
 // prepare validates one job and fills in its type's defaults.
 func (c *Client) prepare(p EnqueueParams) (driver.InsertJob, error) {
-	if err := checkName("type", p.Type, driver.MaxTypeLen); err != nil {
+	if err := checkName("type", p.Type, sluicetype.MaxTypeLen); err != nil {
 		return driver.InsertJob{}, err
 	}
 	t := c.typeOf(p.Type)
@@ -188,7 +188,7 @@ func (c *Client) prepare(p EnqueueParams) (driver.InsertJob, error) {
 		return row, inputErr("max_attempts", "%d is out of range: want 1 to %d, or 0 for the type's default", p.MaxAttempts, MaxMaxAttempts)
 	case row.Priority < MinPriority || row.Priority > MaxPriority:
 		return row, inputErr("priority", "%d is out of range: want %d to %d", row.Priority, MinPriority, MaxPriority)
-	case row.Dedupe != driver.DedupePermanent && row.Dedupe != driver.DedupeActive:
+	case row.Dedupe != sluicetype.DedupePermanent && row.Dedupe != sluicetype.DedupeActive:
 		return row, inputErr("dedupe", "%q: want permanent or active", row.Dedupe)
 	case row.Delay < 0:
 		return row, inputErr("delay", "must not be negative")
@@ -203,7 +203,7 @@ func (c *Client) prepare(p EnqueueParams) (driver.InsertJob, error) {
 	if err := checkKey(p.Key); err != nil {
 		return row, err
 	}
-	if err := checkName("queue", row.Queue, driver.MaxQueueLen); err != nil {
+	if err := checkName("queue", row.Queue, sluicetype.MaxQueueLen); err != nil {
 		return row, err
 	}
 	if err := driver.CheckPartition(row.Partition); err != nil {
@@ -219,7 +219,7 @@ func (c *Client) prepare(p EnqueueParams) (driver.InsertJob, error) {
 
 // Limits of a job request, the same on every path (API, CLI, Go) and every
 // database, as docs/reference.md "Job request rules" states them; the
-// column widths are driver.MaxTypeLen and its neighbours.
+// column widths are sluicetype.MaxTypeLen and its neighbours.
 const (
 	// MaxPayloadBytes bounds a payload's JSON text.
 	MaxPayloadBytes = 1 << 20
@@ -253,15 +253,15 @@ func checkRunAt(t time.Time) error {
 }
 
 // checkKey is the rule for a business key: "" for none, or up to
-// driver.MaxKeyLen characters (counted as the databases count them, not
+// sluicetype.MaxKeyLen characters (counted as the databases count them, not
 // in bytes) of valid UTF-8 without NUL, which PostgreSQL refuses in text
 // and a command handler cannot pass in its environment.
 func checkKey(k string) error {
 	switch {
 	case !utf8.ValidString(k):
 		return inputErr("key", "not valid UTF-8")
-	case utf8.RuneCountInString(k) > driver.MaxKeyLen:
-		return inputErr("key", "%d characters, at most %d allowed", utf8.RuneCountInString(k), driver.MaxKeyLen)
+	case utf8.RuneCountInString(k) > sluicetype.MaxKeyLen:
+		return inputErr("key", "%d characters, at most %d allowed", utf8.RuneCountInString(k), sluicetype.MaxKeyLen)
 	case strings.IndexByte(k, 0) >= 0:
 		return inputErr("key", "contains a NUL character")
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/rulestest"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // requireInputError checks that err is an *InputError naming field and that
@@ -36,7 +37,7 @@ func TestEnqueueRulesGo(t *testing.T) {
 		c, err := sluice.NewClient(sluice.Config{Driver: d})
 		require.NoError(t, err)
 		ctx := t.Context()
-		rows := func() int { return len(testdb.AllJobs(t, d, driver.ListParams{})) }
+		rows := func() int { return len(testdb.AllJobs(t, d, sluicetype.ListParams{})) }
 		written := 0
 		for _, tc := range cases {
 			req, err := sluice.DecodeJobRequest(tc.Body(t))
@@ -97,7 +98,7 @@ func TestEnqueueRulesGoValues(t *testing.T) {
 			_, err := c.Enqueue(ctx, tc.p)
 			requireInputError(t, err, tc.field, tc.inMsg, tc.name)
 		}
-		require.Empty(t, testdb.AllJobs(t, d, driver.ListParams{}), "refusals wrote nothing")
+		require.Empty(t, testdb.AllJobs(t, d, sluicetype.ListParams{}), "refusals wrote nothing")
 
 		// The largest payload is stored, and comes back as sent.
 		body := `{"a":"` + strings.Repeat("é", (sluice.MaxPayloadBytes-len(`{"a":""}`))/2) + `"}`

@@ -11,6 +11,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/dburl"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // exampleDriver opens a migrated SQLite database in a fresh directory, as
@@ -105,7 +106,7 @@ func ExampleClient_EnqueueTx() {
 	}
 	placeOrder(1, true)
 	placeOrder(2, false)
-	jobs, err := client.Jobs(ctx, sluice.ListParams{Type: "send_receipt"})
+	jobs, err := client.Jobs(ctx, sluicetype.ListParams{Type: "send_receipt"})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 package sluice
 
-import "github.com/sluicehq/sluice/driver"
+import (
+	"github.com/sluicehq/sluice/sluicetype"
+)
 
 // Figures counts the attempts that finished in a window by how they
 // ended. It is the one definition of the finished-work figures that
@@ -21,13 +23,13 @@ type Figures struct {
 }
 
 // Add counts n attempts that ended with outcome.
-func (f *Figures) Add(outcome driver.Outcome, n int64) {
+func (f *Figures) Add(outcome sluicetype.Outcome, n int64) {
 	switch outcome {
-	case driver.OutcomeSuccess:
+	case sluicetype.OutcomeSuccess:
 		f.Done += n
-	case driver.OutcomeFailed:
+	case sluicetype.OutcomeFailed:
 		f.Failed += n
-	case driver.OutcomeRetry:
+	case sluicetype.OutcomeRetry:
 		f.Retried += n
 	}
 }
@@ -36,7 +38,7 @@ func (f *Figures) Add(outcome driver.Outcome, n int64) {
 func FiguresOf(byOutcome map[string]int64) Figures {
 	var f Figures
 	for o, n := range byOutcome {
-		f.Add(driver.Outcome(o), n)
+		f.Add(sluicetype.Outcome(o), n)
 	}
 	return f
 }

@@ -11,10 +11,10 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/handler/command"
 	"github.com/sluicehq/sluice/internal/clienttest"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // TestCommandHistoryAndTraceparent: a command that fails once, then
@@ -40,7 +40,7 @@ func TestCommandHistoryAndTraceparent(t *testing.T) {
 	r, err := c.Enqueue(ctx, sluice.EnqueueParams{Type: "report"})
 	caller.End()
 	require.NoError(t, err)
-	row := waitStatus(t, d, r.ID, driver.StatusSuccess)
+	row := waitStatus(t, d, r.ID, sluicetype.StatusSuccess)
 
 	traceID := caller.SpanContext().TraceID().String()
 	require.True(t, strings.HasPrefix(row.Result, "00-"+traceID+"-"), "TRACEPARENT %q is not in the caller's trace %s", row.Result, traceID)
@@ -59,7 +59,7 @@ func TestCommandHistoryAndTraceparent(t *testing.T) {
 	require.Len(t, info.History, 2)
 	first, second := info.History[0], info.History[1]
 	require.Equal(t, 1, first.Attempt)
-	require.Equal(t, driver.OutcomeRetry, first.Outcome)
+	require.Equal(t, sluicetype.OutcomeRetry, first.Outcome)
 	require.NotNil(t, first.ExitCode)
 	require.Equal(t, 3, *first.ExitCode)
 	require.Contains(t, first.Error, "exit code 3: not yet")
@@ -67,7 +67,7 @@ func TestCommandHistoryAndTraceparent(t *testing.T) {
 	require.NotNil(t, first.Start)
 	require.False(t, first.End.Before(*first.Start))
 	require.Equal(t, 2, second.Attempt)
-	require.Equal(t, driver.OutcomeSuccess, second.Outcome)
+	require.Equal(t, sluicetype.OutcomeSuccess, second.Outcome)
 	require.NotNil(t, second.ExitCode)
 	require.Equal(t, 0, *second.ExitCode)
 	require.Zero(t, second.HTTPStatus)
@@ -75,7 +75,7 @@ func TestCommandHistoryAndTraceparent(t *testing.T) {
 	// A job that never fails writes no history.
 	q, err := c.Enqueue(context.Background(), sluice.EnqueueParams{Type: "quick"})
 	require.NoError(t, err)
-	waitStatus(t, d, q.ID, driver.StatusSuccess)
+	waitStatus(t, d, q.ID, sluicetype.StatusSuccess)
 	info, err = c.Job(context.Background(), q.ID)
 	require.NoError(t, err)
 	require.Empty(t, info.History)

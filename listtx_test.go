@@ -11,6 +11,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // A bulk action runs in its own transactions, so a filter that names the
@@ -28,17 +29,17 @@ func TestBulkRefusesCallersTransaction(t *testing.T) {
 		tx, err := d.DB().BeginTx(ctx, nil)
 		require.NoError(t, err)
 		defer tx.Rollback()
-		filter := sluice.ListParams{Type: "mail", Tx: tx}
-		_, err = c.CountBulk(ctx, driver.BulkCancel, filter)
+		filter := sluicetype.ListParams{Type: "mail", Tx: tx}
+		_, err = c.CountBulk(ctx, sluicetype.BulkCancel, filter)
 		var in *sluice.InputError
 		require.True(t, errors.As(err, &in), "%v", err)
 		require.Equal(t, "tx", in.Field)
-		_, err = c.Bulk(ctx, driver.BulkCancel, filter, 0)
+		_, err = c.Bulk(ctx, sluicetype.BulkCancel, filter, 0)
 		require.True(t, errors.As(err, &in), "%v", err)
 		require.Equal(t, "tx", in.Field)
 		require.NoError(t, tx.Rollback())
 		job, err := c.Job(ctx, r.ID)
 		require.NoError(t, err)
-		require.Equal(t, driver.StatusPending, job.Status, "nothing was cancelled")
+		require.Equal(t, sluicetype.StatusPending, job.Status, "nothing was cancelled")
 	})
 }

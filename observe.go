@@ -10,6 +10,7 @@ import (
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/metrics"
 	"github.com/sluicehq/sluice/internal/worker"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Metrics returns the client's Prometheus metrics, which the server
@@ -46,7 +47,7 @@ func (c *Client) readGauges(ctx context.Context) (metrics.Gauges, error) {
 	g := metrics.Gauges{Queues: make([]metrics.QueueGauge, len(st)), ShardStalled: map[string]time.Duration{}}
 	for i, s := range st {
 		g.Queues[i] = metrics.QueueGauge{Queue: s.Queue, Pending: s.Pending, Processing: s.Processing, Failed: s.Failed,
-			OldestPendingAge: s.OldestPendingAge(now)}
+			OldestPendingAge: s.PendingAge(now)}
 	}
 	if g.Paused, err = c.drv.PausedQueues(ctx); err != nil {
 		return metrics.Gauges{}, err
@@ -68,7 +69,7 @@ func (c *Client) readGauges(ctx context.Context) (metrics.Gauges, error) {
 		return metrics.Gauges{}, err
 	}
 	for _, cp := range cps {
-		if cp.Status != driver.CheckpointRunning {
+		if cp.Status != sluicetype.CheckpointRunning {
 			continue
 		}
 		g.ShardStalled[cp.Batch] = max(g.ShardStalled[cp.Batch], now.Sub(cp.UpdatedAt), 0)
@@ -84,7 +85,7 @@ func (c *Client) readGauges(ctx context.Context) (metrics.Gauges, error) {
 		}
 	}
 	for _, cs := range circuits {
-		g.Circuits[cs.Type] = cs.State != driver.CircuitClosed
+		g.Circuits[cs.Type] = cs.State != sluicetype.CircuitClosed
 	}
 	waiting, err := c.WaitingForHandler(ctx)
 	if err != nil {
@@ -100,12 +101,12 @@ func (c *Client) readGauges(ctx context.Context) (metrics.Gauges, error) {
 // uncharged is the outcome of an attempt given back without using it (a
 // snooze, or a shutdown or pass deadline that cut it short): neither a
 // success nor a failure, so metrics and roll-ups skip it.
-const uncharged = driver.AttemptReleased
+const uncharged = sluicetype.AttemptReleased
 
 // outcomeOf names an attempt's outcome for metrics, roll-ups, logs, the
 // counts of a RunOnce pass and the attempt history: worker.AttemptOutcome
 // is the one rule, so that they cannot disagree.
-func outcomeOf(o worker.Outcome) driver.Outcome { return worker.AttemptOutcome(o) }
+func outcomeOf(o worker.Outcome) sluicetype.Outcome { return worker.AttemptOutcome(o) }
 
 // workerHooks count and log every job event with the same fields. Every
 // pool of the client uses them: the long-running workers and each RunOnce
@@ -113,7 +114,7 @@ func outcomeOf(o worker.Outcome) driver.Outcome { return worker.AttemptOutcome(o
 func (c *Client) workerHooks() worker.Hooks {
 	return worker.Hooks{
 		Claimed: func(queue string, _ int, took time.Duration) { c.metrics.Claimed(queue, took) },
-		Completed: func(job driver.JobRow, o worker.Outcome, ran time.Duration) {
+		Completed: func(job sluicetype.JobRow, o worker.Outcome, ran time.Duration) {
 			outcome := outcomeOf(o)
 			if outcome != uncharged {
 				now, waited := c.cfg.Clock(), job.QueueLatency()
@@ -122,7 +123,7 @@ func (c *Client) workerHooks() worker.Hooks {
 			}
 			c.logAttempt(job, o, outcome, ran)
 		},
-		LeaseLost: func(job driver.JobRow, _ string) { c.metrics.LeaseLost(job.Queue, job.Type) },
+		LeaseLost: func(job sluicetype.JobRow, _ string) { c.metrics.LeaseLost(job.Queue, job.Type) },
 	}
 }
 
@@ -130,7 +131,7 @@ func (c *Client) workerHooks() worker.Hooks {
 // failed, info otherwise. Above debug level it carries no user data: the
 // error is its summary (see DetailError), and the payload and the
 // handler's output appear only when debug is enabled.
-func (c *Client) logAttempt(job driver.JobRow, o worker.Outcome, outcome driver.Outcome, ran time.Duration) {
+func (c *Client) logAttempt(job sluicetype.JobRow, o worker.Outcome, outcome sluicetype.Outcome, ran time.Duration) {
 	debug := c.log.Enabled(context.Background(), slog.LevelDebug)
 	attrs := []any{"job_id", job.ID, "type", job.Type, "queue", job.Queue, "attempt", job.Attempts,
 		"duration", ran, "status", o.Status}
@@ -154,7 +155,7 @@ func (c *Client) logAttempt(job driver.JobRow, o worker.Outcome, outcome driver.
 		attrs = append(attrs, "payload", string(job.Payload))
 	}
 	switch outcome {
-	case driver.OutcomeFailed, driver.OutcomeRetry:
+	case sluicetype.OutcomeFailed, sluicetype.OutcomeRetry:
 		c.log.Warn("job attempt failed", attrs...)
 	case uncharged:
 		c.log.Info("job returned to pending without using its attempt", attrs...)
@@ -219,7 +220,7 @@ func (c *Client) scheduleLabels(s Schedule) (queue, typ string) {
 // retention to hours and drop the rows of nodes that stopped without
 // saying so (a killed process).
 func (c *Client) chores(ctx context.Context) {
-	keep := c.cfg.Retention[driver.StatusSuccess]
+	keep := c.cfg.Retention[sluicetype.StatusSuccess]
 	if keep <= 0 {
 		keep = DefaultRetentionSuccess
 	}
@@ -246,10 +247,10 @@ func (c *Client) countCancel(ctx context.Context, id int64) {
 		c.log.Warn("reading a cancelled job for its metrics", "job_id", id, "err", err)
 		return
 	}
-	c.metrics.Completed(r.Queue, r.Type, driver.OutcomeCancelled, 0, 0)
+	c.metrics.Completed(r.Queue, r.Type, sluicetype.OutcomeCancelled, 0, 0)
 	c.log.Info("job cancelled", "job_id", r.ID, "type", r.Type, "queue", r.Queue, "attempt", r.Attempts, "duration", time.Duration(0))
-	row := driver.StatRow{Queue: r.Queue, Type: r.Type, Outcome: driver.OutcomeCancelled, Bucket: c.cfg.Clock().UTC().Truncate(time.Minute), Count: 1}
-	if err := c.drv.AddStats(ctx, driver.AddStatsParams{Rows: []driver.StatRow{row}}); err != nil {
+	row := sluicetype.StatRow{Queue: r.Queue, Type: r.Type, Outcome: sluicetype.OutcomeCancelled, Bucket: c.cfg.Clock().UTC().Truncate(time.Minute), Count: 1}
+	if err := c.drv.AddStats(ctx, driver.AddStatsParams{Rows: []sluicetype.StatRow{row}}); err != nil {
 		c.log.Warn("counting a cancel in the roll-ups failed", "job_id", id, "err", err)
 	}
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // A DetailError's detail reaches last_error and debug logs only, however
@@ -35,7 +35,7 @@ func TestDetailErrorStaysOutOfLogs(t *testing.T) {
 		require.Equal(t, sluice.RunResult{OK: true, Failed: 1}, res)
 		j, err := d.GetJob(ctx, r.ID)
 		require.NoError(t, err)
-		require.Equal(t, driver.StatusFailed, j.Status)
+		require.Equal(t, sluicetype.StatusFailed, j.Status)
 		require.Equal(t, "timed out after 20ms: charging: context deadline exceeded: card 4111-1111", j.LastError)
 		require.Contains(t, log.String(), `error="timed out after 20ms: charging: context deadline exceeded"`)
 		if level == slog.LevelInfo {

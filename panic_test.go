@@ -11,6 +11,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // A panicking handler is a transient failure: the job is retried like any
@@ -38,13 +39,13 @@ func TestHandlerPanicIsRetried(t *testing.T) {
 			return r.ID
 		}
 
-		j := waitStatus(t, d, enq("recovers"), driver.StatusSuccess)
+		j := waitStatus(t, d, enq("recovers"), sluicetype.StatusSuccess)
 		require.Equal(t, 3, j.Attempts, "two panics, then a success")
 		require.Contains(t, j.LastError, "panic: boom 2")
 		require.Contains(t, j.LastError, "goroutine", "the stack is kept")
 		require.Contains(t, j.LastError, "panic_test.go", "the stack reaches the handler that panicked")
 
-		j = waitStatus(t, d, enq("always"), driver.StatusFailed)
+		j = waitStatus(t, d, enq("always"), sluicetype.StatusFailed)
 		require.Equal(t, 2, j.Attempts, "a panic uses up attempts like an error, no more and no fewer")
 		require.Contains(t, j.LastError, "panic: always boom")
 		require.Contains(t, j.LastError, "panic_test.go")

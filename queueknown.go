@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // checkQueueKnown refuses a queue that nothing knows, so that a typo in a
@@ -28,8 +28,8 @@ func (c *Client) checkQueueKnown(ctx context.Context, queue string) error {
 	if _, ok := flags[queue]; ok {
 		return nil
 	}
-	for _, st := range []driver.Status{driver.StatusPending, driver.StatusProcessing} {
-		jobs, err := c.drv.ListJobs(ctx, driver.ListParams{Queue: queue, Status: st, Limit: 1})
+	for _, st := range []sluicetype.Status{sluicetype.StatusPending, sluicetype.StatusProcessing} {
+		jobs, err := c.drv.ListJobs(ctx, sluicetype.ListParams{Queue: queue, Status: st, Limit: 1})
 		if err != nil {
 			return fmt.Errorf("checking queue %q: %w", queue, err)
 		}

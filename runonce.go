@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/worker"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // RunParams bounds one pass of RunOnce.
@@ -65,13 +66,13 @@ func (r RunResult) MarshalJSON() ([]byte, error) {
 }
 
 // count adds one attempt by its outcome (see outcomeOf).
-func (r *RunResult) count(outcome driver.Outcome) {
+func (r *RunResult) count(outcome sluicetype.Outcome) {
 	switch outcome {
-	case driver.OutcomeSuccess:
+	case sluicetype.OutcomeSuccess:
 		r.Done++
-	case driver.OutcomeRetry:
+	case sluicetype.OutcomeRetry:
 		r.Retried++
-	case driver.OutcomeFailed:
+	case sluicetype.OutcomeFailed:
 		r.Failed++
 	case uncharged:
 		r.Requeued++
@@ -102,11 +103,11 @@ func (c *Client) RunOnce(ctx context.Context, p RunParams) (RunResult, error) {
 	if p.Concurrency <= 0 {
 		p.Concurrency = max(c.cfg.Queues[p.Queue].Concurrency, 1)
 	}
-	if err := checkName("queue", p.Queue, driver.MaxQueueLen); err != nil {
+	if err := checkName("queue", p.Queue, sluicetype.MaxQueueLen); err != nil {
 		return RunResult{}, err
 	}
 	if p.Type != "" {
-		if err := checkName("type", p.Type, driver.MaxTypeLen); err != nil {
+		if err := checkName("type", p.Type, sluicetype.MaxTypeLen); err != nil {
 			return RunResult{}, err
 		}
 		if t, ok := c.cfg.Types[p.Type]; !ok || t.Handler == nil {
@@ -164,7 +165,7 @@ func (c *Client) RunOnce(ctx context.Context, p RunParams) (RunResult, error) {
 	// roll-ups); the pass only adds its own tally.
 	hooks := c.workerHooks()
 	observe := hooks.Completed
-	hooks.Completed = func(job driver.JobRow, o worker.Outcome, ran time.Duration) {
+	hooks.Completed = func(job sluicetype.JobRow, o worker.Outcome, ran time.Duration) {
 		observe(job, o, ran)
 		mu.Lock()
 		defer mu.Unlock()

@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 func TestRunOnce(t *testing.T) {
@@ -86,7 +87,7 @@ func TestRunOnce(t *testing.T) {
 			"type slow: timeout 1s is longer than the pass's max_seconds 300ms; a job of it may keep the pass running until it ends"}}, r)
 		j, err := d.GetJob(ctx, res.ID)
 		require.NoError(t, err)
-		require.Equal(t, driver.StatusPending, j.Status)
+		require.Equal(t, sluicetype.StatusPending, j.Status)
 		require.Equal(t, 1, j.Attempts)
 
 		// Only the caller's context interrupts a running job: it goes back
@@ -100,7 +101,7 @@ func TestRunOnce(t *testing.T) {
 		require.Equal(t, sluice.RunResult{OK: true, Requeued: 1}, r)
 		j, err = d.GetJob(ctx, res.ID)
 		require.NoError(t, err)
-		require.Equal(t, driver.StatusPending, j.Status)
+		require.Equal(t, sluicetype.StatusPending, j.Status)
 		require.Equal(t, 0, j.Attempts)
 	})
 }
@@ -126,7 +127,7 @@ func TestRunOnceCountsRescuedFailures(t *testing.T) {
 		r, err := c.RunOnce(ctx, sluice.RunParams{Type: "crashy", MaxDuration: 5 * time.Second})
 		require.NoError(t, err)
 		require.Equal(t, sluice.RunResult{OK: true}, r, "the pass found nothing left to run")
-		require.Equal(t, driver.StatusFailed, waitStatus(t, d, got[0].ID, driver.StatusFailed).Status)
+		require.Equal(t, sluicetype.StatusFailed, waitStatus(t, d, got[0].ID, sluicetype.StatusFailed).Status)
 
 		m := c.Metrics()
 		require.Equal(t, 1.0, m.Value("sluice_leases_rescued_total"))

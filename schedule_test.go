@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice/cron"
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 func every(t *testing.T, expr string) *cron.Expr {
@@ -75,7 +76,7 @@ func TestScheduleOverlapDefaultsToForbid(t *testing.T) {
 	st, err := d.ScheduleState(context.Background(), driver.ScheduleStateParams{Name: "tick"})
 	require.NoError(t, err)
 	require.Equal(t, int64(1), st.Fires)
-	jobs, err := d.ListJobs(context.Background(), driver.ListParams{Type: "pending"})
+	jobs, err := d.ListJobs(context.Background(), sluicetype.ListParams{Type: "pending"})
 	require.NoError(t, err)
 	require.Len(t, jobs, 1)
 }
@@ -104,12 +105,12 @@ func TestScheduleCatchUp(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, c.Start(ctx))
 	require.Eventually(t, func() bool {
-		jobs, err := d.ListJobs(ctx, driver.ListParams{Type: "report"})
+		jobs, err := d.ListJobs(ctx, sluicetype.ListParams{Type: "report"})
 		require.NoError(t, err)
 		return len(jobs) >= 3
 	}, 5*time.Second, 20*time.Millisecond)
 	c.Stop(ctx)
-	jobs, err := d.ListJobs(ctx, driver.ListParams{Type: "report"})
+	jobs, err := d.ListJobs(ctx, sluicetype.ListParams{Type: "report"})
 	require.NoError(t, err)
 	require.Len(t, jobs, 3, "at most catch_up missed slots")
 	for i, j := range jobs { // newest first: the last slot, the day before, the one before that

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // HandlerWindow is how recently a process with a handler for a job type
@@ -47,7 +48,7 @@ func (c *Client) serveTypes(ctx context.Context) error {
 // HandlerWindow: a type missing from every worker's config, or a typo at
 // enqueue. `sluice stats`, GET /v1/stats, the dashboard and the metric
 // sluice_jobs_waiting_for_handler show these counts.
-func (c *Client) WaitingForHandler(ctx context.Context) ([]driver.TypeCount, error) {
+func (c *Client) WaitingForHandler(ctx context.Context) ([]sluicetype.TypeCount, error) {
 	waiting, err := c.drv.UnservedTypes(ctx, driver.UnservedTypesParams{Within: HandlerWindow})
 	if err != nil {
 		return nil, fmt.Errorf("sluice: %w", err)

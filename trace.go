@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/worker"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // TracerName is the instrumentation scope of sluice's spans.
@@ -73,7 +74,7 @@ func (c *Client) startEnqueue(ctx context.Context, ps []EnqueueParams) (context.
 // context recorded at enqueue: one trace then runs from the request that
 // enqueued the job through every attempt to what the handler calls. A job
 // enqueued without a trace (a schedule, a plain INSERT) starts a new one.
-func (c *Client) startRun(ctx context.Context, row driver.JobRow) (context.Context, trace.Span) {
+func (c *Client) startRun(ctx context.Context, row sluicetype.JobRow) (context.Context, trace.Span) {
 	ctx, span := c.tracer.Start(WithTraceParent(ctx, row.TraceParent), "sluice.run "+row.Type, trace.WithSpanKind(trace.SpanKindConsumer))
 	if span.IsRecording() {
 		span.SetAttributes(

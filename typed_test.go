@@ -12,6 +12,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // welcomeArgs is a typed job's payload, by value.
@@ -108,7 +109,7 @@ func TestTypedPayloadThatDoesNotDecode(t *testing.T) {
 		require.False(t, called)
 		job, err := c.Job(ctx, r.ID)
 		require.NoError(t, err)
-		require.Equal(t, driver.StatusFailed, job.Status)
+		require.Equal(t, sluicetype.StatusFailed, job.Status)
 		require.Equal(t, 1, job.Attempts)
 		require.Contains(t, job.LastError, "as sluice_test.welcomeArgs")
 		require.Contains(t, job.LastError, "user_id")
@@ -134,7 +135,7 @@ func TestEnqueueArgsRejectsTypeAndPayload(t *testing.T) {
 		var in *sluice.InputError
 		require.True(t, errors.As(err, &in), "%v", err)
 		require.Equal(t, "payload", in.Field)
-		jobs, err := c.Jobs(ctx, sluice.ListParams{})
+		jobs, err := c.Jobs(ctx, sluicetype.ListParams{})
 		require.NoError(t, err)
 		require.Empty(t, jobs, "a rejected enqueue writes nothing")
 	})

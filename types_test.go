@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/clienttest"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // TestStartRecordsTypeSettings: a Go application's Client.Start records
@@ -24,9 +24,9 @@ func TestStartRecordsTypeSettings(t *testing.T) {
 		ctx := context.Background()
 		noop := sluice.HandlerFunc(func(context.Context, *sluice.Job) error { return nil })
 		clienttest.Start(t, sluice.Config{Driver: d, PollMax: 50 * time.Millisecond,
-			Types:  map[string]sluice.Type{"send_mail": {Handler: noop, Queue: "mail", MaxAttempts: 2, Dedupe: driver.DedupeActive}},
+			Types:  map[string]sluice.Type{"send_mail": {Handler: noop, Queue: "mail", MaxAttempts: 2, Dedupe: sluicetype.DedupeActive}},
 			Queues: map[string]sluice.QueueConfig{"mail": {Concurrency: 1}}})
-		insert := func(typ string) *driver.JobRow {
+		insert := func(typ string) *sluicetype.JobRow {
 			t.Helper()
 			stmt := fmt.Sprintf("INSERT INTO %sjobs (type) VALUES ('%s')", tg.Prefix, typ)
 			var id int64
@@ -45,7 +45,7 @@ func TestStartRecordsTypeSettings(t *testing.T) {
 		j := insert("send_mail")
 		require.Equal(t, "mail/2/active", fmt.Sprintf("%s/%d/%s", j.Queue, j.MaxAttempts, j.Dedupe))
 		j = insert("not_configured")
-		require.Equal(t, fmt.Sprintf("%s/%d/%s", sluice.DefaultQueue, sluice.DefaultMaxAttempts, driver.DedupePermanent),
+		require.Equal(t, fmt.Sprintf("%s/%d/%s", sluice.DefaultQueue, sluice.DefaultMaxAttempts, sluicetype.DedupePermanent),
 			fmt.Sprintf("%s/%d/%s", j.Queue, j.MaxAttempts, j.Dedupe))
 	})
 }

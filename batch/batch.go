@@ -45,11 +45,12 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Checkpoint statuses.
 const (
-	StatusRunning = driver.CheckpointRunning
+	StatusRunning = sluicetype.CheckpointRunning
 	StatusPaused  = "paused"
 	StatusDone    = "done"
 	StatusFailed  = "failed"

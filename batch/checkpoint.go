@@ -13,10 +13,11 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Checkpoint is one shard's progress as stored; the driver owns the table.
-type Checkpoint = driver.Checkpoint
+type Checkpoint = sluicetype.Checkpoint
 
 // Checkpoints returns the checkpoints of the named batch, or of every batch
 // when name is empty, ordered by batch and shard.
@@ -106,7 +107,7 @@ func (r *shardRun) acquire(ctx context.Context) (Checkpoint, error) {
 		}
 	}
 	err = r.drv.TakeCheckpoint(ctx, driver.TakeCheckpointParams{Batch: r.b.Name, Shard: r.shard.name, Version: c.Version, Owner: r.b.Owner, Status: StatusRunning})
-	if errors.Is(err, driver.ErrCheckpointLost) {
+	if errors.Is(err, sluicetype.ErrCheckpointLost) {
 		return c, fmt.Errorf("%w: batch %s shard %s was taken by another runner just now", ErrBusy, r.b.Name, r.shard.name)
 	}
 	if err != nil {
@@ -119,7 +120,7 @@ func (r *shardRun) acquire(ctx context.Context) (Checkpoint, error) {
 
 func (r *shardRun) read(ctx context.Context) (Checkpoint, error) {
 	c, err := r.drv.GetCheckpoint(ctx, driver.GetCheckpointParams{Batch: r.b.Name, Shard: r.shard.name})
-	if errors.Is(err, driver.ErrCheckpointLost) {
+	if errors.Is(err, sluicetype.ErrCheckpointLost) {
 		return c, fmt.Errorf("%w: batch %s shard %s: checkpoint deleted (reset?)", ErrLost, r.b.Name, r.shard.name)
 	}
 	return c, err
@@ -127,7 +128,7 @@ func (r *shardRun) read(ctx context.Context) (Checkpoint, error) {
 
 // lost turns the driver's fence error into ErrLost, with why.
 func (r *shardRun) lost(err error, why string) error {
-	if errors.Is(err, driver.ErrCheckpointLost) {
+	if errors.Is(err, sluicetype.ErrCheckpointLost) {
 		return fmt.Errorf("%w: batch %s shard %s%s", ErrLost, r.b.Name, r.shard.name, why)
 	}
 	return err
@@ -156,7 +157,7 @@ func (r *shardRun) finish(ctx context.Context, status, lastErr string) error {
 // It does nothing if the shard is no longer ours.
 func (r *shardRun) release(ctx context.Context) {
 	err := r.drv.ReleaseCheckpoint(ctx, driver.ReleaseCheckpointParams{Batch: r.b.Name, Shard: r.shard.name, Version: r.version, Owner: r.b.Owner})
-	if err != nil && !errors.Is(err, driver.ErrCheckpointLost) {
+	if err != nil && !errors.Is(err, sluicetype.ErrCheckpointLost) {
 		r.b.Log.Warn("batch: release shard", "batch", r.b.Name, "shard", r.shard.name, "error", err)
 	}
 }

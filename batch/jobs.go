@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // ShardNames lists the batch's shards by name, in order. A batch without
@@ -64,7 +65,7 @@ func (b *Batch) JobType(d driver.Driver) (string, sluice.Type, error) {
 	if err := b.Validate(); err != nil {
 		return "", sluice.Type{}, err
 	}
-	return JobType(b.Name), sluice.Type{Queue: sluice.DefaultQueue, Dedupe: driver.DedupeActive, Handler: b.JobHandler(d)}, nil
+	return JobType(b.Name), sluice.Type{Queue: sluice.DefaultQueue, Dedupe: sluicetype.DedupeActive, Handler: b.JobHandler(d)}, nil
 }
 
 // JobHandler runs one shard per job and maps the run's end to the job's
@@ -104,7 +105,7 @@ func (b *Batch) ShardJobs(ctx context.Context, d driver.Driver, partition string
 	ps := make([]sluice.EnqueueParams, len(shards))
 	for i, s := range shards {
 		ps[i] = sluice.EnqueueParams{Type: JobType(b.Name), Key: JobType(b.Name) + ":" + s,
-			Dedupe: driver.DedupeActive, Payload: map[string]string{"shard": s}, Partition: partition}
+			Dedupe: sluicetype.DedupeActive, Payload: map[string]string{"shard": s}, Partition: partition}
 	}
 	return ps, nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 const chromiumPath = "/usr/bin/chromium"
@@ -64,19 +65,19 @@ func TestDashboardInBrowser(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, claimed, 1)
 	now := time.Now()
-	var rows []driver.StatRow
+	var rows []sluicetype.StatRow
 	for m := range 60 {
 		b := now.Add(-time.Duration(m) * time.Minute).Truncate(time.Minute)
-		rows = append(rows, driver.StatRow{Queue: "mail", Type: "mail", Outcome: "success", Bucket: b, Count: int64(20 + (m*7)%15)},
-			driver.StatRow{Queue: "default", Type: "report", Outcome: "success", Bucket: b, Count: int64(5 + m%4)})
+		rows = append(rows, sluicetype.StatRow{Queue: "mail", Type: "mail", Outcome: "success", Bucket: b, Count: int64(20 + (m*7)%15)},
+			sluicetype.StatRow{Queue: "default", Type: "report", Outcome: "success", Bucket: b, Count: int64(5 + m%4)})
 		if m%9 == 2 {
-			rows = append(rows, driver.StatRow{Queue: "mail", Type: "mail", Outcome: "retry", Bucket: b, Count: int64(3 + m%5)})
+			rows = append(rows, sluicetype.StatRow{Queue: "mail", Type: "mail", Outcome: "retry", Bucket: b, Count: int64(3 + m%5)})
 		}
 	}
 	for h := 1; h < 24; h++ {
 		b := now.Add(-time.Duration(h) * time.Hour).Truncate(time.Hour)
-		rows = append(rows, driver.StatRow{Queue: "mail", Type: "mail", Outcome: "success", Bucket: b, Count: int64(900 + (h*131)%400)},
-			driver.StatRow{Queue: "mail", Type: "mail", Outcome: "failed", Bucket: b, Count: int64((h * 37) % 90)})
+		rows = append(rows, sluicetype.StatRow{Queue: "mail", Type: "mail", Outcome: "success", Bucket: b, Count: int64(900 + (h*131)%400)},
+			sluicetype.StatRow{Queue: "mail", Type: "mail", Outcome: "failed", Bucket: b, Count: int64((h * 37) % 90)})
 	}
 	require.NoError(t, d.AddStats(ctx, driver.AddStatsParams{Rows: rows}))
 
@@ -128,11 +129,11 @@ func TestDashboardInBrowser(t *testing.T) {
 	_, err = chromedp.Run(bctx, chromedp.Evaluate[bool](`window.notReloaded = true`))
 	require.NoError(t, err)
 	res := `{"sent": 2, "ids": [7, 9]}`
-	lost, err := d.Complete(ctx, driver.CompleteParams{Completions: []driver.Completion{{ID: running.ID, Token: "tok", Status: driver.StatusSuccess, Result: &res}}})
+	lost, err := d.Complete(ctx, driver.CompleteParams{Completions: []driver.Completion{{ID: running.ID, Token: "tok", Status: sluicetype.StatusSuccess, Result: &res}}})
 	require.NoError(t, err)
 	require.Empty(t, lost)
 	// As a worker would, count the attempt in the roll-ups.
-	require.NoError(t, d.AddStats(ctx, driver.AddStatsParams{Rows: []driver.StatRow{{Queue: "live", Type: "invoice", Outcome: "success", Bucket: time.Now().Truncate(time.Minute), Count: 1}}}))
+	require.NoError(t, d.AddStats(ctx, driver.AddStatsParams{Rows: []sluicetype.StatRow{{Queue: "live", Type: "invoice", Outcome: "success", Bucket: time.Now().Truncate(time.Minute), Count: 1}}}))
 	// The row shows processing 0 and the attempt done within a tick of the
 	// roll-ups (the live counts come first, the roll-ups within 10 s).
 	doneCell := `document.querySelector('#queues tr[data-queue="live"] td:nth-child(6)')`
@@ -168,8 +169,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	jobTitle, err := chromedp.Run(bctx, chromedp.Title())
 	require.NoError(t, err)
 	require.Equal(t, fmt.Sprintf("Job %d · sluice", r.ID), jobTitle)
-	require.Equal(t, string(driver.StatusPending), strings.TrimSpace(status), "the page shows the retried job as pending")
-	requireStatus(t, c, r.ID, driver.StatusPending)
+	require.Equal(t, string(sluicetype.StatusPending), strings.TrimSpace(status), "the page shows the retried job as pending")
+	requireStatus(t, c, r.ID, sluicetype.StatusPending)
 
 	// Bulk cancel: filter by key prefix, confirm the count, apply.
 	require.NoError(t, chromedp.Do(bctx,
@@ -189,7 +190,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "3 jobs cancelled.", flash)
 	for _, id := range mail {
-		requireStatus(t, c, id, driver.StatusCancelled)
+		requireStatus(t, c, id, sluicetype.StatusCancelled)
 	}
 
 	// The finished job's page: payload and result pretty-printed, times local.

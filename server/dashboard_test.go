@@ -21,6 +21,7 @@ import (
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/testdb"
 	"github.com/sluicehq/sluice/server"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // hostile is data that must be shown as text, never run as markup.
@@ -143,18 +144,18 @@ func TestDashboardAuth(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, code)
 	code, _, _ = anon.post(fmt.Sprintf("/jobs/%d/cancel", pending.ID), nil)
 	require.Equal(t, http.StatusUnauthorized, code)
-	requireStatus(t, c, failed.ID, driver.StatusFailed)
-	requireStatus(t, c, pending.ID, driver.StatusPending)
+	requireStatus(t, c, failed.ID, sluicetype.StatusFailed)
+	requireStatus(t, c, pending.ID, sluicetype.StatusPending)
 
 	// The buttons work with the page's token.
 	tok := u.csrf(fmt.Sprintf("/jobs/%d", failed.ID))
 	code, _, h = u.post(fmt.Sprintf("/jobs/%d/retry", failed.ID), url.Values{"csrf": {tok}})
 	require.Equal(t, http.StatusSeeOther, code)
 	require.True(t, strings.HasPrefix(h.Get("Location"), fmt.Sprintf("/jobs/%d?", failed.ID)))
-	requireStatus(t, c, failed.ID, driver.StatusPending)
+	requireStatus(t, c, failed.ID, sluicetype.StatusPending)
 	code, _, _ = u.post(fmt.Sprintf("/jobs/%d/cancel", pending.ID), url.Values{"csrf": {tok}})
 	require.Equal(t, http.StatusSeeOther, code)
-	requireStatus(t, c, pending.ID, driver.StatusCancelled)
+	requireStatus(t, c, pending.ID, sluicetype.StatusCancelled)
 
 	// Bulk retry of a failed group, and pause/resume.
 	for range 3 {
@@ -167,7 +168,7 @@ func TestDashboardAuth(t *testing.T) {
 	require.Contains(t, body, "Retry 3")
 	code, _, _ = u.post("/failed/retry", url.Values{"csrf": {tok}, "type": {"grp"}, "prefix": {"same error"}})
 	require.Equal(t, http.StatusSeeOther, code)
-	st, err := c.Jobs(ctx, sluice.ListParams{Status: driver.StatusFailed})
+	st, err := c.Jobs(ctx, sluicetype.ListParams{Status: sluicetype.StatusFailed})
 	require.NoError(t, err)
 	require.Empty(t, st)
 	code, _, _ = u.post("/queues/default/pause", url.Values{"csrf": {tok}})
@@ -181,7 +182,7 @@ func TestDashboardAuth(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, code)
 	cs, err := d.Circuit(ctx, driver.CircuitParams{Type: "flaky"})
 	require.NoError(t, err)
-	require.Equal(t, driver.CircuitOpen, cs.State)
+	require.Equal(t, sluicetype.CircuitOpen, cs.State)
 	code, body, _ = u.get("/queues")
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, body, "open (by hand)")
@@ -193,7 +194,7 @@ func TestDashboardAuth(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, code)
 	cs, err = d.Circuit(ctx, driver.CircuitParams{Type: "flaky"})
 	require.NoError(t, err)
-	require.Equal(t, driver.CircuitClosed, cs.State)
+	require.Equal(t, sluicetype.CircuitClosed, cs.State)
 
 	// Logging out ends the session.
 	code, _, _ = u.post("/logout", url.Values{"csrf": {tok}})
@@ -208,7 +209,7 @@ func mustURL(t *testing.T, s string) *url.URL {
 	return u
 }
 
-func requireStatus(t *testing.T, c *sluice.Client, id int64, want driver.Status) {
+func requireStatus(t *testing.T, c *sluice.Client, id int64, want sluicetype.Status) {
 	t.Helper()
 	j, err := c.Job(context.Background(), id)
 	require.NoError(t, err)
@@ -227,11 +228,11 @@ func failJob(t *testing.T, d driver.Driver, id int64, msg string) {
 	for _, r := range rows {
 		if r.ID == id {
 			// With an attempt in the history, whose text the job page shows too.
-			cs = append(cs, driver.Completion{ID: id, Token: "tok", Status: driver.StatusFailed, Error: &msg,
-				Attempt: &driver.Attempt{Number: r.Attempts, Node: hostile, Start: r.UpdatedAt, Outcome: driver.OutcomeFailed,
+			cs = append(cs, driver.Completion{ID: id, Token: "tok", Status: sluicetype.StatusFailed, Error: &msg,
+				Attempt: &sluicetype.Attempt{Number: r.Attempts, Node: hostile, Start: r.UpdatedAt, Outcome: sluicetype.OutcomeFailed,
 					Error: msg, HTTPStatus: http.StatusInternalServerError}})
 		} else {
-			cs = append(cs, driver.Completion{ID: r.ID, Token: "tok", Status: driver.StatusPending, Refund: true})
+			cs = append(cs, driver.Completion{ID: r.ID, Token: "tok", Status: sluicetype.StatusPending, Refund: true})
 		}
 	}
 	lost, err := d.Complete(ctx, driver.CompleteParams{Completions: cs})
@@ -265,8 +266,8 @@ func TestDashboardPages(t *testing.T) {
 		ok, err := c.Enqueue(ctx, sluice.EnqueueParams{Type: "mail", Key: "order-1", Payload: map[string]int{"n": 1}})
 		require.NoError(t, err)
 		failJob(t, d, ok.ID, "smtp: 550 mailbox unavailable")
-		require.NoError(t, d.AddStats(ctx, driver.AddStatsParams{Rows: []driver.StatRow{{Queue: "default", Type: "mail", Outcome: "success", Bucket: time.Now().Truncate(time.Minute), Count: 5}}}))
-		require.NoError(t, d.UpsertNode(ctx, driver.Node{ID: "host:1", Version: "v1", StartedAt: time.Now(), Concurrency: 4}))
+		require.NoError(t, d.AddStats(ctx, driver.AddStatsParams{Rows: []sluicetype.StatRow{{Queue: "default", Type: "mail", Outcome: "success", Bucket: time.Now().Truncate(time.Minute), Count: 5}}}))
+		require.NoError(t, d.UpsertNode(ctx, sluicetype.Node{ID: "host:1", Version: "v1", StartedAt: time.Now(), Concurrency: 4}))
 		_, err = d.AcquireLease(ctx, driver.LeaseParams{Name: "maintenance", Holder: "host:1", TTL: time.Minute})
 		require.NoError(t, err)
 		check("data", fmt.Sprintf("/jobs/%d", ok.ID))
@@ -278,7 +279,7 @@ func TestDashboardPages(t *testing.T) {
 			Payload: map[string]string{"html": "</pre>" + hostile}})
 		require.NoError(t, err)
 		failJob(t, d, bad.ID, hostile+"\n"+hostile)
-		require.NoError(t, d.UpsertNode(ctx, driver.Node{ID: hostile, Version: hostile, StartedAt: time.Now()}))
+		require.NoError(t, d.UpsertNode(ctx, sluicetype.Node{ID: hostile, Version: hostile, StartedAt: time.Now()}))
 		_, err = d.AcquireLease(ctx, driver.LeaseParams{Name: hostile, Holder: hostile, TTL: time.Minute})
 		require.NoError(t, err)
 		cp := "INSERT INTO " + tg.Prefix + "checkpoints (batch, shard, last_error, owner) VALUES (?, ?, ?, ?)"
@@ -287,7 +288,7 @@ func TestDashboardPages(t *testing.T) {
 		}
 		_, err = d.DB().ExecContext(ctx, cp, hostile, hostile, hostile, hostile)
 		require.NoError(t, err)
-		require.NoError(t, d.AddStats(ctx, driver.AddStatsParams{Rows: []driver.StatRow{{Queue: hostile, Type: hostile, Outcome: "failed", Bucket: time.Now().Truncate(time.Minute), Count: 2}}}))
+		require.NoError(t, d.AddStats(ctx, driver.AddStatsParams{Rows: []sluicetype.StatRow{{Queue: hostile, Type: hostile, Outcome: "failed", Bucket: time.Now().Truncate(time.Minute), Count: 2}}}))
 		if name == "sqlite" {
 			// Only SQLite stores invalid UTF-8 in a text column.
 			_, err = d.DB().ExecContext(ctx, "UPDATE "+tg.Prefix+"jobs SET last_error = CAST(X'3C7363726970743EC328FF' AS TEXT) WHERE id = ?", bad.ID)
@@ -331,7 +332,7 @@ func TestDashboardSearchAndBulk(t *testing.T) {
 		// The JSON API takes the same filter.
 		resp := get(t, base+"/v1/jobs?payload_field=customer.tier&payload_value=silver", token)
 		require.Equal(t, http.StatusOK, resp.StatusCode)
-		var list struct{ Jobs []sluice.JobInfo }
+		var list struct{ Jobs []sluicetype.JobRow }
 		require.NoError(t, json.NewDecoder(resp.Body).Decode(&list))
 		require.Len(t, list.Jobs, 2)
 		require.Equal(t, http.StatusBadRequest, get(t, base+"/v1/jobs?payload_field=a..b", token).StatusCode)
@@ -356,9 +357,9 @@ func TestDashboardSearchAndBulk(t *testing.T) {
 		require.Contains(t, h.Get("Location"), "flash=3+jobs+deleted.")
 		for _, id := range gold {
 			_, err := c.Job(ctx, id)
-			require.ErrorIs(t, err, driver.ErrNotFound)
+			require.ErrorIs(t, err, sluicetype.ErrNotFound)
 		}
-		requireStatus(t, c, late.ID, driver.StatusPending)
+		requireStatus(t, c, late.ID, sluicetype.StatusPending)
 
 		// Bad input names its field and changes nothing.
 		code, body, _ = u.get("/jobs?field=customer'tier&value=x")
@@ -370,6 +371,6 @@ func TestDashboardSearchAndBulk(t *testing.T) {
 		code, body, _ = u.post("/jobs/bulk", url.Values{"csrf": {tok}, "action": {"delete"}})
 		require.Equal(t, http.StatusBadRequest, code)
 		require.Contains(t, body, "upto")
-		requireStatus(t, c, late.ID, driver.StatusPending)
+		requireStatus(t, c, late.ID, sluicetype.StatusPending)
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/buildinfo"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // fail answers err: bad input with its own status, a missing job 404, a
@@ -27,12 +28,12 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, re.code, re.msg)
 	case errors.As(err, &ie):
 		writeError(w, http.StatusBadRequest, err.Error())
-	case errors.Is(err, driver.ErrNotFound):
-		writeError(w, http.StatusNotFound, driver.ErrNotFound.Error())
-	case errors.Is(err, driver.ErrWrongState):
-		writeError(w, http.StatusConflict, driver.ErrWrongState.Error())
-	case errors.Is(err, driver.ErrKeyTaken):
-		writeError(w, http.StatusConflict, "job cannot be retried: "+driver.ErrKeyTaken.Error())
+	case errors.Is(err, sluicetype.ErrNotFound):
+		writeError(w, http.StatusNotFound, sluicetype.ErrNotFound.Error())
+	case errors.Is(err, sluicetype.ErrWrongState):
+		writeError(w, http.StatusConflict, sluicetype.ErrWrongState.Error())
+	case errors.Is(err, sluicetype.ErrKeyTaken):
+		writeError(w, http.StatusConflict, "job cannot be retried: "+sluicetype.ErrKeyTaken.Error())
 	default:
 		s.log.Error("http request failed", "method", r.Method, "path", s.scrub.scrub(r.URL.Path), "err", err)
 		writeError(w, http.StatusInternalServerError, "internal error; see the server log")
@@ -80,7 +81,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	cur, err := driver.CheckSchema(ctx, s.client.Driver())
 	switch {
-	case errors.Is(err, driver.ErrSchemaMissing), errors.Is(err, driver.ErrSchemaTooNew):
+	case errors.Is(err, sluicetype.ErrSchemaMissing), errors.Is(err, sluicetype.ErrSchemaTooNew):
 		writeError(w, http.StatusServiceUnavailable, err.Error())
 	case err != nil:
 		s.log.Warn("readiness check failed", "err", err)
@@ -200,7 +201,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	jobs, err := s.client.Jobs(r.Context(), sluice.ListParams{Status: driver.Status(q.Get("status")), Type: q.Get("type"),
+	jobs, err := s.client.Jobs(r.Context(), sluicetype.ListParams{Status: sluicetype.Status(q.Get("status")), Type: q.Get("type"),
 		Queue: q.Get("queue"), KeyPrefix: q.Get("key_prefix"), PayloadField: q.Get("payload_field"), PayloadValue: q.Get("payload_value"),
 		AfterID: after, Limit: int(limit)})
 	if err != nil {
@@ -208,12 +209,12 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := struct {
-		Jobs []sluice.JobInfo `json:"jobs"`
+		Jobs []sluicetype.JobRow `json:"jobs"`
 		// NextAfterID is null on the last page.
 		NextAfterID *int64 `json:"next_after_id"`
 	}{Jobs: jobs}
 	if out.Jobs == nil {
-		out.Jobs = []sluice.JobInfo{}
+		out.Jobs = []sluicetype.JobRow{}
 	}
 	if len(jobs) == int(limit) {
 		out.NextAfterID = &jobs[len(jobs)-1].ID
@@ -336,7 +337,7 @@ func (s *Server) closeCircuit(w http.ResponseWriter, r *http.Request) {
 	s.circuitAction(w, r, s.client.CloseCircuit)
 }
 
-func (s *Server) circuitAction(w http.ResponseWriter, r *http.Request, act func(context.Context, string) (sluice.CircuitState, error)) {
+func (s *Server) circuitAction(w http.ResponseWriter, r *http.Request, act func(context.Context, string) (sluicetype.Circuit, error)) {
 	st, err := act(r.Context(), r.PathValue("type"))
 	s.reply(w, r, st, err)
 }

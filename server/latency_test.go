@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Jobs that waited a known time show it as their type's queue latency in
@@ -70,10 +71,10 @@ func TestOverviewShowsQueueLatency(t *testing.T) {
 		// is 3.072 s and p95 3.994 s; 100 more waited ~100 s earlier in the
 		// day, which moves the day's but not the hour's.
 		require.NoError(t, d.AddStats(ctx, driver.AddStatsParams{
-			Rows: []driver.StatRow{{Queue: "default", Type: "mail", Outcome: "success", Bucket: now, Count: 100},
+			Rows: []sluicetype.StatRow{{Queue: "default", Type: "mail", Outcome: "success", Bucket: now, Count: 100},
 				{Queue: "default", Type: "mail", Outcome: "success", Bucket: now.Add(-5 * time.Hour), Count: 100}},
-			Latency: []driver.LatencyRow{{Queue: "default", Type: "mail", Bucket: now, Slot: driver.LatencySlot(3 * time.Second), Count: 100},
-				{Queue: "default", Type: "mail", Bucket: now.Add(-5 * time.Hour), Slot: driver.LatencySlot(100 * time.Second), Count: 100}},
+			Latency: []sluicetype.LatencyRow{{Queue: "default", Type: "mail", Bucket: now, Slot: sluicetype.LatencySlot(3 * time.Second), Count: 100},
+				{Queue: "default", Type: "mail", Bucket: now.Add(-5 * time.Hour), Slot: sluicetype.LatencySlot(100 * time.Second), Count: 100}},
 		}))
 		code, body, _ := u.get("/")
 		require.Equal(t, http.StatusOK, code, body)

@@ -17,6 +17,7 @@ import (
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/testdb"
 	"github.com/sluicehq/sluice/server"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // TestMetricsExactCounts runs a known workload and scrapes /metrics
@@ -191,7 +192,7 @@ func TestMetricsAlertGauges(t *testing.T) {
 		return lines
 	}
 	require.NoError(t, d.SetQueuePaused(ctx, driver.SetQueuePausedParams{Queue: "mail", Paused: true}))
-	require.NoError(t, d.CreateCheckpoint(ctx, driver.CreateCheckpointParams{Batch: "backfill", Shard: "0", Status: driver.CheckpointRunning, ChunkSize: 10}))
+	require.NoError(t, d.CreateCheckpoint(ctx, driver.CreateCheckpointParams{Batch: "backfill", Shard: "0", Status: sluicetype.CheckpointRunning, ChunkSize: 10}))
 	require.NoError(t, d.CreateCheckpoint(ctx, driver.CreateCheckpointParams{Batch: "done", Shard: "0", Status: "done", ChunkSize: 10}))
 	_, err := d.DB().ExecContext(ctx, "UPDATE "+tg.Prefix+"checkpoints SET updated_at = strftime('%Y-%m-%d %H:%M:%f', 'now', '-600 seconds')")
 	require.NoError(t, err)
@@ -206,7 +207,7 @@ func TestMetricsAlertGauges(t *testing.T) {
 
 	// A worker's heartbeat 42 s old, and the queue resumed (only paused
 	// queues have a series).
-	require.NoError(t, d.UpsertNode(ctx, driver.Node{ID: "host:1", Version: "test", StartedAt: time.Now(), Concurrency: 1}))
+	require.NoError(t, d.UpsertNode(ctx, sluicetype.Node{ID: "host:1", Version: "test", StartedAt: time.Now(), Concurrency: 1}))
 	_, err = d.DB().ExecContext(ctx, "UPDATE "+tg.Prefix+"nodes SET last_seen = strftime('%Y-%m-%d %H:%M:%f', 'now', '-42 seconds')")
 	require.NoError(t, err)
 	require.NoError(t, d.SetQueuePaused(ctx, driver.SetQueuePausedParams{Queue: "mail", Paused: false}))

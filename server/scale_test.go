@@ -16,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // TestPagesAtScale fills each database, by SQL, with 10,001 queues that
@@ -128,7 +129,7 @@ type countingDriver struct {
 	partitionReads atomic.Int64
 }
 
-func (c *countingDriver) PartitionStats(ctx context.Context, p driver.PartitionStatsParams) ([]driver.PartitionStats, error) {
+func (c *countingDriver) PartitionStats(ctx context.Context, p driver.PartitionStatsParams) ([]sluicetype.PartitionStats, error) {
 	c.partitionReads.Add(1)
 	return c.Driver.PartitionStats(ctx, p)
 }

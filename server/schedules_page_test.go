@@ -15,6 +15,7 @@ import (
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/testdb"
 	"github.com/sluicehq/sluice/server"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // utc is how the dashboard writes an instant.
@@ -91,11 +92,11 @@ func TestDashboardFinishedJobs(t *testing.T) {
 		require.NoError(t, err)
 		// A first attempt fails and is retried; the second succeeds.
 		const first = "smtp: 421 try again later"
-		for i, st := range []driver.Status{driver.StatusPending, driver.StatusSuccess} {
+		for i, st := range []sluicetype.Status{sluicetype.StatusPending, sluicetype.StatusSuccess} {
 			rows := testdb.Claim(t, ctx, d, driver.ClaimParams{Queue: "default", Limit: 1, Lease: time.Minute, Token: "tok"})
 			require.Len(t, rows, 1, "attempt %d", i+1)
 			comp := driver.Completion{ID: j.ID, Token: "tok", Status: st}
-			if st == driver.StatusPending {
+			if st == sluicetype.StatusPending {
 				msg := first
 				comp.Error = &msg
 			}
@@ -108,7 +109,7 @@ func TestDashboardFinishedJobs(t *testing.T) {
 		}
 		row, err := d.GetJob(ctx, j.ID)
 		require.NoError(t, err)
-		require.Equal(t, driver.StatusSuccess, row.Status)
+		require.Equal(t, sluicetype.StatusSuccess, row.Status)
 		require.Equal(t, first, row.LastError, "the database keeps the earlier attempt's error")
 		require.NotNil(t, row.FinishedAt)
 

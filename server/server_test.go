@@ -21,6 +21,7 @@ import (
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/testdb"
 	"github.com/sluicehq/sluice/server"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 const token = "s3cret-token"
@@ -89,7 +90,7 @@ func (a *api) send(req *http.Request) response {
 // rows counts every job in the database.
 func (a *api) rows() int {
 	a.t.Helper()
-	jobs, err := a.d.ListJobs(context.Background(), driver.ListParams{Limit: 1000})
+	jobs, err := a.d.ListJobs(context.Background(), sluicetype.ListParams{Limit: 1000})
 	require.NoError(a.t, err)
 	return len(jobs)
 }
@@ -222,7 +223,7 @@ func TestRetryCancel(t *testing.T) {
 		require.Equal(t, http.StatusOK, r.code, r.raw)
 		j, err := d.GetJob(context.Background(), jid)
 		require.NoError(t, err)
-		require.Equal(t, driver.StatusPending, j.Status)
+		require.Equal(t, sluicetype.StatusPending, j.Status)
 
 		require.Equal(t, http.StatusNotFound, a.do("POST", "/v1/jobs/999999/retry", "").code)
 		require.Equal(t, http.StatusNotFound, a.do("POST", "/v1/jobs/999999/cancel", "").code)
@@ -265,7 +266,7 @@ func TestStatsPauseResume(t *testing.T) {
 		require.Equal(t, true, queue("mail")["paused"])
 		st, err := a.c.Stats(context.Background())
 		require.NoError(t, err)
-		require.Contains(t, st, sluice.QueueStats{Queue: "mail", Pending: 2, Paused: true, OldestPendingAge: st[0].OldestPendingAge,
+		require.Contains(t, st, sluicetype.QueueStats{Queue: "mail", Pending: 2, Paused: true, OldestPendingAge: st[0].OldestPendingAge,
 			FinishedHour: map[string]int64{}, FinishedDay: map[string]int64{}})
 
 		r = a.do("POST", "/v1/queues/mail/resume", "")
@@ -290,17 +291,17 @@ func TestCircuitsAPI(t *testing.T) {
 
 		r := a.do("POST", "/v1/circuits/mailer/open", "")
 		require.Equal(t, http.StatusOK, r.code, r.raw)
-		require.Equal(t, driver.CircuitOpen, r.body["state"])
+		require.Equal(t, sluicetype.CircuitOpen, r.body["state"])
 		require.Equal(t, true, r.body["manual"])
 		cs := circuits()
 		require.Len(t, cs, 1)
 		require.Equal(t, "mailer", cs[0].(map[string]any)["type"])
-		require.Equal(t, driver.CircuitOpen, cs[0].(map[string]any)["state"])
+		require.Equal(t, sluicetype.CircuitOpen, cs[0].(map[string]any)["state"])
 
 		r = a.do("POST", "/v1/circuits/mailer/close", "")
 		require.Equal(t, http.StatusOK, r.code, r.raw)
-		require.Equal(t, driver.CircuitClosed, r.body["state"])
-		require.Equal(t, driver.CircuitClosed, circuits()[0].(map[string]any)["state"])
+		require.Equal(t, sluicetype.CircuitClosed, r.body["state"])
+		require.Equal(t, sluicetype.CircuitClosed, circuits()[0].(map[string]any)["state"])
 
 		r = a.do("POST", "/v1/circuits/"+strings.Repeat("t", 65)+"/open", "")
 		require.Equal(t, http.StatusBadRequest, r.code, r.raw)

@@ -19,11 +19,11 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/handler/webhook"
 	"github.com/sluicehq/sluice/internal/clienttest"
 	"github.com/sluicehq/sluice/internal/testdb"
 	"github.com/sluicehq/sluice/server"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // TestTraceAcrossEnqueueAndWebhook follows one trace from a caller's
@@ -86,7 +86,7 @@ func TestTraceAcrossEnqueueAndWebhook(t *testing.T) {
 	var job response
 	require.Eventually(t, func() bool {
 		job = a.do("GET", fmt.Sprintf("/v1/jobs/%d", jobID), "")
-		return job.body["status"] == string(driver.StatusSuccess)
+		return job.body["status"] == string(sluicetype.StatusSuccess)
 	}, 15*time.Second, 20*time.Millisecond, "the job did not succeed")
 
 	traceID := caller.SpanContext().TraceID()
@@ -122,13 +122,13 @@ func TestTraceAcrossEnqueueAndWebhook(t *testing.T) {
 	require.Len(t, history, 2)
 	first, second := history[0].(map[string]any), history[1].(map[string]any)
 	require.EqualValues(t, 1, first["attempt"])
-	require.Equal(t, string(driver.OutcomeRetry), first["outcome"])
+	require.Equal(t, string(sluicetype.OutcomeRetry), first["outcome"])
 	require.EqualValues(t, 503, first["http_status"])
 	require.Contains(t, first["error"], "HTTP 503")
 	require.Equal(t, "worker-1:42", first["node"])
 	require.NotNil(t, first["duration_ms"])
 	require.EqualValues(t, 2, second["attempt"])
-	require.Equal(t, string(driver.OutcomeSuccess), second["outcome"])
+	require.Equal(t, string(sluicetype.OutcomeSuccess), second["outcome"])
 	require.EqualValues(t, 200, second["http_status"])
 
 	// The failed attempt's log line names the trace.

@@ -18,7 +18,7 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Opts narrows the jobs a Require helper matches; a zero field matches
@@ -27,7 +27,7 @@ type Opts struct {
 	Key       string
 	Queue     string
 	Partition string
-	Status    driver.Status
+	Status    sluicetype.Status
 	// Payload matches a job whose payload equals this value encoded as
 	// JSON, compared as JSON values (key order and spacing aside).
 	Payload any
@@ -39,7 +39,7 @@ type Opts struct {
 // RequireEnqueued fails t unless a job of jobType matching opts (nil: any)
 // exists, and returns the newest such job. The failure lists the jobs of
 // jobType it saw, to show what differed.
-func RequireEnqueued(ctx context.Context, t testing.TB, c *sluice.Client, jobType string, opts *Opts) sluice.JobInfo {
+func RequireEnqueued(ctx context.Context, t testing.TB, c *sluice.Client, jobType string, opts *Opts) sluicetype.JobRow {
 	t.Helper()
 	matched, all := find(ctx, t, c, jobType, opts)
 	if len(matched) == 0 {
@@ -78,7 +78,7 @@ func RequireEnqueuedArgs[T sluice.JobArgs](ctx context.Context, t testing.TB, c 
 // jobs first.
 func Work(ctx context.Context, t testing.TB, c *sluice.Client, jobType string) sluice.RunResult {
 	t.Helper()
-	pending, _ := find(ctx, t, c, jobType, &Opts{Status: driver.StatusPending})
+	pending, _ := find(ctx, t, c, jobType, &Opts{Status: sluicetype.StatusPending})
 	perQueue := map[string]int{}
 	for _, j := range pending {
 		perQueue[j.Queue]++
@@ -107,7 +107,7 @@ func Work(ctx context.Context, t testing.TB, c *sluice.Client, jobType string) s
 
 // find returns the jobs of jobType that match opts, newest first, and all
 // the jobs of jobType it read.
-func find(ctx context.Context, t testing.TB, c *sluice.Client, jobType string, opts *Opts) (matched, all []sluice.JobInfo) {
+func find(ctx context.Context, t testing.TB, c *sluice.Client, jobType string, opts *Opts) (matched, all []sluicetype.JobRow) {
 	t.Helper()
 	if opts == nil {
 		opts = &Opts{}
@@ -120,7 +120,7 @@ func find(ctx context.Context, t testing.TB, c *sluice.Client, jobType string, o
 		}
 		want = jsonValue(t, b)
 	}
-	p := sluice.ListParams{Type: jobType, Tx: opts.Tx, Limit: 1000}
+	p := sluicetype.ListParams{Type: jobType, Tx: opts.Tx, Limit: 1000}
 	for {
 		page, err := c.Jobs(ctx, p)
 		if err != nil {
@@ -174,7 +174,7 @@ func describeOpts(o *Opts) string {
 }
 
 // describeJobs lists up to ten jobs for a failure message.
-func describeJobs(jobs []sluice.JobInfo) string {
+func describeJobs(jobs []sluicetype.JobRow) string {
 	if len(jobs) == 0 {
 		return "there are no jobs of that type"
 	}

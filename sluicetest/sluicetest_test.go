@@ -15,6 +15,7 @@ import (
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/testdb"
 	"github.com/sluicehq/sluice/sluicetest"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // recorder is a testing.TB whose Fatalf records the failure and ends the
@@ -63,7 +64,7 @@ func TestRequireEnqueued(t *testing.T) {
 
 		// Every field matches, and the payload compares as JSON, not as bytes.
 		job := sluicetest.RequireEnqueued(ctx, t, c, "mail", &sluicetest.Opts{Key: "welcome:1", Queue: "q1", Partition: "tenant-1",
-			Status: driver.StatusPending, Payload: map[string]any{"n": 1, "to": "ada@example.com"}})
+			Status: sluicetype.StatusPending, Payload: map[string]any{"n": 1, "to": "ada@example.com"}})
 		require.Equal(t, r.ID, job.ID)
 		require.Equal(t, r.ID, sluicetest.RequireEnqueued(ctx, t, c, "mail", nil).ID)
 		sluicetest.RequireNotEnqueued(ctx, t, c, "mail", &sluicetest.Opts{Key: "welcome:2"})
@@ -73,7 +74,7 @@ func TestRequireEnqueued(t *testing.T) {
 			"key":       {Key: "welcome:9"},
 			"queue":     {Queue: "q2"},
 			"partition": {Partition: "tenant-2"},
-			"status":    {Status: driver.StatusSuccess},
+			"status":    {Status: sluicetype.StatusSuccess},
 			"payload":   {Payload: map[string]any{"to": "ada@example.com", "n": 2}},
 		} {
 			msg := failure(t, func(tb testing.TB) { sluicetest.RequireEnqueued(ctx, tb, c, "mail", opts) })
@@ -156,14 +157,14 @@ func TestWork(t *testing.T) {
 		res := sluicetest.Work(ctx, t, c, "mail")
 		require.Equal(t, sluice.RunResult{OK: true, Done: 3}, res)
 		require.Equal(t, map[string]int{"a1": 1, "a2": 1, "b1": 1}, sent)
-		done := sluicetest.RequireEnqueued(ctx, t, c, "mail", &sluicetest.Opts{Key: "b1", Status: driver.StatusSuccess})
+		done := sluicetest.RequireEnqueued(ctx, t, c, "mail", &sluicetest.Opts{Key: "b1", Status: sluicetype.StatusSuccess})
 		require.Equal(t, "sent", done.Result, "the job was completed through the real path")
-		sluicetest.RequireEnqueued(ctx, t, c, "mail", &sluicetest.Opts{Key: "later", Status: driver.StatusPending})
-		sluicetest.RequireEnqueued(ctx, t, c, "other", &sluicetest.Opts{Status: driver.StatusPending})
+		sluicetest.RequireEnqueued(ctx, t, c, "mail", &sluicetest.Opts{Key: "later", Status: sluicetype.StatusPending})
+		sluicetest.RequireEnqueued(ctx, t, c, "other", &sluicetest.Opts{Status: sluicetype.StatusPending})
 
 		res = sluicetest.Work(ctx, t, c, "flaky")
 		require.Equal(t, sluice.RunResult{OK: true, Retried: 1}, res)
-		f := sluicetest.RequireEnqueued(ctx, t, c, "flaky", &sluicetest.Opts{Status: driver.StatusPending})
+		f := sluicetest.RequireEnqueued(ctx, t, c, "flaky", &sluicetest.Opts{Status: sluicetype.StatusPending})
 		require.Equal(t, 1, f.Attempts)
 		require.Contains(t, f.LastError, "smtp down")
 		// Its retry is not due yet, so a second pass leaves it.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/clients/php/phptest"
-	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // TestRulesLimits holds Sluice\Rules' limits to the Go constants they
@@ -25,10 +25,10 @@ func TestRulesLimits(t *testing.T) {
 	var php map[string]any
 	require.NoError(t, json.Unmarshal(out, &php), "%s", out)
 	for name, want := range map[string]int{
-		"MAX_TYPE":          driver.MaxTypeLen,
-		"MAX_QUEUE":         driver.MaxQueueLen,
-		"MAX_KEY":           driver.MaxKeyLen,
-		"MAX_PARTITION":     driver.MaxPartitionLen,
+		"MAX_TYPE":          sluicetype.MaxTypeLen,
+		"MAX_QUEUE":         sluicetype.MaxQueueLen,
+		"MAX_KEY":           sluicetype.MaxKeyLen,
+		"MAX_PARTITION":     sluicetype.MaxPartitionLen,
 		"MIN_PRIORITY":      sluice.MinPriority,
 		"MAX_PRIORITY":      sluice.MaxPriority,
 		"MAX_ATTEMPTS":      sluice.MaxMaxAttempts,

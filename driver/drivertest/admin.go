@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 const unknownID = 987654321
@@ -17,7 +18,7 @@ func exerciseAdmin(t *testing.T, open Opener) {
 		b := setup(t, open)
 		p := newJob("dead")
 		p.MaxAttempts = 1
-		failed := b.makeJob(driver.StatusFailed, p)
+		failed := b.makeJob(sluicetype.StatusFailed, p)
 		require.Equal(t, failed.MaxAttempts, failed.Attempts, "set-up: attempts spent")
 
 		before := b.now()
@@ -27,7 +28,7 @@ func exerciseAdmin(t *testing.T, open Opener) {
 		require.EqualValues(t, 1, n)
 
 		j := b.get(failed.ID)
-		require.Equal(t, driver.StatusPending, j.Status)
+		require.Equal(t, sluicetype.StatusPending, j.Status)
 		require.Equal(t, 1, j.Attempts, "retry keeps the attempt history")
 		require.Greater(t, j.MaxAttempts, j.Attempts, "retry of a job out of attempts must grant more")
 		require.Nil(t, j.FinishedAt)
@@ -43,12 +44,12 @@ func exerciseAdmin(t *testing.T, open Opener) {
 		t.Parallel()
 		b := setup(t, open)
 		p := newJob("revived")
-		cancelled := b.makeJob(driver.StatusCancelled, p)
+		cancelled := b.makeJob(sluicetype.StatusCancelled, p)
 		n, err := b.d.Retry(b.ctx, driver.RetryParams{ID: cancelled.ID})
 		require.NoError(t, err)
 		require.EqualValues(t, 1, n)
 		j := b.get(cancelled.ID)
-		require.Equal(t, driver.StatusPending, j.Status)
+		require.Equal(t, sluicetype.StatusPending, j.Status)
 		require.Greater(t, j.MaxAttempts, j.Attempts)
 		require.Nil(t, j.FinishedAt)
 		b.claimOne(p, cancelled.ID, time.Minute)
@@ -56,19 +57,19 @@ func exerciseAdmin(t *testing.T, open Opener) {
 		// A job cancelled after it failed with its attempts spent gets more too.
 		p = newJob("revived-dead")
 		p.MaxAttempts = 1
-		dead := b.makeJob(driver.StatusFailed, p)
+		dead := b.makeJob(sluicetype.StatusFailed, p)
 		require.NoError(t, b.d.Cancel(b.ctx, dead.ID))
 		_, err = b.d.Retry(b.ctx, driver.RetryParams{ID: dead.ID})
 		require.NoError(t, err)
 		j = b.get(dead.ID)
-		require.Equal(t, driver.StatusPending, j.Status)
+		require.Equal(t, sluicetype.StatusPending, j.Status)
 		require.Greater(t, j.MaxAttempts, j.Attempts)
 	})
 
 	t.Run("RetryWrongState", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
-		for _, status := range []driver.Status{driver.StatusPending, driver.StatusProcessing, driver.StatusSuccess} {
+		for _, status := range []sluicetype.Status{sluicetype.StatusPending, sluicetype.StatusProcessing, sluicetype.StatusSuccess} {
 			j := b.makeJob(status, newJob("not-retryable-"+string(status)))
 			n, err := b.d.Retry(b.ctx, driver.RetryParams{ID: j.ID})
 			requireWrongState(t, err)
@@ -84,22 +85,22 @@ func exerciseAdmin(t *testing.T, open Opener) {
 		b := setup(t, open)
 		var a, c []int64
 		for range 3 {
-			a = append(a, b.makeJob(driver.StatusFailed, newJob("a")).ID)
+			a = append(a, b.makeJob(sluicetype.StatusFailed, newJob("a")).ID)
 		}
 		for range 2 {
-			c = append(c, b.makeJob(driver.StatusFailed, newJob("c")).ID)
+			c = append(c, b.makeJob(sluicetype.StatusFailed, newJob("c")).ID)
 		}
-		cancelled := b.makeJob(driver.StatusCancelled, newJob("a"))
-		pending := b.makeJob(driver.StatusPending, newJob("a"))
+		cancelled := b.makeJob(sluicetype.StatusCancelled, newJob("a"))
+		pending := b.makeJob(sluicetype.StatusPending, newJob("a"))
 
 		n, err := b.d.Retry(b.ctx, driver.RetryParams{AllFailed: true, Type: "a"})
 		require.NoError(t, err)
 		require.EqualValues(t, 3, n)
 		for _, id := range a {
-			require.Equal(t, driver.StatusPending, b.get(id).Status)
+			require.Equal(t, sluicetype.StatusPending, b.get(id).Status)
 		}
 		for _, id := range c {
-			require.Equal(t, driver.StatusFailed, b.get(id).Status)
+			require.Equal(t, sluicetype.StatusFailed, b.get(id).Status)
 		}
 		// "All failed" means failed: cancelled jobs stay cancelled.
 		require.Equal(t, cancelled, b.get(cancelled.ID))
@@ -108,7 +109,7 @@ func exerciseAdmin(t *testing.T, open Opener) {
 		n, err = b.d.Retry(b.ctx, driver.RetryParams{AllFailed: true})
 		require.NoError(t, err)
 		require.EqualValues(t, 2, n)
-		require.Empty(t, b.listAll(driver.ListParams{Status: driver.StatusFailed}))
+		require.Empty(t, b.listAll(sluicetype.ListParams{Status: sluicetype.StatusFailed}))
 
 		n, err = b.d.Retry(b.ctx, driver.RetryParams{AllFailed: true})
 		require.NoError(t, err)
@@ -129,27 +130,27 @@ func exerciseAdmin(t *testing.T, open Opener) {
 			}
 			cs := make([]driver.Completion, len(got))
 			for i, j := range got {
-				cs[i] = driver.Completion{ID: j.ID, Token: tok, Status: driver.StatusFailed, Error: strPtr("outage")}
+				cs[i] = driver.Completion{ID: j.ID, Token: tok, Status: sluicetype.StatusFailed, Error: strPtr("outage")}
 			}
 			require.Empty(t, b.complete(cs...))
 		}
 		n2, err := b.d.Retry(b.ctx, driver.RetryParams{AllFailed: true, Type: "mass-fail"})
 		require.NoError(t, err)
 		require.EqualValues(t, n, n2)
-		require.Empty(t, b.listAll(driver.ListParams{Status: driver.StatusFailed}))
-		require.Len(t, b.listAll(driver.ListParams{Status: driver.StatusPending}), n)
+		require.Empty(t, b.listAll(sluicetype.ListParams{Status: sluicetype.StatusFailed}))
+		require.Len(t, b.listAll(sluicetype.ListParams{Status: sluicetype.StatusPending}), n)
 	})
 
 	t.Run("CancelPendingAndFailed", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
-		for _, status := range []driver.Status{driver.StatusPending, driver.StatusFailed} {
+		for _, status := range []sluicetype.Status{sluicetype.StatusPending, sluicetype.StatusFailed} {
 			j := b.makeJob(status, newJob("cancel-"+string(status)))
 			before := b.now()
 			require.NoError(t, b.d.Cancel(b.ctx, j.ID))
 			after := b.now()
 			got := b.get(j.ID)
-			require.Equal(t, driver.StatusCancelled, got.Status)
+			require.Equal(t, sluicetype.StatusCancelled, got.Status)
 			require.NotNil(t, got.FinishedAt)
 			requireBetween(t, *got.FinishedAt, before, after, "finished_at")
 			require.Equal(t, j.Attempts, got.Attempts)
@@ -162,7 +163,7 @@ func exerciseAdmin(t *testing.T, open Opener) {
 	t.Run("CancelWrongState", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
-		for _, status := range []driver.Status{driver.StatusProcessing, driver.StatusSuccess, driver.StatusCancelled} {
+		for _, status := range []sluicetype.Status{sluicetype.StatusProcessing, sluicetype.StatusSuccess, sluicetype.StatusCancelled} {
 			j := b.makeJob(status, newJob("not-cancellable-"+string(status)))
 			requireWrongState(t, b.d.Cancel(b.ctx, j.ID))
 			require.Equal(t, j, b.get(j.ID), "a refused cancel changed the %s job", status)

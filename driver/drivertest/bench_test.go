@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // BenchmarkEnqueue measures single-job enqueues, one transaction each, and
@@ -18,7 +19,7 @@ func BenchmarkEnqueue(b *testing.B) {
 		b.Run(name+"/single", func(b *testing.B) {
 			d := testdb.Open(b, name)
 			ctx := context.Background()
-			job := []driver.InsertJob{{Queue: "default", Type: "bench", Dedupe: driver.DedupePermanent, Payload: []byte(`{}`), MaxAttempts: 5}}
+			job := []driver.InsertJob{{Queue: "default", Type: "bench", Dedupe: sluicetype.DedupePermanent, Payload: []byte(`{}`), MaxAttempts: 5}}
 			b.ResetTimer()
 			for b.Loop() {
 				if _, err := d.Insert(ctx, driver.InsertParams{Jobs: job}); err != nil {
@@ -32,7 +33,7 @@ func BenchmarkEnqueue(b *testing.B) {
 			ctx := context.Background()
 			jobs := make([]driver.InsertJob, 1000)
 			for i := range jobs {
-				jobs[i] = driver.InsertJob{Queue: "default", Type: "bench", Dedupe: driver.DedupePermanent, Payload: []byte(`{}`), MaxAttempts: 5}
+				jobs[i] = driver.InsertJob{Queue: "default", Type: "bench", Dedupe: sluicetype.DedupePermanent, Payload: []byte(`{}`), MaxAttempts: 5}
 			}
 			b.ResetTimer()
 			for b.Loop() {
@@ -55,7 +56,7 @@ func BenchmarkClaimComplete(b *testing.B) {
 			ctx := context.Background()
 			jobs := make([]driver.InsertJob, 5000)
 			for i := range jobs {
-				jobs[i] = driver.InsertJob{Queue: "default", Type: "bench", Dedupe: driver.DedupePermanent, Payload: []byte(`{}`), MaxAttempts: 5}
+				jobs[i] = driver.InsertJob{Queue: "default", Type: "bench", Dedupe: sluicetype.DedupePermanent, Payload: []byte(`{}`), MaxAttempts: 5}
 			}
 			refill := func() {
 				b.StopTimer()
@@ -78,7 +79,7 @@ func BenchmarkClaimComplete(b *testing.B) {
 				}
 				cs := make([]driver.Completion, len(rows))
 				for i, r := range rows {
-					cs[i] = driver.Completion{ID: r.ID, Token: r.LockedBy, Status: driver.StatusSuccess}
+					cs[i] = driver.Completion{ID: r.ID, Token: r.LockedBy, Status: sluicetype.StatusSuccess}
 				}
 				lost, err := d.Complete(ctx, driver.CompleteParams{Completions: cs})
 				if err != nil || len(lost) > 0 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/racetest"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // exerciseBulk holds drivers to bulk inserts that overlap: writers that
@@ -29,7 +30,7 @@ func exerciseBulk(t *testing.T, open Opener) {
 		for w := range writers {
 			orders[w] = rand.Perm(keys)
 			for n, k := range orders[w] {
-				batches[w] = append(batches[w], keyed("bulk", fmt.Sprintf("bulk-%04d", k), driver.DedupePermanent))
+				batches[w] = append(batches[w], keyed("bulk", fmt.Sprintf("bulk-%04d", k), sluicetype.DedupePermanent))
 				if n%10 == 0 {
 					// Keyless rows among the keyed ones must keep their
 					// own results.
@@ -99,12 +100,12 @@ func exerciseBulk(t *testing.T, open Opener) {
 		// Keys out of order, repeated, with keyless rows between: the first
 		// occurrence of each key in input order is the one inserted.
 		ps := []driver.InsertJob{
-			keyed("dup", "k-b", driver.DedupePermanent),
+			keyed("dup", "k-b", sluicetype.DedupePermanent),
 			newJob("none-1"),
-			keyed("dup", "k-a", driver.DedupePermanent),
-			keyed("dup", "k-b", driver.DedupePermanent),
+			keyed("dup", "k-a", sluicetype.DedupePermanent),
+			keyed("dup", "k-b", sluicetype.DedupePermanent),
 			newJob("none-2"),
-			keyed("dup", "k-a", driver.DedupePermanent),
+			keyed("dup", "k-a", sluicetype.DedupePermanent),
 		}
 		ps[0].Payload = []byte(`{"first":"b"}`)
 		ps[2].Payload = []byte(`{"first":"a"}`)

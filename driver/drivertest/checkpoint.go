@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // The checkpoint statuses of package batch, which the schema's CHECK allows.
@@ -23,7 +24,7 @@ func exerciseCheckpoint(t *testing.T, open Opener) {
 		t.Parallel()
 		b := setup(t, open)
 		_, err := b.d.GetCheckpoint(b.ctx, driver.GetCheckpointParams{Batch: "orders", Shard: "all"})
-		require.ErrorIs(t, err, driver.ErrCheckpointLost, "a shard without a checkpoint")
+		require.ErrorIs(t, err, sluicetype.ErrCheckpointLost, "a shard without a checkpoint")
 
 		before := b.now()
 		for _, p := range []driver.CreateCheckpointParams{
@@ -77,7 +78,7 @@ func exerciseCheckpoint(t *testing.T, open Opener) {
 		require.Equal(t, v0+1, c.Version)
 		require.Equal(t, "r1", c.Owner)
 		// A second runner that read the same version loses the race.
-		require.ErrorIs(t, take(v0, "r2"), driver.ErrCheckpointLost)
+		require.ErrorIs(t, take(v0, "r2"), sluicetype.ErrCheckpointLost)
 		require.Equal(t, "r1", b.checkpoint(bt, sh).Owner)
 
 		// The chunk's transaction carries the checkpoint: rolled back, the
@@ -103,10 +104,10 @@ func exerciseCheckpoint(t *testing.T, open Opener) {
 		require.Equal(t, v0+3, c.Version)
 		// A stale advance, in a transaction or not, writes nothing.
 		adv.Version = v0 + 2
-		require.ErrorIs(t, b.d.AdvanceCheckpoint(b.ctx, in(nil)), driver.ErrCheckpointLost)
+		require.ErrorIs(t, b.d.AdvanceCheckpoint(b.ctx, in(nil)), sluicetype.ErrCheckpointLost)
 		tx, err = b.d.DB().BeginTx(b.ctx, nil)
 		require.NoError(t, err)
-		require.ErrorIs(t, b.d.AdvanceCheckpoint(b.ctx, in(tx)), driver.ErrCheckpointLost)
+		require.ErrorIs(t, b.d.AdvanceCheckpoint(b.ctx, in(tx)), sluicetype.ErrCheckpointLost)
 		require.NoError(t, tx.Rollback())
 		require.Equal(t, c, b.checkpoint(bt, sh))
 
@@ -115,11 +116,11 @@ func exerciseCheckpoint(t *testing.T, open Opener) {
 		require.NoError(t, b.d.TouchCheckpoint(b.ctx, touch))
 		require.Equal(t, c.Version, b.checkpoint(bt, sh).Version)
 		touch.Version--
-		require.ErrorIs(t, b.d.TouchCheckpoint(b.ctx, touch), driver.ErrCheckpointLost)
+		require.ErrorIs(t, b.d.TouchCheckpoint(b.ctx, touch), sluicetype.ErrCheckpointLost)
 
 		// Release needs the owner as well as the version.
 		rel := driver.ReleaseCheckpointParams{Batch: bt, Shard: sh, Version: c.Version, Owner: "r2"}
-		require.ErrorIs(t, b.d.ReleaseCheckpoint(b.ctx, rel), driver.ErrCheckpointLost)
+		require.ErrorIs(t, b.d.ReleaseCheckpoint(b.ctx, rel), sluicetype.ErrCheckpointLost)
 		rel.Owner = "r1"
 		require.NoError(t, b.d.ReleaseCheckpoint(b.ctx, rel))
 		c = b.checkpoint(bt, sh)
@@ -129,14 +130,14 @@ func exerciseCheckpoint(t *testing.T, open Opener) {
 		// Finish records the error, cut to the column limit, and a take
 		// clears it again.
 		require.NoError(t, take(c.Version, "r3"))
-		long := strings.Repeat("x", driver.MaxErrorLen+100)
+		long := strings.Repeat("x", sluicetype.MaxErrorLen+100)
 		fin := driver.FinishCheckpointParams{Batch: bt, Shard: sh, Version: c.Version + 1, Status: cpFailed, Error: long}
 		require.NoError(t, b.d.FinishCheckpoint(b.ctx, fin))
 		c = b.checkpoint(bt, sh)
 		require.Equal(t, cpFailed, c.Status)
-		require.Equal(t, long[:driver.MaxErrorLen], c.LastError)
+		require.Equal(t, long[:sluicetype.MaxErrorLen], c.LastError)
 		require.Empty(t, c.Owner)
-		require.ErrorIs(t, b.d.FinishCheckpoint(b.ctx, fin), driver.ErrCheckpointLost)
+		require.ErrorIs(t, b.d.FinishCheckpoint(b.ctx, fin), sluicetype.ErrCheckpointLost)
 		require.NoError(t, take(c.Version, "r4"))
 		c = b.checkpoint(bt, sh)
 		require.Empty(t, c.LastError)
@@ -169,12 +170,12 @@ func exerciseCheckpoint(t *testing.T, open Opener) {
 		require.NoError(t, err)
 		require.EqualValues(t, 3, n)
 		_, err = b.d.GetCheckpoint(b.ctx, driver.GetCheckpointParams{Batch: "orders", Shard: "a"})
-		require.ErrorIs(t, err, driver.ErrCheckpointLost)
+		require.ErrorIs(t, err, sluicetype.ErrCheckpointLost)
 		require.Equal(t, cpRunning, b.checkpoint("other", "a").Status)
 	})
 }
 
-func (b *bundle) checkpoint(batch, shard string) driver.Checkpoint {
+func (b *bundle) checkpoint(batch, shard string) sluicetype.Checkpoint {
 	b.t.Helper()
 	c, err := b.d.GetCheckpoint(b.ctx, driver.GetCheckpointParams{Batch: batch, Shard: shard})
 	require.NoError(b.t, err)

@@ -7,13 +7,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 func exerciseClaim(t *testing.T, open Opener) {
 	t.Run("PendingToProcessing", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
-		p := keyed("resize", "img-4", driver.DedupePermanent)
+		p := keyed("resize", "img-4", sluicetype.DedupePermanent)
 		p.Payload, p.Priority, p.MaxAttempts = []byte(`{"w": 640}`), 2, 3
 		id := b.insertOne(p)
 		queued := b.get(id)
@@ -25,7 +26,7 @@ func exerciseClaim(t *testing.T, open Opener) {
 		require.Len(t, jobs, 1)
 		j := jobs[0]
 		require.Equal(t, id, j.ID)
-		require.Equal(t, driver.StatusProcessing, j.Status)
+		require.Equal(t, sluicetype.StatusProcessing, j.Status)
 		require.Equal(t, 1, j.Attempts)
 		require.Equal(t, 3, j.MaxAttempts)
 		require.Equal(t, tok, j.LockedBy)

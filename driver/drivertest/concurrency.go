@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/racetest"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 func exerciseConcurrency(t *testing.T, open Opener) {
@@ -28,11 +29,11 @@ func exerciseConcurrency(t *testing.T, open Opener) {
 			for _, start := range rand.Perm(keys / batch) {
 				ps := make([]driver.InsertJob, batch)
 				for i := range ps {
-					mode := driver.DedupePermanent
+					mode := sluicetype.DedupePermanent
 					if w%2 == 1 {
 						// Half the callers ask for active mode: while the
 						// job is pending both modes block the key.
-						mode = driver.DedupeActive
+						mode = sluicetype.DedupeActive
 					}
 					ps[i] = keyed("race", fmt.Sprintf("key-%04d", start*batch+i), mode)
 				}
@@ -64,7 +65,7 @@ func exerciseConcurrency(t *testing.T, open Opener) {
 		}
 		require.Equal(t, keys, fresh)
 
-		rows := b.listAll(driver.ListParams{})
+		rows := b.listAll(sluicetype.ListParams{})
 		require.Len(t, rows, keys)
 		seenKey := map[string]bool{}
 		for _, j := range rows {
@@ -117,7 +118,7 @@ func exerciseConcurrency(t *testing.T, open Opener) {
 				}
 				cs := make([]driver.Completion, len(got))
 				for i, j := range got {
-					cs[i] = driver.Completion{ID: j.ID, Token: tok, Status: driver.StatusSuccess}
+					cs[i] = driver.Completion{ID: j.ID, Token: tok, Status: sluicetype.StatusSuccess}
 				}
 				l, err := b.d.Complete(b.ctx, driver.CompleteParams{Completions: cs})
 				if err != nil {
@@ -140,7 +141,7 @@ func exerciseConcurrency(t *testing.T, open Opener) {
 			require.Equal(t, 1, n, "job %d claimed %d times", id, n)
 		}
 
-		rows := b.listAll(driver.ListParams{Status: driver.StatusSuccess})
+		rows := b.listAll(sluicetype.ListParams{Status: sluicetype.StatusSuccess})
 		require.Len(t, rows, jobs)
 		for _, j := range rows {
 			require.Equal(t, 1, j.Attempts, "job %d", j.ID)
@@ -213,7 +214,7 @@ func exerciseConcurrency(t *testing.T, open Opener) {
 					time.Sleep(work)
 					cs := make([]driver.Completion, len(got))
 					for i, j := range got {
-						cs[i] = driver.Completion{ID: j.ID, Token: tok, Status: driver.StatusSuccess, Result: strPtr(tok)}
+						cs[i] = driver.Completion{ID: j.ID, Token: tok, Status: sluicetype.StatusSuccess, Result: strPtr(tok)}
 					}
 					lost, err := b.d.Complete(b.ctx, driver.CompleteParams{Completions: cs})
 					if err != nil {
@@ -256,10 +257,10 @@ func exerciseConcurrency(t *testing.T, open Opener) {
 		for id, n := range successes {
 			require.Equal(t, 1, n, "job %d: %d successful completions got through the fence", id, n)
 		}
-		rows := b.listAll(driver.ListParams{})
+		rows := b.listAll(sluicetype.ListParams{})
 		require.Len(t, rows, jobs)
 		for _, j := range rows {
-			require.Equal(t, driver.StatusSuccess, j.Status, "job %d", j.ID)
+			require.Equal(t, sluicetype.StatusSuccess, j.Status, "job %d", j.ID)
 			// Only the holder of the last attempt may finish a job; a stale
 			// worker whose success got through would show an older attempt.
 			w := winners[j.ID]
@@ -276,7 +277,7 @@ func exerciseConcurrency(t *testing.T, open Opener) {
 		// finishing its holder, so the key is freed and taken again under
 		// their feet: the paths where a holder vanishes mid-insert.
 		const inserters, perInserter = 4, 150
-		p := keyed("churn", "churn-key", driver.DedupeActive)
+		p := keyed("churn", "churn-key", sluicetype.DedupeActive)
 		var (
 			mu      sync.Mutex
 			results []driver.InsertResult
@@ -307,7 +308,7 @@ func exerciseConcurrency(t *testing.T, open Opener) {
 				got, err := b.d.Claim(b.ctx, driver.ClaimParams{Queue: "default", Limit: 1, Lease: time.Minute, Token: tok})
 				if err == nil && len(got) == 1 {
 					var lost []int64
-					lost, err = b.d.Complete(b.ctx, driver.CompleteParams{Completions: []driver.Completion{{ID: got[0].ID, Token: tok, Status: driver.StatusSuccess}}})
+					lost, err = b.d.Complete(b.ctx, driver.CompleteParams{Completions: []driver.Completion{{ID: got[0].ID, Token: tok, Status: sluicetype.StatusSuccess}}})
 					if err == nil && len(lost) > 0 {
 						err = fmt.Errorf("lease of job %d lost with no rescue running", got[0].ID)
 					}
@@ -324,13 +325,13 @@ func exerciseConcurrency(t *testing.T, open Opener) {
 		<-done
 		require.NoError(t, errors.Join(errs...))
 
-		rows := b.listAll(driver.ListParams{})
-		byID := map[int64]driver.JobRow{}
+		rows := b.listAll(sluicetype.ListParams{})
+		byID := map[int64]sluicetype.JobRow{}
 		live := 0
 		for _, j := range rows {
 			byID[j.ID] = j
 			require.Equal(t, "churn-key", j.Key)
-			if j.Status == driver.StatusPending || j.Status == driver.StatusProcessing {
+			if j.Status == sluicetype.StatusPending || j.Status == sluicetype.StatusProcessing {
 				live++
 			}
 		}
@@ -351,7 +352,7 @@ func exerciseConcurrency(t *testing.T, open Opener) {
 		t.Parallel()
 		b := setup(t, open)
 		const contenders = 8
-		leases := make([]driver.Lease, contenders)
+		leases := make([]sluicetype.Lease, contenders)
 		racetest.Run(t, contenders, func(i int) (err error) {
 			leases[i], err = b.d.AcquireLease(b.ctx, driver.LeaseParams{Name: "leader", Holder: fmt.Sprintf("node-%d", i), TTL: time.Minute})
 			return err

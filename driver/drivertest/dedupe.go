@@ -7,46 +7,47 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 func exerciseDedupe(t *testing.T, open Opener) {
 	t.Run("PermanentBlocksForever", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
-		p := keyed("charge", "order-1", driver.DedupePermanent)
+		p := keyed("charge", "order-1", sluicetype.DedupePermanent)
 		id, tok := b.claimKeyed(p)
 
-		require.Empty(t, b.complete(driver.Completion{ID: id, Token: tok, Status: driver.StatusSuccess}))
+		require.Empty(t, b.complete(driver.Completion{ID: id, Token: tok, Status: sluicetype.StatusSuccess}))
 		b.requireDuplicate(p, id, "after success")
 
 		// Another job with another payload and type is still the same key.
-		other := keyed("refund", "order-1", driver.DedupePermanent)
+		other := keyed("refund", "order-1", sluicetype.DedupePermanent)
 		other.Payload = []byte(`{"x": 1}`)
 		b.requireDuplicate(other, id)
 
 		j := b.get(id)
-		require.Equal(t, driver.StatusSuccess, j.Status, "a duplicate insert touched the stored job")
+		require.Equal(t, sluicetype.StatusSuccess, j.Status, "a duplicate insert touched the stored job")
 		require.Equal(t, "charge", j.Type)
-		require.Len(t, b.listAll(driver.ListParams{}), 1)
+		require.Len(t, b.listAll(sluicetype.ListParams{}), 1)
 	})
 
 	t.Run("PermanentAfterFailureAndCancel", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
-		failed := b.makeJob(driver.StatusFailed, keyed("a", "failed-key", driver.DedupePermanent))
-		cancelled := b.makeJob(driver.StatusCancelled, keyed("b", "cancelled-key", driver.DedupePermanent))
+		failed := b.makeJob(sluicetype.StatusFailed, keyed("a", "failed-key", sluicetype.DedupePermanent))
+		cancelled := b.makeJob(sluicetype.StatusCancelled, keyed("b", "cancelled-key", sluicetype.DedupePermanent))
 		require.Equal(t, []driver.InsertResult{{ID: failed.ID, Duplicate: true}, {ID: cancelled.ID, Duplicate: true}},
-			b.insert(keyed("a", "failed-key", driver.DedupePermanent), keyed("b", "cancelled-key", driver.DedupePermanent)))
+			b.insert(keyed("a", "failed-key", sluicetype.DedupePermanent), keyed("b", "cancelled-key", sluicetype.DedupePermanent)))
 	})
 
 	t.Run("ActiveBlocksOnlyWhileLive", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
-		p := keyed("sync", "user-9", driver.DedupeActive)
+		p := keyed("sync", "user-9", sluicetype.DedupeActive)
 		id, tok := b.claimKeyed(p)
 
 		// A retry outcome puts it back to pending: still live.
-		require.Empty(t, b.complete(driver.Completion{ID: id, Token: tok, Status: driver.StatusPending, Delay: time.Hour}))
+		require.Empty(t, b.complete(driver.Completion{ID: id, Token: tok, Status: sluicetype.StatusPending, Delay: time.Hour}))
 		b.requireDuplicate(p, id, "while pending for a retry")
 
 		// Once finished, the key is free for a new job with a new id.
@@ -56,20 +57,20 @@ func exerciseDedupe(t *testing.T, open Opener) {
 		b.requireDuplicate(p, id2, "the new job holds the key now")
 
 		_, tok = b.claimOne(p, id2, time.Minute)
-		require.Empty(t, b.complete(driver.Completion{ID: id2, Token: tok, Status: driver.StatusSuccess}))
+		require.Empty(t, b.complete(driver.Completion{ID: id2, Token: tok, Status: sluicetype.StatusSuccess}))
 		id3 := b.insertOne(p)
 		require.NotEqual(t, id2, id3)
 
 		_, tok = b.claimOne(p, id3, time.Minute)
-		require.Empty(t, b.complete(driver.Completion{ID: id3, Token: tok, Status: driver.StatusFailed}))
+		require.Empty(t, b.complete(driver.Completion{ID: id3, Token: tok, Status: sluicetype.StatusFailed}))
 		id4 := b.insertOne(p)
 		require.NotContains(t, []int64{id, id2, id3}, id4)
 
 		// The old rows are kept as they were.
-		require.Equal(t, driver.StatusCancelled, b.get(id).Status)
-		require.Equal(t, driver.StatusSuccess, b.get(id2).Status)
-		require.Equal(t, driver.StatusFailed, b.get(id3).Status)
-		require.Equal(t, driver.StatusPending, b.get(id4).Status)
+		require.Equal(t, sluicetype.StatusCancelled, b.get(id).Status)
+		require.Equal(t, sluicetype.StatusSuccess, b.get(id2).Status)
+		require.Equal(t, sluicetype.StatusFailed, b.get(id3).Status)
+		require.Equal(t, sluicetype.StatusPending, b.get(id4).Status)
 	})
 
 	t.Run("FinishedPermanentBlocksActive", func(t *testing.T) {
@@ -77,19 +78,19 @@ func exerciseDedupe(t *testing.T, open Opener) {
 		b := setup(t, open)
 		// A permanent key blocks every new job until purged, whatever the
 		// new job's own mode.
-		done := b.makeJob(driver.StatusSuccess, keyed("x", "shared", driver.DedupePermanent))
-		b.requireDuplicate(keyed("x", "shared", driver.DedupeActive), done.ID)
+		done := b.makeJob(sluicetype.StatusSuccess, keyed("x", "shared", sluicetype.DedupePermanent))
+		b.requireDuplicate(keyed("x", "shared", sluicetype.DedupeActive), done.ID)
 
 		// A finished active job blocks nothing, not even a permanent one.
-		old := b.makeJob(driver.StatusSuccess, keyed("y", "other", driver.DedupeActive))
-		id := b.insertOne(keyed("y", "other", driver.DedupePermanent))
+		old := b.makeJob(sluicetype.StatusSuccess, keyed("y", "other", sluicetype.DedupeActive))
+		id := b.insertOne(keyed("y", "other", sluicetype.DedupePermanent))
 		require.NotEqual(t, old.ID, id)
 	})
 
 	t.Run("WithinOneBatch", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
-		for _, mode := range []string{driver.DedupePermanent, driver.DedupeActive} {
+		for _, mode := range []string{sluicetype.DedupePermanent, sluicetype.DedupeActive} {
 			ka, kb := "a-"+mode, "b-"+mode
 			res := b.insert(keyed("t", ka, mode), keyed("t", ka, mode), keyed("t", kb, mode), keyed("t", ka, mode), keyed("t", kb, mode))
 			require.False(t, res[0].Duplicate, mode)
@@ -101,7 +102,7 @@ func exerciseDedupe(t *testing.T, open Opener) {
 			require.Equal(t, ka, b.get(res[0].ID).Key)
 			require.Equal(t, kb, b.get(res[2].ID).Key)
 		}
-		require.Len(t, b.listAll(driver.ListParams{}), 4)
+		require.Len(t, b.listAll(sluicetype.ListParams{}), 4)
 	})
 
 	t.Run("KeylessNeverDedupes", func(t *testing.T) {
@@ -118,11 +119,11 @@ func exerciseDedupe(t *testing.T, open Opener) {
 			require.Empty(t, b.get(r.ID).Key)
 		}
 		// Keyless jobs in active mode too.
-		p.Dedupe = driver.DedupeActive
+		p.Dedupe = sluicetype.DedupeActive
 		for _, r := range b.insert(p, p) {
 			require.False(t, r.Duplicate)
 		}
-		require.Len(t, b.listAll(driver.ListParams{}), 6)
+		require.Len(t, b.listAll(sluicetype.ListParams{}), 6)
 	})
 
 	t.Run("KeysCompareExactly", func(t *testing.T) {
@@ -130,8 +131,8 @@ func exerciseDedupe(t *testing.T, open Opener) {
 		b := setup(t, open)
 		// Business keys are opaque identifiers from the caller's system:
 		// "Order-1" and "order-1" are different orders.
-		res := b.insert(keyed("t", "order-1", driver.DedupePermanent), keyed("t", "Order-1", driver.DedupePermanent),
-			keyed("t", "ORDER-1", driver.DedupeActive))
+		res := b.insert(keyed("t", "order-1", sluicetype.DedupePermanent), keyed("t", "Order-1", sluicetype.DedupePermanent),
+			keyed("t", "ORDER-1", sluicetype.DedupeActive))
 		for i, r := range res {
 			require.False(t, r.Duplicate, "key %d collided with a key that differs only in case", i)
 		}
@@ -139,8 +140,8 @@ func exerciseDedupe(t *testing.T, open Opener) {
 
 		// Nor do accents or Unicode normalisation fold keys together:
 		// "café" composed (NFC) and decomposed (NFD) are different bytes.
-		res = b.insert(keyed("t", "cafe", driver.DedupePermanent), keyed("t", "caf\u00e9", driver.DedupePermanent),
-			keyed("t", "cafe\u0301", driver.DedupePermanent))
+		res = b.insert(keyed("t", "cafe", sluicetype.DedupePermanent), keyed("t", "caf\u00e9", sluicetype.DedupePermanent),
+			keyed("t", "cafe\u0301", sluicetype.DedupePermanent))
 		for i, r := range res {
 			require.False(t, r.Duplicate, "key %d collided with a key that differs in accents or normalisation", i)
 		}
@@ -152,7 +153,7 @@ func exerciseDedupe(t *testing.T, open Opener) {
 		b := setup(t, open)
 		// A PAD SPACE collation would compare "k" and "k " equal and dedupe
 		// two different keys into one job.
-		res := b.insert(keyed("t", "k", driver.DedupePermanent), keyed("t", "k ", driver.DedupePermanent))
+		res := b.insert(keyed("t", "k", sluicetype.DedupePermanent), keyed("t", "k ", sluicetype.DedupePermanent))
 		require.False(t, res[0].Duplicate)
 		require.False(t, res[1].Duplicate, `key "k " collided with "k"`)
 		require.Equal(t, "k ", b.get(res[1].ID).Key)
@@ -161,22 +162,22 @@ func exerciseDedupe(t *testing.T, open Opener) {
 	t.Run("RetryRefusedWhileKeyTaken", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
-		p := keyed("sync", "user-3", driver.DedupeActive)
-		failed := b.makeJob(driver.StatusFailed, p)
+		p := keyed("sync", "user-3", sluicetype.DedupeActive)
+		failed := b.makeJob(sluicetype.StatusFailed, p)
 		live := b.insertOne(p)
 		// Retrying the failed job would make two live jobs with one key.
 		_, err := b.d.Retry(b.ctx, driver.RetryParams{ID: failed.ID})
 		require.Error(t, err)
-		require.Equal(t, driver.StatusFailed, b.get(failed.ID).Status)
-		require.Equal(t, driver.StatusPending, b.get(live).Status)
+		require.Equal(t, sluicetype.StatusFailed, b.get(failed.ID).Status)
+		require.Equal(t, sluicetype.StatusPending, b.get(live).Status)
 
 		// Retrying all failed jobs skips it rather than failing the rest.
-		other := b.makeJob(driver.StatusFailed, keyed("other", "free-key", driver.DedupeActive))
+		other := b.makeJob(sluicetype.StatusFailed, keyed("other", "free-key", sluicetype.DedupeActive))
 		n, err := b.d.Retry(b.ctx, driver.RetryParams{AllFailed: true})
 		require.NoError(t, err)
 		require.EqualValues(t, 1, n)
-		require.Equal(t, driver.StatusFailed, b.get(failed.ID).Status)
-		require.Equal(t, driver.StatusPending, b.get(other.ID).Status)
+		require.Equal(t, sluicetype.StatusFailed, b.get(failed.ID).Status)
+		require.Equal(t, sluicetype.StatusPending, b.get(other.ID).Status)
 	})
 }
 

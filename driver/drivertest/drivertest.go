@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Opener returns a fresh migrated driver with empty tables, closed when t ends.
@@ -102,7 +103,7 @@ func newJob(typ string) driver.InsertJob {
 	return driver.InsertJob{
 		Queue:       "default",
 		Type:        typ,
-		Dedupe:      driver.DedupePermanent,
+		Dedupe:      sluicetype.DedupePermanent,
 		Payload:     []byte(`{}`),
 		MaxAttempts: 5,
 	}
@@ -183,7 +184,7 @@ func (b *bundle) requireDuplicate(p driver.InsertJob, id int64, msgAndArgs ...an
 	require.Equal(b.t, []driver.InsertResult{{ID: id, Duplicate: true}}, b.insert(p), msgAndArgs...)
 }
 
-func (b *bundle) get(id int64) *driver.JobRow {
+func (b *bundle) get(id int64) *sluicetype.JobRow {
 	b.t.Helper()
 	j, err := b.d.GetJob(b.ctx, id)
 	require.NoError(b.t, err)
@@ -192,7 +193,7 @@ func (b *bundle) get(id int64) *driver.JobRow {
 	return j
 }
 
-func (b *bundle) claim(p driver.ClaimParams) []driver.JobRow {
+func (b *bundle) claim(p driver.ClaimParams) []sluicetype.JobRow {
 	b.t.Helper()
 	jobs, err := b.d.Claim(b.ctx, p)
 	require.NoError(b.t, err)
@@ -202,7 +203,7 @@ func (b *bundle) claim(p driver.ClaimParams) []driver.JobRow {
 
 // claimOne claims the next job of queue and type under a fresh token and
 // requires it to be want, so that a case never works on the wrong row.
-func (b *bundle) claimOne(want driver.InsertJob, id int64, lease time.Duration) (driver.JobRow, string) {
+func (b *bundle) claimOne(want driver.InsertJob, id int64, lease time.Duration) (sluicetype.JobRow, string) {
 	b.t.Helper()
 	tok := newToken()
 	jobs := b.claim(driver.ClaimParams{Queue: want.Queue, Type: want.Type, Limit: 1, Lease: lease, Token: tok})
@@ -221,7 +222,7 @@ func (b *bundle) claimNew(p driver.InsertJob) (int64, string) {
 }
 
 // rescue runs one rescue pass of at most limit jobs.
-func (b *bundle) rescue(limit int) driver.RescueResult {
+func (b *bundle) rescue(limit int) sluicetype.RescueResult {
 	b.t.Helper()
 	res, err := b.d.Rescue(b.ctx, driver.RescueParams{Limit: limit})
 	require.NoError(b.t, err)
@@ -238,20 +239,20 @@ func (b *bundle) complete(cs ...driver.Completion) []int64 {
 // makeJob inserts p and moves it to status through the driver's own
 // transitions. The caller keeps p's queue and type free of other runnable
 // pending jobs, which claimOne checks.
-func (b *bundle) makeJob(status driver.Status, p driver.InsertJob) *driver.JobRow {
+func (b *bundle) makeJob(status sluicetype.Status, p driver.InsertJob) *sluicetype.JobRow {
 	b.t.Helper()
 	id := b.insertOne(p)
 	switch status {
-	case driver.StatusPending:
-	case driver.StatusProcessing:
+	case sluicetype.StatusPending:
+	case sluicetype.StatusProcessing:
 		b.claimOne(p, id, time.Hour)
-	case driver.StatusSuccess:
+	case sluicetype.StatusSuccess:
 		_, tok := b.claimOne(p, id, time.Hour)
-		require.Empty(b.t, b.complete(driver.Completion{ID: id, Token: tok, Status: driver.StatusSuccess}))
-	case driver.StatusFailed:
+		require.Empty(b.t, b.complete(driver.Completion{ID: id, Token: tok, Status: sluicetype.StatusSuccess}))
+	case sluicetype.StatusFailed:
 		_, tok := b.claimOne(p, id, time.Hour)
-		require.Empty(b.t, b.complete(driver.Completion{ID: id, Token: tok, Status: driver.StatusFailed, Error: strPtr("boom")}))
-	case driver.StatusCancelled:
+		require.Empty(b.t, b.complete(driver.Completion{ID: id, Token: tok, Status: sluicetype.StatusFailed, Error: strPtr("boom")}))
+	case sluicetype.StatusCancelled:
 		require.NoError(b.t, b.d.Cancel(b.ctx, id))
 	default:
 		b.t.Fatalf("makeJob: unknown status %q", status)
@@ -262,12 +263,12 @@ func (b *bundle) makeJob(status driver.Status, p driver.InsertJob) *driver.JobRo
 }
 
 // listAll pages through ListJobs with AfterID until it runs dry.
-func (b *bundle) listAll(p driver.ListParams) []driver.JobRow {
+func (b *bundle) listAll(p sluicetype.ListParams) []sluicetype.JobRow {
 	b.t.Helper()
 	if p.Limit == 0 {
 		p.Limit = 1000
 	}
-	var all []driver.JobRow
+	var all []sluicetype.JobRow
 	for {
 		page, err := b.d.ListJobs(b.ctx, p)
 		require.NoError(b.t, err)
@@ -297,17 +298,17 @@ func requireBetween(t *testing.T, got, lo, hi time.Time, what string) {
 func requireNotFound(t *testing.T, err error) {
 	t.Helper()
 	require.Error(t, err)
-	require.True(t, errors.Is(err, driver.ErrNotFound), "want ErrNotFound, got %v", err)
+	require.True(t, errors.Is(err, sluicetype.ErrNotFound), "want ErrNotFound, got %v", err)
 }
 
 func requireWrongState(t *testing.T, err error) {
 	t.Helper()
 	require.Error(t, err)
-	require.True(t, errors.Is(err, driver.ErrWrongState), "want ErrWrongState, got %v", err)
+	require.True(t, errors.Is(err, sluicetype.ErrWrongState), "want ErrWrongState, got %v", err)
 }
 
 // ids returns the ids of jobs in order.
-func ids(jobs []driver.JobRow) []int64 {
+func ids(jobs []sluicetype.JobRow) []int64 {
 	out := make([]int64, len(jobs))
 	for i, j := range jobs {
 		out[i] = j.ID
@@ -351,7 +352,7 @@ func (b *bundle) jobsTable() string {
 		err := b.d.DB().QueryRowContext(b.ctx, fmt.Sprintf("SELECT COUNT(*) FROM %s WHERE id = %d AND type = '%s'", n, id, marker)).Scan(&count)
 		if err == nil && count == 1 {
 			require.NoError(b.t, b.d.Cancel(b.ctx, id))
-			_, err := b.d.Purge(b.ctx, driver.PurgeParams{Status: driver.StatusCancelled, OlderThan: -time.Hour, Limit: 10})
+			_, err := b.d.Purge(b.ctx, driver.PurgeParams{Status: sluicetype.StatusCancelled, OlderThan: -time.Hour, Limit: 10})
 			require.NoError(b.t, err)
 			return n
 		}

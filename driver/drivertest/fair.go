@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/racetest"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // inPart is newJob in a partition.
@@ -20,7 +21,7 @@ func inPart(typ, part string) driver.InsertJob {
 }
 
 // partsOf lists the partitions of jobs in order.
-func partsOf(jobs []driver.JobRow) string {
+func partsOf(jobs []sluicetype.JobRow) string {
 	var s []string
 	for _, j := range jobs {
 		s = append(s, j.Partition)
@@ -31,7 +32,7 @@ func partsOf(jobs []driver.JobRow) string {
 // running counts the processing jobs of the given partition and type ("" any).
 func (b *bundle) running(part, typ string) int {
 	b.t.Helper()
-	jobs, err := b.d.ListJobs(b.ctx, driver.ListParams{Status: driver.StatusProcessing, Type: typ, Limit: 1000})
+	jobs, err := b.d.ListJobs(b.ctx, sluicetype.ListParams{Status: sluicetype.StatusProcessing, Type: typ, Limit: 1000})
 	require.NoError(b.t, err)
 	n := 0
 	for _, j := range jobs {
@@ -65,7 +66,7 @@ func exerciseFair(t *testing.T, open Opener) {
 				b.insertOne(inPart("t", part))
 			}
 		}
-		var order []driver.JobRow
+		var order []sluicetype.JobRow
 		for range 8 {
 			order = append(order, b.claim(driver.ClaimParams{Queue: "default", Limit: 2, Lease: time.Minute, Token: newToken(), Fair: true})...)
 		}
@@ -164,7 +165,7 @@ func exerciseFair(t *testing.T, open Opener) {
 			}
 		}
 		lim := &driver.RunningCaps{Partition: 2, Partitions: map[string]int{"B": 4}}
-		claim := func(n int) []driver.JobRow {
+		claim := func(n int) []sluicetype.JobRow {
 			return b.claim(driver.ClaimParams{Queue: "default", Limit: n, Lease: time.Minute, Token: newToken(), Fair: true, Limits: lim})
 		}
 		got := claim(100)
@@ -174,13 +175,13 @@ func exerciseFair(t *testing.T, open Opener) {
 		require.Equal(t, 2, b.running("C", ""))
 		require.Empty(t, claim(100), "every partition is at its cap")
 		// A finished job frees its partition's slot, and only that one.
-		var a driver.JobRow
+		var a sluicetype.JobRow
 		for _, j := range got {
 			if j.Partition == "A" {
 				a = j
 			}
 		}
-		require.Empty(t, b.complete(driver.Completion{ID: a.ID, Token: a.LockedBy, Status: driver.StatusSuccess}))
+		require.Empty(t, b.complete(driver.Completion{ID: a.ID, Token: a.LockedBy, Status: sluicetype.StatusSuccess}))
 		got = claim(100)
 		require.Equal(t, "A", partsOf(got))
 	})
@@ -238,11 +239,11 @@ func exerciseFair(t *testing.T, open Opener) {
 		require.Len(t, b.claim(driver.ClaimParams{Queue: "default", Limit: 1, Lease: time.Minute, Token: newToken(), Fair: true}), 1)
 		st, err := b.d.PartitionStats(b.ctx, driver.PartitionStatsParams{Limit: 10})
 		require.NoError(t, err)
-		require.Equal(t, []driver.PartitionStats{{Queue: "default", Partition: "A", Pending: 2, Running: 1}, {Queue: "default", Partition: "B", Pending: 1},
+		require.Equal(t, []sluicetype.PartitionStats{{Queue: "default", Partition: "A", Pending: 2, Running: 1}, {Queue: "default", Partition: "B", Pending: 1},
 			{Queue: "other", Partition: "Z", Pending: 1}}, st)
 		st, err = b.d.PartitionStats(b.ctx, driver.PartitionStatsParams{Limit: 1})
 		require.NoError(t, err)
-		require.Equal(t, []driver.PartitionStats{{Queue: "default", Partition: "A", Pending: 2, Running: 1}, {Queue: "other", Partition: "Z", Pending: 1}}, st,
+		require.Equal(t, []sluicetype.PartitionStats{{Queue: "default", Partition: "A", Pending: 2, Running: 1}, {Queue: "other", Partition: "Z", Pending: 1}}, st,
 			"the limit is per queue")
 	})
 }

@@ -9,17 +9,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // reclaimed sets up the race that fencing exists for: a worker claims a
 // job, its lease expires, the job is rescued and claimed by a second
 // worker. It returns the job as the second worker holds it and both tokens.
-func (b *bundle) reclaimed(p driver.InsertJob) (row *driver.JobRow, oldTok, newTok string) {
+func (b *bundle) reclaimed(p driver.InsertJob) (row *sluicetype.JobRow, oldTok, newTok string) {
 	b.t.Helper()
 	id := b.insertOne(p)
 	// A negative lease is already expired: no sleeping for a lease to run out.
 	_, oldTok = b.claimOne(p, id, -time.Second)
-	require.Equal(b.t, driver.RescueResult{Pending: 1}, b.rescue(100))
+	require.Equal(b.t, sluicetype.RescueResult{Pending: 1}, b.rescue(100))
 	_, newTok = b.claimOne(p, id, time.Minute)
 	row = b.get(id)
 	require.Equal(b.t, 2, row.Attempts)
@@ -36,19 +37,19 @@ func exerciseFencing(t *testing.T, open Opener) {
 
 		// Every outcome the old worker might report is dropped.
 		for _, c := range []driver.Completion{
-			{Status: driver.StatusSuccess, Result: strPtr("old result")},
-			{Status: driver.StatusFailed, Error: strPtr("old failure")},
-			{Status: driver.StatusPending, Delay: time.Hour, Error: strPtr("old retry")},
-			{Status: driver.StatusPending, Delay: time.Hour, Refund: true},
+			{Status: sluicetype.StatusSuccess, Result: strPtr("old result")},
+			{Status: sluicetype.StatusFailed, Error: strPtr("old failure")},
+			{Status: sluicetype.StatusPending, Delay: time.Hour, Error: strPtr("old retry")},
+			{Status: sluicetype.StatusPending, Delay: time.Hour, Refund: true},
 		} {
 			c.ID, c.Token = id, oldTok
 			require.Equal(t, []int64{id}, b.complete(c), "stale %s completion was applied", c.Status)
 			require.Equal(t, held, b.get(id), "stale %s completion changed the row", c.Status)
 		}
 
-		require.Empty(t, b.complete(driver.Completion{ID: id, Token: newTok, Status: driver.StatusSuccess, Result: strPtr("new result")}))
+		require.Empty(t, b.complete(driver.Completion{ID: id, Token: newTok, Status: sluicetype.StatusSuccess, Result: strPtr("new result")}))
 		j := b.get(id)
-		require.Equal(t, driver.StatusSuccess, j.Status)
+		require.Equal(t, sluicetype.StatusSuccess, j.Status)
 		require.Equal(t, "new result", j.Result)
 		require.Equal(t, 2, j.Attempts)
 	})
@@ -73,7 +74,7 @@ func exerciseFencing(t *testing.T, open Opener) {
 		for _, j := range mine {
 			got := b.get(j.ID)
 			require.Equal(t, tokA, got.LockedBy)
-			require.Equal(t, driver.StatusProcessing, got.Status)
+			require.Equal(t, sluicetype.StatusProcessing, got.Status)
 			requireBetween(t, *got.LockedUntil, before.Add(time.Hour), after.Add(time.Hour), "extended locked_until")
 		}
 		other := b.get(theirs[0].ID)
@@ -96,7 +97,7 @@ func exerciseFencing(t *testing.T, open Opener) {
 		require.Equal(t, held, b.get(held.ID), "a stale heartbeat changed the row")
 
 		// A finished job is lost to its own token as well.
-		require.Empty(t, b.complete(driver.Completion{ID: held.ID, Token: newTok, Status: driver.StatusSuccess}))
+		require.Empty(t, b.complete(driver.Completion{ID: held.ID, Token: newTok, Status: sluicetype.StatusSuccess}))
 		lost, err = b.d.Heartbeat(b.ctx, driver.HeartbeatParams{Token: newTok, IDs: []int64{held.ID}, Lease: time.Hour})
 		require.NoError(t, err)
 		require.Equal(t, []int64{held.ID}, lost)
@@ -110,12 +111,12 @@ func exerciseFencing(t *testing.T, open Opener) {
 		p := newJob("tx")
 		id, tok := b.claimNew(p)
 
-		tx, held := b.completeTx(notes, "charged", driver.Completion{ID: id, Token: tok, Status: driver.StatusSuccess, Result: strPtr("tx result")})
+		tx, held := b.completeTx(notes, "charged", driver.Completion{ID: id, Token: tok, Status: sluicetype.StatusSuccess, Result: strPtr("tx result")})
 		require.True(t, held)
 		require.NoError(t, tx.Commit())
 
 		j := b.get(id)
-		require.Equal(t, driver.StatusSuccess, j.Status)
+		require.Equal(t, sluicetype.StatusSuccess, j.Status)
 		require.Equal(t, "tx result", j.Result)
 		require.NotNil(t, j.FinishedAt)
 		require.Equal(t, []string{"charged"}, b.notes(notes))
@@ -129,7 +130,7 @@ func exerciseFencing(t *testing.T, open Opener) {
 		id, tok := b.claimNew(p)
 		claimed := b.get(id)
 
-		tx, held := b.completeTx(notes, "charged", driver.Completion{ID: id, Token: tok, Status: driver.StatusSuccess})
+		tx, held := b.completeTx(notes, "charged", driver.Completion{ID: id, Token: tok, Status: sluicetype.StatusSuccess})
 		require.True(t, held)
 		require.NoError(t, tx.Rollback())
 
@@ -143,7 +144,7 @@ func exerciseFencing(t *testing.T, open Opener) {
 		notes := b.notesTable()
 		held, oldTok, _ := b.reclaimed(newJob("tx"))
 
-		tx, ok := b.completeTx(notes, "charged twice", driver.Completion{ID: held.ID, Token: oldTok, Status: driver.StatusSuccess})
+		tx, ok := b.completeTx(notes, "charged twice", driver.Completion{ID: held.ID, Token: oldTok, Status: sluicetype.StatusSuccess})
 		require.False(t, ok, "CompleteTx reported a lost lease as held")
 		// The caller rolls back on false, as the library does.
 		require.NoError(t, tx.Rollback())

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 func exerciseHistory(t *testing.T, open Opener) {
@@ -22,22 +23,22 @@ func exerciseHistory(t *testing.T, open Opener) {
 		// completion in the claim's millisecond would record a zero duration.
 		time.Sleep(5 * time.Millisecond)
 		before := b.now()
-		require.Empty(t, b.complete(driver.Completion{ID: id, Token: tok, Status: driver.StatusPending, Error: strPtr("HTTP 503"),
-			Attempt: &driver.Attempt{Number: 1, Node: "host-a:11", Start: claimed.UpdatedAt, Outcome: driver.OutcomeRetry,
+		require.Empty(t, b.complete(driver.Completion{ID: id, Token: tok, Status: sluicetype.StatusPending, Error: strPtr("HTTP 503"),
+			Attempt: &sluicetype.Attempt{Number: 1, Node: "host-a:11", Start: claimed.UpdatedAt, Outcome: sluicetype.OutcomeRetry,
 				Error: "HTTP 503", HTTPStatus: 503}}))
 		after := b.now()
 
 		claimed2, tok := b.claimOne(p, id, time.Minute)
 		zero := 0
-		require.Empty(t, b.complete(driver.Completion{ID: id, Token: tok, Status: driver.StatusSuccess,
-			Attempt: &driver.Attempt{Number: 2, Node: "host-b:22", Start: claimed2.UpdatedAt, Outcome: driver.OutcomeSuccess, ExitCode: &zero}}))
+		require.Empty(t, b.complete(driver.Completion{ID: id, Token: tok, Status: sluicetype.StatusSuccess,
+			Attempt: &sluicetype.Attempt{Number: 2, Node: "host-b:22", Start: claimed2.UpdatedAt, Outcome: sluicetype.OutcomeSuccess, ExitCode: &zero}}))
 
 		h := b.get(id).History
 		require.Len(t, h, 2)
 		first := h[0]
 		require.Equal(t, 1, first.Number)
 		require.Equal(t, "host-a:11", first.Node)
-		require.Equal(t, driver.OutcomeRetry, first.Outcome)
+		require.Equal(t, sluicetype.OutcomeRetry, first.Outcome)
 		require.Equal(t, "HTTP 503", first.Error)
 		require.Equal(t, 503, first.HTTPStatus)
 		require.Nil(t, first.ExitCode)
@@ -48,7 +49,7 @@ func exerciseHistory(t *testing.T, open Opener) {
 		second := h[1]
 		require.Equal(t, 2, second.Number)
 		require.Equal(t, "host-b:22", second.Node)
-		require.Equal(t, driver.OutcomeSuccess, second.Outcome)
+		require.Equal(t, sluicetype.OutcomeSuccess, second.Outcome)
 		require.Empty(t, second.Error)
 		require.Zero(t, second.HTTPStatus)
 		require.NotNil(t, second.ExitCode)
@@ -58,7 +59,7 @@ func exerciseHistory(t *testing.T, open Opener) {
 	t.Run("NoEntryWritesNoHistory", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
-		j := b.makeJob(driver.StatusSuccess, newJob("smooth"))
+		j := b.makeJob(sluicetype.StatusSuccess, newJob("smooth"))
 		require.Empty(t, j.History)
 	})
 
@@ -78,8 +79,8 @@ func exerciseHistory(t *testing.T, open Opener) {
 			var cs []driver.Completion
 			for _, c := range claimed {
 				require.Equal(t, n, c.Attempts)
-				cs = append(cs, driver.Completion{ID: c.ID, Token: tok, Status: driver.StatusPending, Error: strPtr("again"),
-					KeepAttempts: keep, Attempt: &driver.Attempt{Number: c.Attempts, Start: c.UpdatedAt, Outcome: driver.OutcomeRetry, Error: "again"}})
+				cs = append(cs, driver.Completion{ID: c.ID, Token: tok, Status: sluicetype.StatusPending, Error: strPtr("again"),
+					KeepAttempts: keep, Attempt: &sluicetype.Attempt{Number: c.Attempts, Start: c.UpdatedAt, Outcome: sluicetype.OutcomeRetry, Error: "again"}})
 			}
 			require.Empty(t, b.complete(cs...))
 		}
@@ -122,9 +123,9 @@ func exerciseHistory(t *testing.T, open Opener) {
 			require.Len(t, claimed, 2)
 			var cs []driver.Completion
 			for _, c := range claimed {
-				cs = append(cs, driver.Completion{ID: c.ID, Token: tok, Status: driver.StatusPending})
+				cs = append(cs, driver.Completion{ID: c.ID, Token: tok, Status: sluicetype.StatusPending})
 				if entry && c.ID == with {
-					cs[len(cs)-1].Attempt = &driver.Attempt{Number: c.Attempts, Outcome: driver.OutcomeRetry}
+					cs[len(cs)-1].Attempt = &sluicetype.Attempt{Number: c.Attempts, Outcome: sluicetype.OutcomeRetry}
 				}
 			}
 			require.Empty(t, b.complete(cs...))
@@ -146,8 +147,8 @@ func exerciseHistory(t *testing.T, open Opener) {
 		id := b.insertOne(p)
 		claimed, tok := b.claimOne(p, id, time.Minute)
 		long := strings.Repeat("x", 3*driver.MaxAttemptErrorLen) + "\x00the end"
-		require.Empty(t, b.complete(driver.Completion{ID: id, Token: tok, Status: driver.StatusFailed, Error: &long,
-			Attempt: &driver.Attempt{Number: 1, Start: claimed.UpdatedAt, Outcome: driver.OutcomeFailed, Error: long}}))
+		require.Empty(t, b.complete(driver.Completion{ID: id, Token: tok, Status: sluicetype.StatusFailed, Error: &long,
+			Attempt: &sluicetype.Attempt{Number: 1, Start: claimed.UpdatedAt, Outcome: sluicetype.OutcomeFailed, Error: long}}))
 		h := b.get(id).History
 		require.Len(t, h, 1)
 		require.LessOrEqual(t, len(h[0].Error), driver.MaxAttemptErrorLen)
@@ -163,13 +164,13 @@ func exerciseHistory(t *testing.T, open Opener) {
 		tx, err := b.d.DB().BeginTx(b.ctx, nil)
 		require.NoError(t, err)
 		ok, err := b.d.CompleteTx(b.ctx, driver.CompleteTxParams{Tx: tx, Completion: driver.Completion{ID: id, Token: tok,
-			Status: driver.StatusSuccess, Attempt: &driver.Attempt{Number: 1, Start: claimed.UpdatedAt, Outcome: driver.OutcomeSuccess}}})
+			Status: sluicetype.StatusSuccess, Attempt: &sluicetype.Attempt{Number: 1, Start: claimed.UpdatedAt, Outcome: sluicetype.OutcomeSuccess}}})
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.NoError(t, tx.Commit())
 		h := b.get(id).History
 		require.Len(t, h, 1)
-		require.Equal(t, driver.OutcomeSuccess, h[0].Outcome)
+		require.Equal(t, sluicetype.OutcomeSuccess, h[0].Outcome)
 	})
 
 	t.Run("RescueRecordsLostAttemptAndStaleHolderAddsNone", func(t *testing.T) {
@@ -179,18 +180,18 @@ func exerciseHistory(t *testing.T, open Opener) {
 		require.Len(t, held.History, 1, "the rescue records the lost attempt")
 		lostAttempt := held.History[0]
 		require.Equal(t, 1, lostAttempt.Number)
-		require.Equal(t, driver.AttemptLeaseExpired, lostAttempt.Outcome)
+		require.Equal(t, sluicetype.AttemptLeaseExpired, lostAttempt.Outcome)
 		require.Contains(t, lostAttempt.Error, "lease expired")
 		require.True(t, lostAttempt.Start.IsZero())
 		require.False(t, lostAttempt.End.IsZero())
 
-		stale := driver.Completion{ID: held.ID, Token: oldTok, Status: driver.StatusFailed, Error: strPtr("late"),
-			Attempt: &driver.Attempt{Number: 1, Outcome: driver.OutcomeFailed, Error: "late"}}
+		stale := driver.Completion{ID: held.ID, Token: oldTok, Status: sluicetype.StatusFailed, Error: strPtr("late"),
+			Attempt: &sluicetype.Attempt{Number: 1, Outcome: sluicetype.OutcomeFailed, Error: "late"}}
 		require.Equal(t, []int64{held.ID}, b.complete(stale))
 		require.Equal(t, held.History, b.get(held.ID).History, "a stale holder added an attempt")
 
-		require.Empty(t, b.complete(driver.Completion{ID: held.ID, Token: newTok, Status: driver.StatusSuccess,
-			Attempt: &driver.Attempt{Number: 2, Outcome: driver.OutcomeSuccess}}))
+		require.Empty(t, b.complete(driver.Completion{ID: held.ID, Token: newTok, Status: sluicetype.StatusSuccess,
+			Attempt: &sluicetype.Attempt{Number: 2, Outcome: sluicetype.OutcomeSuccess}}))
 		h := b.get(held.ID).History
 		require.Len(t, h, 2)
 		require.Equal(t, 2, h[1].Number)
@@ -202,10 +203,10 @@ func exerciseHistory(t *testing.T, open Opener) {
 		p := newJob("purged")
 		id := b.insertOne(p)
 		claimed, tok := b.claimOne(p, id, time.Minute)
-		require.Empty(t, b.complete(driver.Completion{ID: id, Token: tok, Status: driver.StatusFailed, Error: strPtr("no"),
-			Attempt: &driver.Attempt{Number: 1, Start: claimed.UpdatedAt, Outcome: driver.OutcomeFailed, Error: "no"}}))
+		require.Empty(t, b.complete(driver.Completion{ID: id, Token: tok, Status: sluicetype.StatusFailed, Error: strPtr("no"),
+			Attempt: &sluicetype.Attempt{Number: 1, Start: claimed.UpdatedAt, Outcome: sluicetype.OutcomeFailed, Error: "no"}}))
 		require.Len(t, b.get(id).History, 1)
-		n, err := b.d.Purge(b.ctx, driver.PurgeParams{Status: driver.StatusFailed, OlderThan: -time.Hour, Limit: 10})
+		n, err := b.d.Purge(b.ctx, driver.PurgeParams{Status: sluicetype.StatusFailed, OlderThan: -time.Hour, Limit: 10})
 		require.NoError(t, err)
 		require.EqualValues(t, 1, n)
 		_, err = b.d.GetJob(b.ctx, id)
@@ -229,7 +230,7 @@ func exerciseHistory(t *testing.T, open Opener) {
 		require.Equal(t, tp, claimed.TraceParent, "claim returns the trace context")
 		require.Equal(t, tp, b.get(id).TraceParent)
 		require.Empty(t, b.get(plain).TraceParent)
-		listed := b.listAll(driver.ListParams{Type: "traced"})
+		listed := b.listAll(sluicetype.ListParams{Type: "traced"})
 		require.Len(t, listed, 1)
 		require.Equal(t, tp, listed[0].TraceParent)
 	})

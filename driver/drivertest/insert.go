@@ -9,13 +9,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 func exerciseInsert(t *testing.T, open Opener) {
 	t.Run("EnqueueCreatesPending", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
-		p := keyed("email", "order-17", driver.DedupeActive)
+		p := keyed("email", "order-17", sluicetype.DedupeActive)
 		p.Queue, p.Payload, p.Priority, p.MaxAttempts = "mail", []byte(`{"to": "ana@example.com", "n": [1, 2]}`), 3, 7
 		before := b.now()
 		id := b.insertOne(p)
@@ -25,9 +26,9 @@ func exerciseInsert(t *testing.T, open Opener) {
 		require.Equal(t, "mail", j.Queue)
 		require.Equal(t, "email", j.Type)
 		require.Equal(t, "order-17", j.Key)
-		require.Equal(t, driver.DedupeActive, j.Dedupe)
+		require.Equal(t, sluicetype.DedupeActive, j.Dedupe)
 		require.JSONEq(t, string(p.Payload), string(j.Payload))
-		require.Equal(t, driver.StatusPending, j.Status)
+		require.Equal(t, sluicetype.StatusPending, j.Status)
 		require.Equal(t, 3, j.Priority)
 		require.Equal(t, 0, j.Attempts)
 		require.Equal(t, 7, j.MaxAttempts)
@@ -84,7 +85,7 @@ func exerciseInsert(t *testing.T, open Opener) {
 		b := setup(t, open)
 		// Two keys exist before the batch, so some rows in it are duplicates
 		// of stored jobs and some of earlier rows in the same batch.
-		pre := b.insert(keyed("bulk", "dup-0", driver.DedupePermanent), keyed("bulk", "uniq-6", driver.DedupePermanent))
+		pre := b.insert(keyed("bulk", "dup-0", sluicetype.DedupePermanent), keyed("bulk", "uniq-6", sluicetype.DedupePermanent))
 		const n = 2500
 		ps := make([]driver.InsertJob, n)
 		for i := range ps {
@@ -96,7 +97,7 @@ func exerciseInsert(t *testing.T, open Opener) {
 			case i%5 == 1:
 				p.Key = fmt.Sprintf("uniq-%d", i)
 			case i%5 == 2:
-				p.Key, p.Dedupe = fmt.Sprintf("active-%d", i), driver.DedupeActive
+				p.Key, p.Dedupe = fmt.Sprintf("active-%d", i), sluicetype.DedupeActive
 			}
 			ps[i] = p
 		}
@@ -130,7 +131,7 @@ func exerciseInsert(t *testing.T, open Opener) {
 		// already; uniq-6 (row 6) was stored already too.
 		const want = n - 500 + 39 - 1
 		require.Len(t, seen, want)
-		require.Len(t, b.listAll(driver.ListParams{}), want+2)
+		require.Len(t, b.listAll(sluicetype.ListParams{}), want+2)
 	})
 
 	t.Run("BulkAcrossChunks", func(t *testing.T) {
@@ -154,8 +155,8 @@ func exerciseInsert(t *testing.T, open Opener) {
 			}
 		}
 		res := b.insert(ps...)
-		rows := map[int64]driver.JobRow{}
-		for _, j := range b.listAll(driver.ListParams{}) {
+		rows := map[int64]sluicetype.JobRow{}
+		for _, j := range b.listAll(sluicetype.ListParams{}) {
 			rows[j.ID] = j
 		}
 		require.Len(t, rows, n)
@@ -175,7 +176,7 @@ func exerciseInsert(t *testing.T, open Opener) {
 		b := setup(t, open)
 		tx, err := b.d.DB().BeginTx(b.ctx, nil)
 		require.NoError(t, err)
-		res, err := b.d.Insert(b.ctx, driver.InsertParams{Tx: tx, Jobs: []driver.InsertJob{keyed("tx", "tx-key", driver.DedupePermanent), newJob("tx")}})
+		res, err := b.d.Insert(b.ctx, driver.InsertParams{Tx: tx, Jobs: []driver.InsertJob{keyed("tx", "tx-key", sluicetype.DedupePermanent), newJob("tx")}})
 		require.NoError(t, err)
 		require.Len(t, res, 2)
 		require.NoError(t, tx.Rollback())
@@ -184,9 +185,9 @@ func exerciseInsert(t *testing.T, open Opener) {
 			_, err := b.d.GetJob(b.ctx, r.ID)
 			requireNotFound(t, err)
 		}
-		require.Empty(t, b.listAll(driver.ListParams{}))
+		require.Empty(t, b.listAll(sluicetype.ListParams{}))
 		// The key went with the rollback.
-		b.insertOne(keyed("tx", "tx-key", driver.DedupePermanent))
+		b.insertOne(keyed("tx", "tx-key", sluicetype.DedupePermanent))
 	})
 
 	t.Run("TxCommitKeepsRows", func(t *testing.T) {
@@ -195,14 +196,14 @@ func exerciseInsert(t *testing.T, open Opener) {
 		tx, err := b.d.DB().BeginTx(b.ctx, nil)
 		require.NoError(t, err)
 		defer tx.Rollback()
-		res, err := b.d.Insert(b.ctx, driver.InsertParams{Tx: tx, Jobs: []driver.InsertJob{keyed("tx", "tx-key", driver.DedupePermanent), keyed("tx", "tx-key", driver.DedupePermanent)}})
+		res, err := b.d.Insert(b.ctx, driver.InsertParams{Tx: tx, Jobs: []driver.InsertJob{keyed("tx", "tx-key", sluicetype.DedupePermanent), keyed("tx", "tx-key", sluicetype.DedupePermanent)}})
 		require.NoError(t, err)
 		require.False(t, res[0].Duplicate)
 		require.Equal(t, driver.InsertResult{ID: res[0].ID, Duplicate: true}, res[1])
 		require.NoError(t, tx.Commit())
 
-		require.Equal(t, driver.StatusPending, b.get(res[0].ID).Status)
-		b.requireDuplicate(keyed("tx", "tx-key", driver.DedupePermanent), res[0].ID)
+		require.Equal(t, sluicetype.StatusPending, b.get(res[0].ID).Status)
+		b.requireDuplicate(keyed("tx", "tx-key", sluicetype.DedupePermanent), res[0].ID)
 	})
 
 	t.Run("TxSeesKeysCommittedSinceItsSnapshot", func(t *testing.T) {
@@ -220,14 +221,14 @@ func exerciseInsert(t *testing.T, open Opener) {
 		// READ, fixed its snapshot) before another session takes the key.
 		_, err = b.d.Insert(b.ctx, driver.InsertParams{Tx: tx, Jobs: []driver.InsertJob{newJob("first")}})
 		require.NoError(t, err)
-		other := b.insertOne(keyed("t", "raced", driver.DedupePermanent))
+		other := b.insertOne(keyed("t", "raced", sluicetype.DedupePermanent))
 
-		res, err := b.d.Insert(b.ctx, driver.InsertParams{Tx: tx, Jobs: []driver.InsertJob{keyed("t", "raced", driver.DedupePermanent), keyed("t", "fresh", driver.DedupePermanent)}})
+		res, err := b.d.Insert(b.ctx, driver.InsertParams{Tx: tx, Jobs: []driver.InsertJob{keyed("t", "raced", sluicetype.DedupePermanent), keyed("t", "fresh", sluicetype.DedupePermanent)}})
 		require.NoError(t, err)
 		require.Equal(t, driver.InsertResult{ID: other, Duplicate: true}, res[0])
 		require.False(t, res[1].Duplicate)
 		require.NoError(t, tx.Commit())
-		require.Len(t, b.listAll(driver.ListParams{}), 3)
+		require.Len(t, b.listAll(sluicetype.ListParams{}), 3)
 	})
 
 	t.Run("WaitsForUncommittedHolder", func(t *testing.T) {
@@ -240,7 +241,7 @@ func exerciseInsert(t *testing.T, open Opener) {
 			key := fmt.Sprintf("pending-tx-%v", commit)
 			tx, err := b.d.DB().BeginTx(b.ctx, nil)
 			require.NoError(t, err)
-			held, err := b.d.Insert(b.ctx, driver.InsertParams{Tx: tx, Jobs: []driver.InsertJob{keyed("t", key, driver.DedupeActive)}})
+			held, err := b.d.Insert(b.ctx, driver.InsertParams{Tx: tx, Jobs: []driver.InsertJob{keyed("t", key, sluicetype.DedupeActive)}})
 			require.NoError(t, err)
 
 			type result struct {
@@ -249,7 +250,7 @@ func exerciseInsert(t *testing.T, open Opener) {
 			}
 			ch := make(chan result, 1)
 			go func() {
-				res, err := b.d.Insert(b.ctx, driver.InsertParams{Jobs: []driver.InsertJob{keyed("t", key, driver.DedupeActive)}})
+				res, err := b.d.Insert(b.ctx, driver.InsertParams{Jobs: []driver.InsertJob{keyed("t", key, sluicetype.DedupeActive)}})
 				ch <- result{res, err}
 			}()
 			// Give the racing insert time to block on the key (or, on a
@@ -270,14 +271,14 @@ func exerciseInsert(t *testing.T, open Opener) {
 				require.Equal(t, key, b.get(r.res[0].ID).Key)
 			}
 		}
-		require.Len(t, b.listAll(driver.ListParams{}), 2)
+		require.Len(t, b.listAll(sluicetype.ListParams{}), 2)
 	})
 
 	t.Run("UnicodeRoundTrip", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
 		// Limits count characters, and four-byte characters fit whole.
-		p := keyed("отчёт", "заказ-😀-1", driver.DedupePermanent)
+		p := keyed("отчёт", "заказ-😀-1", sluicetype.DedupePermanent)
 		p.Queue, p.Payload = "очередь", []byte(`{"name": "Zoë 😀", "esc": "a\"b\u00e9"}`)
 		j := b.get(b.insertOne(p))
 		require.Equal(t, p.Queue, j.Queue)
@@ -286,32 +287,32 @@ func exerciseInsert(t *testing.T, open Opener) {
 		require.JSONEq(t, string(p.Payload), string(j.Payload))
 		b.requireDuplicate(p, j.ID)
 
-		long := keyed("t", strings.Repeat("😀", driver.MaxKeyLen), driver.DedupePermanent)
+		long := keyed("t", strings.Repeat("😀", sluicetype.MaxKeyLen), sluicetype.DedupePermanent)
 		id := b.insertOne(long)
 		require.Equal(t, long.Key, b.get(id).Key)
 		b.requireDuplicate(long, id)
 		// Keys that differ in their last four-byte character are distinct.
-		other := keyed("t", strings.Repeat("😀", driver.MaxKeyLen-1)+"😁", driver.DedupePermanent)
+		other := keyed("t", strings.Repeat("😀", sluicetype.MaxKeyLen-1)+"😁", sluicetype.DedupePermanent)
 		require.NotEqual(t, id, b.insertOne(other))
 	})
 
 	t.Run("BatchIsAllOrNothing", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
-		bad := newJob(strings.Repeat("t", driver.MaxTypeLen+1))
-		_, err := b.d.Insert(b.ctx, driver.InsertParams{Jobs: []driver.InsertJob{keyed("ok", "k1", driver.DedupePermanent), newJob("ok"), bad}})
-		require.Error(t, err, "a type longer than %d characters was accepted", driver.MaxTypeLen)
-		require.Empty(t, b.listAll(driver.ListParams{}), "a failed batch left rows behind")
+		bad := newJob(strings.Repeat("t", sluicetype.MaxTypeLen+1))
+		_, err := b.d.Insert(b.ctx, driver.InsertParams{Jobs: []driver.InsertJob{keyed("ok", "k1", sluicetype.DedupePermanent), newJob("ok"), bad}})
+		require.Error(t, err, "a type longer than %d characters was accepted", sluicetype.MaxTypeLen)
+		require.Empty(t, b.listAll(sluicetype.ListParams{}), "a failed batch left rows behind")
 		// Nor did it leave k1 taken.
-		b.insertOne(keyed("ok", "k1", driver.DedupePermanent))
+		b.insertOne(keyed("ok", "k1", sluicetype.DedupePermanent))
 	})
 
 	t.Run("ColumnLimits", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
 		// The longest allowed values fit exactly, unchanged.
-		p := keyed(strings.Repeat("t", driver.MaxTypeLen), strings.Repeat("k", driver.MaxKeyLen), driver.DedupePermanent)
-		p.Queue = strings.Repeat("q", driver.MaxQueueLen)
+		p := keyed(strings.Repeat("t", sluicetype.MaxTypeLen), strings.Repeat("k", sluicetype.MaxKeyLen), sluicetype.DedupePermanent)
+		p.Queue = strings.Repeat("q", sluicetype.MaxQueueLen)
 		j := b.get(b.insertOne(p))
 		require.Equal(t, p.Queue, j.Queue)
 		require.Equal(t, p.Type, j.Type)
@@ -320,16 +321,16 @@ func exerciseInsert(t *testing.T, open Opener) {
 		// One more character fails the same way everywhere, never silently
 		// truncating (which would make two keys collide).
 		for name, mod := range map[string]func(*driver.InsertJob){
-			"queue": func(p *driver.InsertJob) { p.Queue = strings.Repeat("q", driver.MaxQueueLen+1) },
-			"type":  func(p *driver.InsertJob) { p.Type = strings.Repeat("t", driver.MaxTypeLen+1) },
-			"key":   func(p *driver.InsertJob) { p.Key = strings.Repeat("x", driver.MaxKeyLen+1) },
+			"queue": func(p *driver.InsertJob) { p.Queue = strings.Repeat("q", sluicetype.MaxQueueLen+1) },
+			"type":  func(p *driver.InsertJob) { p.Type = strings.Repeat("t", sluicetype.MaxTypeLen+1) },
+			"key":   func(p *driver.InsertJob) { p.Key = strings.Repeat("x", sluicetype.MaxKeyLen+1) },
 		} {
 			p := newJob("limits")
 			mod(&p)
 			_, err := b.d.Insert(b.ctx, driver.InsertParams{Jobs: []driver.InsertJob{p}})
 			require.Error(t, err, "over-long %s was accepted", name)
 		}
-		require.Len(t, b.listAll(driver.ListParams{}), 1)
+		require.Len(t, b.listAll(sluicetype.ListParams{}), 1)
 	})
 
 	t.Run("PlainSQLInsertUsesDefaults", func(t *testing.T) {
@@ -343,14 +344,14 @@ func exerciseInsert(t *testing.T, open Opener) {
 		_, err := b.d.DB().ExecContext(b.ctx, "INSERT INTO "+table+" (type) VALUES ('plain-sql')")
 		require.NoError(t, err)
 		after := b.now()
-		jobs, err := b.d.ListJobs(b.ctx, driver.ListParams{Type: "plain-sql"})
+		jobs, err := b.d.ListJobs(b.ctx, sluicetype.ListParams{Type: "plain-sql"})
 		require.NoError(t, err)
 		require.Len(t, jobs, 1)
 		j := jobs[0]
 		require.Equal(t, "default", j.Queue)
-		require.Equal(t, driver.DedupePermanent, j.Dedupe)
+		require.Equal(t, sluicetype.DedupePermanent, j.Dedupe)
 		require.JSONEq(t, `{}`, string(j.Payload))
-		require.Equal(t, driver.StatusPending, j.Status)
+		require.Equal(t, sluicetype.StatusPending, j.Status)
 		require.Equal(t, 0, j.Priority)
 		require.Equal(t, 0, j.Attempts)
 		require.Equal(t, 5, j.MaxAttempts)
@@ -362,7 +363,7 @@ func exerciseInsert(t *testing.T, open Opener) {
 
 		// A plain INSERT of a taken key fails on the unique index instead of
 		// creating a second job.
-		b.insertOne(keyed("t", "sql-key", driver.DedupePermanent))
+		b.insertOne(keyed("t", "sql-key", sluicetype.DedupePermanent))
 		_, err = b.d.DB().ExecContext(b.ctx, "INSERT INTO "+table+" (type, business_key) VALUES ('plain-sql', 'sql-key')")
 		require.Error(t, err)
 	})
@@ -377,7 +378,7 @@ func exerciseInsert(t *testing.T, open Opener) {
 		p.Payload = []byte(`{"unterminated": `)
 		_, err := b.d.Insert(b.ctx, driver.InsertParams{Jobs: []driver.InsertJob{newJob("ok"), p}})
 		require.Error(t, err, "an invalid JSON payload was stored")
-		require.Empty(t, b.listAll(driver.ListParams{}))
+		require.Empty(t, b.listAll(sluicetype.ListParams{}))
 	})
 
 	t.Run("EmptyInsert", func(t *testing.T) {

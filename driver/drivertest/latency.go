@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // exerciseLatency checks the queue-latency roll-ups (sluice_stats_latency):
@@ -47,11 +48,11 @@ func exerciseLatency(t *testing.T, open Opener) {
 		now := time.Date(2026, 3, 4, 12, 30, 15, 0, time.UTC)
 		hour, day := now.Add(-time.Hour), now.Add(-24*time.Hour)
 		min0 := now.Truncate(time.Minute)
-		slot := func(d time.Duration) int { return driver.LatencySlot(d) }
-		row := func(typ string, at time.Time, wait time.Duration, n int64) driver.LatencyRow {
-			return driver.LatencyRow{Queue: "q", Type: typ, Bucket: at, Slot: slot(wait), Count: n}
+		slot := func(d time.Duration) int { return sluicetype.LatencySlot(d) }
+		row := func(typ string, at time.Time, wait time.Duration, n int64) sluicetype.LatencyRow {
+			return sluicetype.LatencyRow{Queue: "q", Type: typ, Bucket: at, Slot: slot(wait), Count: n}
 		}
-		add := func(rows ...driver.LatencyRow) {
+		add := func(rows ...sluicetype.LatencyRow) {
 			require.NoError(t, b.d.AddStats(b.ctx, driver.AddStatsParams{Latency: rows}))
 		}
 		// In the last hour, type "t": 90 attempts waited ~3 ms (slot
@@ -80,7 +81,7 @@ func exerciseLatency(t *testing.T, open Opener) {
 		}
 		require.Len(t, got, 2)
 
-		hourH := driver.LatencyByType(rows, hour)["t"]
+		hourH := sluicetype.LatencyByType(rows, hour)["t"]
 		require.NotNil(t, hourH)
 		require.EqualValues(t, 100, hourH.Count())
 		p50, ok := hourH.Quantile(0.5)
@@ -94,27 +95,27 @@ func exerciseLatency(t *testing.T, open Opener) {
 		// [2.048, 4.096) s slot.
 		require.InDelta(t, float64(3072*time.Millisecond), float64(p95), float64(time.Millisecond))
 
-		dayH := driver.LatencyByType(rows, day)["t"]
+		dayH := sluicetype.LatencyByType(rows, day)["t"]
 		require.EqualValues(t, 400, dayH.Count(), "the bucket before the day is not read")
 		for _, q := range []float64{0.5, 0.95} {
 			p, _ := dayH.Quantile(q)
 			require.GreaterOrEqual(t, p, 65536*time.Millisecond, "q%v: three quarters of the day's attempts waited ~100 s", q)
 			require.Less(t, p, 131072*time.Millisecond, "q%v", q)
 		}
-		require.EqualValues(t, 7, driver.LatencyByType(rows, day)["other"].Count())
+		require.EqualValues(t, 7, sluicetype.LatencyByType(rows, day)["other"].Count())
 	})
 
 	t.Run("CompactToHours", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
 		hour := time.Date(2026, 3, 4, 7, 0, 0, 0, time.UTC)
-		var rows []driver.LatencyRow
+		var rows []sluicetype.LatencyRow
 		for m := 0; m < 60; m += 10 {
 			at := hour.Add(time.Duration(m) * time.Minute)
-			rows = append(rows, driver.LatencyRow{Queue: "q", Type: "t", Bucket: at, Slot: 3, Count: 2},
-				driver.LatencyRow{Queue: "q", Type: "t", Bucket: at, Slot: 12, Count: 1})
+			rows = append(rows, sluicetype.LatencyRow{Queue: "q", Type: "t", Bucket: at, Slot: 3, Count: 2},
+				sluicetype.LatencyRow{Queue: "q", Type: "t", Bucket: at, Slot: 12, Count: 1})
 		}
-		recent := driver.LatencyRow{Queue: "q", Type: "t", Bucket: hour.Add(4*time.Hour + 7*time.Minute), Slot: 3, Count: 5}
+		recent := sluicetype.LatencyRow{Queue: "q", Type: "t", Bucket: hour.Add(4*time.Hour + 7*time.Minute), Slot: 3, Count: 5}
 		rows = append(rows, recent)
 		require.NoError(t, b.d.AddStats(b.ctx, driver.AddStatsParams{Latency: rows}))
 		// Twice: compaction must be idempotent.
@@ -137,7 +138,7 @@ func exerciseLatency(t *testing.T, open Opener) {
 	t.Run("SlotOutOfRange", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
-		err := b.d.AddStats(b.ctx, driver.AddStatsParams{Latency: []driver.LatencyRow{{Queue: "q", Type: "t", Bucket: b.now().Truncate(time.Minute), Slot: driver.LatencySlots, Count: 1}}})
+		err := b.d.AddStats(b.ctx, driver.AddStatsParams{Latency: []sluicetype.LatencyRow{{Queue: "q", Type: "t", Bucket: b.now().Truncate(time.Minute), Slot: sluicetype.LatencySlots, Count: 1}}})
 		require.ErrorContains(t, err, "latency slot")
 	})
 }

@@ -7,13 +7,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 func exerciseLease(t *testing.T, open Opener) {
 	t.Run("AcquireBusyRenewRelease", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
-		acquire := func(holder string, ttl time.Duration) driver.Lease {
+		acquire := func(holder string, ttl time.Duration) sluicetype.Lease {
 			t.Helper()
 			l, err := b.d.AcquireLease(b.ctx, driver.LeaseParams{Name: "maintenance", Holder: holder, TTL: ttl})
 			require.NoError(t, err)
@@ -77,7 +78,7 @@ func exerciseLease(t *testing.T, open Opener) {
 
 		// Poll as a contender would; no fixed sleep has to guess the timing.
 		deadline := time.Now().Add(20 * time.Second)
-		var l driver.Lease
+		var l sluicetype.Lease
 		for {
 			l, err = b.d.AcquireLease(b.ctx, driver.LeaseParams{Name: "leader", Holder: "B", TTL: time.Minute})
 			require.NoError(t, err)

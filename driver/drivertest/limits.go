@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/racetest"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // exerciseLimits checks the circuit breakers' transitions and the rate
@@ -21,13 +22,13 @@ func exerciseLimits(t *testing.T, open Opener) {
 	t.Run("CircuitTransitions", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
-		get := func() driver.Circuit {
+		get := func() sluicetype.Circuit {
 			t.Helper()
 			c, err := b.d.Circuit(b.ctx, driver.CircuitParams{Type: "email"})
 			require.NoError(t, err)
 			return c
 		}
-		record := func(failed bool, probe string) driver.Circuit {
+		record := func(failed bool, probe string) sluicetype.Circuit {
 			t.Helper()
 			c, err := b.d.RecordCircuit(b.ctx, driver.RecordCircuitParams{Type: "email", Failed: failed, Probe: probe, Policy: policy})
 			require.NoError(t, err)
@@ -40,47 +41,47 @@ func exerciseLimits(t *testing.T, open Opener) {
 			require.NoError(t, err)
 			return ok
 		}
-		require.Equal(t, driver.CircuitClosed, get().State, "no row: closed")
+		require.Equal(t, sluicetype.CircuitClosed, get().State, "no row: closed")
 		require.False(t, probe("early"), "a closed circuit has no probe")
 
 		record(true, "")
 		require.Equal(t, 2, record(true, "").Failures)
 		c := record(false, "")
-		require.Equal(t, driver.CircuitClosed, c.State)
+		require.Equal(t, sluicetype.CircuitClosed, c.State)
 		require.Zero(t, c.Failures, "a success ends the run of failures")
 
 		record(true, "")
 		record(true, "")
 		before := b.now()
 		c = record(true, "")
-		require.Equal(t, driver.CircuitOpen, c.State, "the third consecutive failure opens")
+		require.Equal(t, sluicetype.CircuitOpen, c.State, "the third consecutive failure opens")
 		require.Equal(t, 1, c.Opens)
 		require.WithinDuration(t, before.Add(policy.Cooldown), c.Until, 200*time.Millisecond)
 		require.False(t, probe("early"), "no probe during the cool-down")
-		require.Equal(t, driver.CircuitOpen, record(false, "").State, "a late success of an earlier attempt does not close")
+		require.Equal(t, sluicetype.CircuitOpen, record(false, "").State, "a late success of an earlier attempt does not close")
 
 		time.Sleep(time.Until(time.Now().Add(c.Until.Sub(b.now()))) + 20*time.Millisecond)
 		require.True(t, probe("p1"), "the cool-down is over")
 		require.False(t, probe("p2"), "one probe at a time")
-		require.Equal(t, driver.CircuitHalfOpen, get().State)
-		require.Equal(t, driver.CircuitHalfOpen, record(true, "other").State, "only the probe's outcome counts")
+		require.Equal(t, sluicetype.CircuitHalfOpen, get().State)
+		require.Equal(t, sluicetype.CircuitHalfOpen, record(true, "other").State, "only the probe's outcome counts")
 
 		before = b.now()
 		c = record(true, "p1")
-		require.Equal(t, driver.CircuitOpen, c.State, "a failed probe reopens")
+		require.Equal(t, sluicetype.CircuitOpen, c.State, "a failed probe reopens")
 		require.Equal(t, 2, c.Opens)
 		require.WithinDuration(t, before.Add(2*policy.Cooldown), c.Until, 200*time.Millisecond, "with a doubled cool-down")
 
 		time.Sleep(time.Until(time.Now().Add(c.Until.Sub(b.now()))) + 20*time.Millisecond)
 		require.True(t, probe("p3"))
 		c = record(false, "p3")
-		require.Equal(t, driver.CircuitClosed, c.State, "a successful probe closes")
+		require.Equal(t, sluicetype.CircuitClosed, c.State, "a successful probe closes")
 		require.Zero(t, c.Opens)
 		require.Zero(t, c.Failures)
 
 		c, err := b.d.SetCircuit(b.ctx, driver.SetCircuitParams{Type: "email", Open: true})
 		require.NoError(t, err)
-		require.Equal(t, driver.CircuitOpen, c.State)
+		require.Equal(t, sluicetype.CircuitOpen, c.State)
 		require.True(t, c.Manual)
 		require.False(t, probe("p4"), "a circuit opened by hand is not probed")
 		list, err := b.d.ListCircuits(b.ctx)
@@ -90,7 +91,7 @@ func exerciseLimits(t *testing.T, open Opener) {
 		require.True(t, list[0].Manual)
 		c, err = b.d.SetCircuit(b.ctx, driver.SetCircuitParams{Type: "email", Open: false})
 		require.NoError(t, err)
-		require.Equal(t, driver.CircuitClosed, c.State)
+		require.Equal(t, sluicetype.CircuitClosed, c.State)
 		require.False(t, c.Manual)
 	})
 

@@ -7,47 +7,48 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 func exerciseList(t *testing.T, open Opener) {
 	t.Run("FiltersNewestFirst", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
-		mk := func(status driver.Status, queue, typ, key string) int64 {
+		mk := func(status sluicetype.Status, queue, typ, key string) int64 {
 			p := newJob(typ)
 			p.Queue, p.Key = queue, key
 			return b.makeJob(status, p).ID
 		}
 		// Claimed states come before pending ones of the same queue and
 		// type, so makeJob claims the job it means to.
-		a := mk(driver.StatusFailed, "default", "email", "ord:1")
-		c := mk(driver.StatusPending, "default", "email", "ord:2")
-		d := mk(driver.StatusSuccess, "mail", "sms", "ordx:3")
-		e := mk(driver.StatusPending, "mail", "email", "")
-		f := mk(driver.StatusFailed, "mail", "sms", "other")
-		g := mk(driver.StatusPending, "default", "sms", "ord:")
+		a := mk(sluicetype.StatusFailed, "default", "email", "ord:1")
+		c := mk(sluicetype.StatusPending, "default", "email", "ord:2")
+		d := mk(sluicetype.StatusSuccess, "mail", "sms", "ordx:3")
+		e := mk(sluicetype.StatusPending, "mail", "email", "")
+		f := mk(sluicetype.StatusFailed, "mail", "sms", "other")
+		g := mk(sluicetype.StatusPending, "default", "sms", "ord:")
 
-		list := func(p driver.ListParams) []int64 {
+		list := func(p sluicetype.ListParams) []int64 {
 			t.Helper()
 			jobs, err := b.d.ListJobs(b.ctx, p)
 			require.NoError(t, err)
 			return ids(jobs)
 		}
-		require.Equal(t, []int64{g, f, e, d, c, a}, list(driver.ListParams{}))
-		require.Equal(t, []int64{g, e, c}, list(driver.ListParams{Status: driver.StatusPending}))
-		require.Equal(t, []int64{f, e, d}, list(driver.ListParams{Queue: "mail"}))
-		require.Equal(t, []int64{e, c, a}, list(driver.ListParams{Type: "email"}))
-		require.Equal(t, []int64{g, c, a}, list(driver.ListParams{KeyPrefix: "ord:"}))
-		require.Equal(t, []int64{g, d, c, a}, list(driver.ListParams{KeyPrefix: "ord"}))
-		require.Equal(t, []int64{f}, list(driver.ListParams{Status: driver.StatusFailed, Queue: "mail", Type: "sms"}))
-		require.Equal(t, []int64{a}, list(driver.ListParams{Status: driver.StatusFailed, KeyPrefix: "ord"}))
-		require.Empty(t, list(driver.ListParams{Status: driver.StatusCancelled}))
-		require.Equal(t, []int64{c, a}, list(driver.ListParams{KeyPrefix: "ord:", AfterID: g}))
+		require.Equal(t, []int64{g, f, e, d, c, a}, list(sluicetype.ListParams{}))
+		require.Equal(t, []int64{g, e, c}, list(sluicetype.ListParams{Status: sluicetype.StatusPending}))
+		require.Equal(t, []int64{f, e, d}, list(sluicetype.ListParams{Queue: "mail"}))
+		require.Equal(t, []int64{e, c, a}, list(sluicetype.ListParams{Type: "email"}))
+		require.Equal(t, []int64{g, c, a}, list(sluicetype.ListParams{KeyPrefix: "ord:"}))
+		require.Equal(t, []int64{g, d, c, a}, list(sluicetype.ListParams{KeyPrefix: "ord"}))
+		require.Equal(t, []int64{f}, list(sluicetype.ListParams{Status: sluicetype.StatusFailed, Queue: "mail", Type: "sms"}))
+		require.Equal(t, []int64{a}, list(sluicetype.ListParams{Status: sluicetype.StatusFailed, KeyPrefix: "ord"}))
+		require.Empty(t, list(sluicetype.ListParams{Status: sluicetype.StatusCancelled}))
+		require.Equal(t, []int64{c, a}, list(sluicetype.ListParams{KeyPrefix: "ord:", AfterID: g}))
 
 		// The rows are whole.
-		jobs, err := b.d.ListJobs(b.ctx, driver.ListParams{Status: driver.StatusFailed, Queue: "mail"})
+		jobs, err := b.d.ListJobs(b.ctx, sluicetype.ListParams{Status: sluicetype.StatusFailed, Queue: "mail"})
 		require.NoError(t, err)
-		require.Equal(t, []driver.JobRow{*b.get(f)}, jobs)
+		require.Equal(t, []sluicetype.JobRow{*b.get(f)}, jobs)
 	})
 
 	t.Run("KeysetPagination", func(t *testing.T) {
@@ -67,7 +68,7 @@ func exerciseList(t *testing.T, open Opener) {
 		var pages int
 		after := int64(0)
 		for {
-			jobs, err := b.d.ListJobs(b.ctx, driver.ListParams{AfterID: after, Limit: 2})
+			jobs, err := b.d.ListJobs(b.ctx, sluicetype.ListParams{AfterID: after, Limit: 2})
 			require.NoError(t, err)
 			if len(jobs) == 0 {
 				break
@@ -89,10 +90,10 @@ func exerciseList(t *testing.T, open Opener) {
 			}
 		}
 		require.Len(t, page, 4)
-		jobs, err := b.d.ListJobs(b.ctx, driver.ListParams{Type: "page", Limit: 3})
+		jobs, err := b.d.ListJobs(b.ctx, sluicetype.ListParams{Type: "page", Limit: 3})
 		require.NoError(t, err)
 		require.Equal(t, page[:3], ids(jobs))
-		jobs, err = b.d.ListJobs(b.ctx, driver.ListParams{Type: "page", Limit: 3, AfterID: jobs[2].ID})
+		jobs, err = b.d.ListJobs(b.ctx, sluicetype.ListParams{Type: "page", Limit: 3, AfterID: jobs[2].ID})
 		require.NoError(t, err)
 		require.Equal(t, page[3:], ids(jobs))
 	})
@@ -103,11 +104,11 @@ func exerciseList(t *testing.T, open Opener) {
 		// LIKE wildcards in a prefix are plain characters.
 		var byKey = map[string]int64{}
 		for _, k := range []string{"50%off", "50xoff", "50%", "5", "a_1", "ab1", "a_"} {
-			byKey[k] = b.insertOne(keyed("k", k, driver.DedupePermanent))
+			byKey[k] = b.insertOne(keyed("k", k, sluicetype.DedupePermanent))
 		}
 		list := func(prefix string) []int64 {
 			t.Helper()
-			jobs, err := b.d.ListJobs(b.ctx, driver.ListParams{KeyPrefix: prefix})
+			jobs, err := b.d.ListJobs(b.ctx, sluicetype.ListParams{KeyPrefix: prefix})
 			require.NoError(t, err)
 			return ids(jobs)
 		}
@@ -119,9 +120,9 @@ func exerciseList(t *testing.T, open Opener) {
 	t.Run("KeyPrefixIsCaseSensitive", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
-		lower := b.insertOne(keyed("k", "ord:1", driver.DedupePermanent))
-		b.insertOne(keyed("k", "ORD:2", driver.DedupePermanent))
-		jobs, err := b.d.ListJobs(b.ctx, driver.ListParams{KeyPrefix: "ord:"})
+		lower := b.insertOne(keyed("k", "ord:1", sluicetype.DedupePermanent))
+		b.insertOne(keyed("k", "ORD:2", sluicetype.DedupePermanent))
+		jobs, err := b.d.ListJobs(b.ctx, sluicetype.ListParams{KeyPrefix: "ord:"})
 		require.NoError(t, err)
 		require.Equal(t, []int64{lower}, ids(jobs))
 	})
@@ -135,10 +136,10 @@ func exerciseList(t *testing.T, open Opener) {
 		defer tx.Rollback()
 		res, err := b.d.Insert(b.ctx, driver.InsertParams{Tx: tx, Jobs: []driver.InsertJob{newJob("tx")}})
 		require.NoError(t, err)
-		jobs, err := b.d.ListJobs(b.ctx, driver.ListParams{Type: "tx", Tx: tx})
+		jobs, err := b.d.ListJobs(b.ctx, sluicetype.ListParams{Type: "tx", Tx: tx})
 		require.NoError(t, err)
 		require.Equal(t, []int64{res[0].ID, committed}, ids(jobs), "the transaction sees its own uncommitted job")
-		jobs, err = b.d.ListJobs(b.ctx, driver.ListParams{Type: "tx"})
+		jobs, err = b.d.ListJobs(b.ctx, sluicetype.ListParams{Type: "tx"})
 		require.NoError(t, err)
 		require.Equal(t, []int64{committed}, ids(jobs), "outside it, the job does not exist yet")
 	})

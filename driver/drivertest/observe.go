@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 func exerciseObserve(t *testing.T, open Opener) {
@@ -14,31 +15,31 @@ func exerciseObserve(t *testing.T, open Opener) {
 		t.Parallel()
 		b := setup(t, open)
 		min0 := b.now().UTC().Truncate(time.Minute)
-		add := func(rows ...driver.StatRow) {
+		add := func(rows ...sluicetype.StatRow) {
 			require.NoError(t, b.d.AddStats(b.ctx, driver.AddStatsParams{Rows: rows}))
 		}
-		add(driver.StatRow{Queue: "q", Type: "t", Outcome: driver.OutcomeSuccess, Bucket: min0, Count: 3},
-			driver.StatRow{Queue: "q", Type: "t", Outcome: driver.OutcomeFailed, Bucket: min0, Count: 1})
-		add(driver.StatRow{Queue: "q", Type: "t", Outcome: driver.OutcomeSuccess, Bucket: min0, Count: 4})
+		add(sluicetype.StatRow{Queue: "q", Type: "t", Outcome: sluicetype.OutcomeSuccess, Bucket: min0, Count: 3},
+			sluicetype.StatRow{Queue: "q", Type: "t", Outcome: sluicetype.OutcomeFailed, Bucket: min0, Count: 1})
+		add(sluicetype.StatRow{Queue: "q", Type: "t", Outcome: sluicetype.OutcomeSuccess, Bucket: min0, Count: 4})
 		rows, err := b.d.ReadStats(b.ctx, driver.ReadStatsParams{Since: min0.Add(-time.Minute)})
 		require.NoError(t, err)
-		got := map[driver.Outcome]int64{}
+		got := map[sluicetype.Outcome]int64{}
 		for _, r := range rows {
 			require.True(t, r.Bucket.Equal(min0), "bucket %s, want %s", r.Bucket, min0)
 			got[r.Outcome] += r.Count
 		}
-		require.Equal(t, map[driver.Outcome]int64{"success": 7, "failed": 1}, got)
+		require.Equal(t, map[sluicetype.Outcome]int64{"success": 7, "failed": 1}, got)
 	})
 
 	t.Run("CompactToHours", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
 		hour := b.now().UTC().Truncate(time.Hour).Add(-5 * time.Hour)
-		var rows []driver.StatRow
+		var rows []sluicetype.StatRow
 		for m := 0; m < 60; m += 10 {
-			rows = append(rows, driver.StatRow{Queue: "q", Type: "t", Outcome: "success", Bucket: hour.Add(time.Duration(m) * time.Minute), Count: 2})
+			rows = append(rows, sluicetype.StatRow{Queue: "q", Type: "t", Outcome: "success", Bucket: hour.Add(time.Duration(m) * time.Minute), Count: 2})
 		}
-		recent := driver.StatRow{Queue: "q", Type: "t", Outcome: "success", Bucket: hour.Add(4*time.Hour + 7*time.Minute), Count: 5}
+		recent := sluicetype.StatRow{Queue: "q", Type: "t", Outcome: "success", Bucket: hour.Add(4*time.Hour + 7*time.Minute), Count: 5}
 		rows = append(rows, recent)
 		require.NoError(t, b.d.AddStats(b.ctx, driver.AddStatsParams{Rows: rows}))
 		// Twice: compaction must be idempotent.
@@ -58,11 +59,11 @@ func exerciseObserve(t *testing.T, open Opener) {
 		t.Parallel()
 		b := setup(t, open)
 		started := b.now().Add(-time.Minute)
-		n := driver.Node{ID: "host:1", Version: "v1", StartedAt: started, Concurrency: 10, Running: 3}
+		n := sluicetype.Node{ID: "host:1", Version: "v1", StartedAt: started, Concurrency: 10, Running: 3}
 		require.NoError(t, b.d.UpsertNode(b.ctx, n))
 		n.Running = 4
 		require.NoError(t, b.d.UpsertNode(b.ctx, n))
-		require.NoError(t, b.d.UpsertNode(b.ctx, driver.Node{ID: "host:2", Version: "v1", StartedAt: started}))
+		require.NoError(t, b.d.UpsertNode(b.ctx, sluicetype.Node{ID: "host:2", Version: "v1", StartedAt: started}))
 		nodes, err := b.d.ListNodes(b.ctx)
 		require.NoError(t, err)
 		require.Len(t, nodes, 2)

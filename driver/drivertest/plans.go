@@ -10,13 +10,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // querier is what the SQL drivers expose for plan checks: their query
 // texts and the listing's SQL.
 type querier interface {
 	Query(name string) string
-	ListQuery(p driver.ListParams) (string, []any)
+	ListQuery(p sluicetype.ListParams) (string, []any)
 	// Bind numbers the ? of the fair claim's query texts.
 	Bind(q string, n int) string
 	BulkQueries(p driver.BulkParams) ([]string, [][]any, error)
@@ -41,15 +42,15 @@ func exercisePlans(t *testing.T, open Opener) {
 		jobs := jobsTable(t, qd.Query("list"))
 		fillForPlans(b, jobs)
 
-		cases := map[string]driver.ListParams{
+		cases := map[string]sluicetype.ListParams{
 			"list":             {Limit: 50},
 			"list page 2":      {Limit: 50, AfterID: 2000},
-			"list pending":     {Status: driver.StatusPending, Limit: 50},
-			"list processing":  {Status: driver.StatusProcessing, Limit: 50},
-			"list failed":      {Status: driver.StatusFailed, Limit: 50},
-			"list success":     {Status: driver.StatusSuccess, Limit: 50, AfterID: 2000},
-			"list failed deep": {Status: driver.StatusFailed, Limit: 50, AfterID: 10000},
-			"list cancelled":   {Status: driver.StatusCancelled, Limit: 50},
+			"list pending":     {Status: sluicetype.StatusPending, Limit: 50},
+			"list processing":  {Status: sluicetype.StatusProcessing, Limit: 50},
+			"list failed":      {Status: sluicetype.StatusFailed, Limit: 50},
+			"list success":     {Status: sluicetype.StatusSuccess, Limit: 50, AfterID: 2000},
+			"list failed deep": {Status: sluicetype.StatusFailed, Limit: 50, AfterID: 10000},
+			"list cancelled":   {Status: sluicetype.StatusCancelled, Limit: 50},
 		}
 		check := func(name, q string, args []any, ordered bool) []string {
 			plan := explain(b, q, args)
@@ -97,9 +98,9 @@ func exercisePlans(t *testing.T, open Opener) {
 		// few failed jobs among many finished ones cost only themselves.
 		// With a type filter, SQLite may walk the rowid table newest first
 		// instead, which the LIMIT stops early.
-		for _, a := range []string{driver.BulkRetry, driver.BulkCancel, driver.BulkDelete} {
+		for _, a := range []string{sluicetype.BulkRetry, sluicetype.BulkCancel, sluicetype.BulkDelete} {
 			for _, typ := range []string{"", "plan"} {
-				qs, args, err := qd.BulkQueries(driver.BulkParams{Action: a, Filter: driver.ListParams{Type: typ}})
+				qs, args, err := qd.BulkQueries(driver.BulkParams{Action: a, Filter: sluicetype.ListParams{Type: typ}})
 				require.NoError(t, err)
 				for i, q := range qs {
 					check(fmt.Sprintf("bulk %s of type %q, part %d", a, typ, i), q, args[i], typ != "")

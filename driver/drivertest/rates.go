@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/racetest"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // slow is a rate that refills nothing within a test: a bucket gives its
@@ -25,7 +26,7 @@ func exerciseClaimRates(t *testing.T, open Opener) {
 		b := setup(t, open)
 		b.insertMailAndPDF(10)
 		lim := &driver.RunningCaps{TypeRates: map[string]driver.Rate{"mail": {PerSecond: slow, Burst: 4}}}
-		claim := func(queue, typ string) []driver.JobRow {
+		claim := func(queue, typ string) []sluicetype.JobRow {
 			return b.claim(driver.ClaimParams{Queue: queue, Type: typ, Limit: 100, Lease: time.Minute, Token: newToken(), Limits: lim})
 		}
 		// A mail job starts in the other queue: it takes the type's token.
@@ -58,7 +59,7 @@ func exerciseClaimRates(t *testing.T, open Opener) {
 		}
 		lim := &driver.RunningCaps{PartitionRate: driver.Rate{PerSecond: slow, Burst: 2},
 			PartitionRates: map[string]driver.Rate{"B": {PerSecond: slow, Burst: 5}}}
-		claim := func() []driver.JobRow {
+		claim := func() []sluicetype.JobRow {
 			return b.claim(driver.ClaimParams{Queue: "default", Limit: 100, Lease: time.Minute, Token: newToken(), Fair: true, Limits: lim})
 		}
 		require.Len(t, claim(), 9)
@@ -70,10 +71,10 @@ func exerciseClaimRates(t *testing.T, open Opener) {
 		require.Equal(t, 2, b.running("C", ""))
 		require.Empty(t, claim(), "every partition is out of tokens")
 		// Finished jobs give no token back: the rate counts starts.
-		done, err := b.d.ListJobs(b.ctx, driver.ListParams{Status: driver.StatusProcessing, Limit: 100})
+		done, err := b.d.ListJobs(b.ctx, sluicetype.ListParams{Status: sluicetype.StatusProcessing, Limit: 100})
 		require.NoError(t, err)
 		for _, j := range done {
-			require.Empty(t, b.complete(driver.Completion{ID: j.ID, Token: j.LockedBy, Status: driver.StatusSuccess}))
+			require.Empty(t, b.complete(driver.Completion{ID: j.ID, Token: j.LockedBy, Status: sluicetype.StatusSuccess}))
 		}
 		require.Empty(t, claim())
 		// A partition that had no jobs yet has its own full bucket.
@@ -90,8 +91,8 @@ func exerciseClaimRates(t *testing.T, open Opener) {
 			driver.PartitionBucket("default", "C"), driver.PartitionBucket("default", "D")}, names)
 
 		// The longest queue and partition names fit a bucket's name.
-		long := inPart("t", strings.Repeat("p", driver.MaxPartitionLen))
-		long.Queue = strings.Repeat("q", driver.MaxQueueLen)
+		long := inPart("t", strings.Repeat("p", sluicetype.MaxPartitionLen))
+		long.Queue = strings.Repeat("q", sluicetype.MaxQueueLen)
 		b.insert(long, long)
 		got := b.claim(driver.ClaimParams{Queue: long.Queue, Limit: 100, Lease: time.Minute, Token: newToken(), Fair: true, Limits: lim})
 		require.Len(t, got, 2)

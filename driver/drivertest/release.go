@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // exerciseRelease covers ReleaseClaim: the hand-back of a claim whose reply
@@ -21,7 +22,7 @@ func exerciseRelease(t *testing.T, open Opener) {
 		for range 3 {
 			want = append(want, b.insertOne(p))
 		}
-		before := map[int64]*driver.JobRow{}
+		before := map[int64]*sluicetype.JobRow{}
 		for _, id := range want {
 			before[id] = b.get(id)
 		}
@@ -34,7 +35,7 @@ func exerciseRelease(t *testing.T, open Opener) {
 		require.EqualValues(t, 3, n)
 		for _, id := range want {
 			j := b.get(id)
-			require.Equal(t, driver.StatusPending, j.Status, "job %d", id)
+			require.Equal(t, sluicetype.StatusPending, j.Status, "job %d", id)
 			require.Equal(t, 0, j.Attempts, "job %d: the attempt of a claim that never ran is given back", id)
 			require.Empty(t, j.LockedBy, "job %d", id)
 			require.Nil(t, j.LockedUntil, "job %d", id)
@@ -66,7 +67,7 @@ func exerciseRelease(t *testing.T, open Opener) {
 		}
 		// Finished under the token before the release: stays finished.
 		done := claimAs(newJob("rel-done"), time.Hour)
-		require.Empty(t, b.complete(driver.Completion{ID: done, Token: tok, Status: driver.StatusSuccess}))
+		require.Empty(t, b.complete(driver.Completion{ID: done, Token: tok, Status: sluicetype.StatusSuccess}))
 		// Its lease expired, it was rescued and another worker holds it
 		// now: the release must not take it from the new holder.
 		moved := newJob("rel-moved")
@@ -82,14 +83,14 @@ func exerciseRelease(t *testing.T, open Opener) {
 		n, err := b.d.ReleaseClaim(b.ctx, driver.ReleaseClaimParams{Token: tok})
 		require.NoError(t, err)
 		require.Zero(t, n)
-		require.Equal(t, driver.StatusSuccess, b.get(done).Status)
+		require.Equal(t, sluicetype.StatusSuccess, b.get(done).Status)
 		require.Equal(t, 1, b.get(done).Attempts)
 		j := b.get(movedID)
-		require.Equal(t, driver.StatusProcessing, j.Status)
+		require.Equal(t, sluicetype.StatusProcessing, j.Status)
 		require.Equal(t, other, j.LockedBy)
 		require.Equal(t, 2, j.Attempts)
 		j = b.get(bystanderID)
-		require.Equal(t, driver.StatusProcessing, j.Status)
+		require.Equal(t, sluicetype.StatusProcessing, j.Status)
 		require.Equal(t, byTok, j.LockedBy)
 		require.Equal(t, 1, j.Attempts)
 	})

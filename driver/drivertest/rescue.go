@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 func exerciseRescue(t *testing.T, open Opener) {
@@ -21,10 +22,10 @@ func exerciseRescue(t *testing.T, open Opener) {
 		before := b.now()
 		res := b.rescue(10)
 		after := b.now()
-		require.Equal(t, driver.RescueResult{Pending: 1}, res)
+		require.Equal(t, sluicetype.RescueResult{Pending: 1}, res)
 
 		j := b.get(id)
-		require.Equal(t, driver.StatusPending, j.Status)
+		require.Equal(t, sluicetype.StatusPending, j.Status)
 		require.Equal(t, 1, j.Attempts, "the lost attempt still counts")
 		require.Contains(t, strings.ToLower(j.LastError), "lease")
 		require.Empty(t, j.LockedBy)
@@ -47,10 +48,10 @@ func exerciseRescue(t *testing.T, open Opener) {
 		before := b.now()
 		res := b.rescue(10)
 		after := b.now()
-		require.Equal(t, driver.RescueResult{Failed: 1, FailedBy: map[driver.QueueType]int{{Queue: "default", Type: "killed-last"}: 1}}, res)
+		require.Equal(t, sluicetype.RescueResult{Failed: 1, FailedBy: map[sluicetype.QueueType]int{{Queue: "default", Type: "killed-last"}: 1}}, res)
 
 		j := b.get(id)
-		require.Equal(t, driver.StatusFailed, j.Status)
+		require.Equal(t, sluicetype.StatusFailed, j.Status)
 		require.Equal(t, 1, j.Attempts)
 		require.Contains(t, strings.ToLower(j.LastError), "lease")
 		require.NotNil(t, j.FinishedAt)
@@ -67,12 +68,12 @@ func exerciseRescue(t *testing.T, open Opener) {
 		b.claimOne(p, id, time.Minute)
 		held := b.get(id)
 		pendingID := b.insertOne(newJob("waiting"))
-		done := b.makeJob(driver.StatusSuccess, newJob("done"))
+		done := b.makeJob(sluicetype.StatusSuccess, newJob("done"))
 
 		res := b.rescue(10)
-		require.Equal(t, driver.RescueResult{}, res)
+		require.Equal(t, sluicetype.RescueResult{}, res)
 		require.Equal(t, held, b.get(id))
-		require.Equal(t, driver.StatusPending, b.get(pendingID).Status)
+		require.Equal(t, sluicetype.StatusPending, b.get(pendingID).Status)
 		require.Equal(t, done, b.get(done.ID))
 	})
 
@@ -85,9 +86,9 @@ func exerciseRescue(t *testing.T, open Opener) {
 		require.Len(t, b.claim(driver.ClaimParams{Queue: "default", Limit: 3, Lease: -time.Second, Token: newToken()}), 3)
 		for _, want := range []int{2, 1, 0} {
 			res := b.rescue(2)
-			require.Equal(t, driver.RescueResult{Pending: want}, res)
+			require.Equal(t, sluicetype.RescueResult{Pending: want}, res)
 		}
-		require.Len(t, b.listAll(driver.ListParams{Status: driver.StatusPending}), 3)
+		require.Len(t, b.listAll(sluicetype.ListParams{Status: sluicetype.StatusPending}), 3)
 	})
 
 	t.Run("LimitCoversBothOutcomes", func(t *testing.T) {
@@ -103,14 +104,14 @@ func exerciseRescue(t *testing.T, open Opener) {
 			b.insertOne(p)
 		}
 		require.Len(t, b.claim(driver.ClaimParams{Queue: "default", Limit: 5, Lease: -time.Second, Token: newToken()}), 5)
-		var total driver.RescueResult
+		var total sluicetype.RescueResult
 		for _, want := range []int{3, 2, 0} {
 			res := b.rescue(3)
 			require.Equal(t, want, res.Pending+res.Failed, "rescued %+v with limit 3", res)
 			total.Add(res)
 		}
-		require.Equal(t, driver.RescueResult{Pending: 3, Failed: 2, FailedBy: map[driver.QueueType]int{{Queue: "default", Type: "mixed"}: 2}}, total)
-		require.Len(t, b.listAll(driver.ListParams{Status: driver.StatusFailed}), 2)
-		require.Len(t, b.listAll(driver.ListParams{Status: driver.StatusPending}), 3)
+		require.Equal(t, sluicetype.RescueResult{Pending: 3, Failed: 2, FailedBy: map[sluicetype.QueueType]int{{Queue: "default", Type: "mixed"}: 2}}, total)
+		require.Len(t, b.listAll(sluicetype.ListParams{Status: sluicetype.StatusFailed}), 2)
+		require.Len(t, b.listAll(sluicetype.ListParams{Status: sluicetype.StatusPending}), 3)
 	})
 }

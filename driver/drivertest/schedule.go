@@ -8,13 +8,14 @@ import (
 
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/racetest"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 func exerciseSchedule(t *testing.T, open Opener) {
 	t.Run("InitAdvanceRead", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
-		state := func(name string) driver.ScheduleState {
+		state := func(name string) sluicetype.ScheduleState {
 			t.Helper()
 			s, err := b.d.ScheduleState(b.ctx, driver.ScheduleStateParams{Name: name})
 			require.NoError(t, err)
@@ -27,7 +28,7 @@ func exerciseSchedule(t *testing.T, open Opener) {
 			return ok
 		}
 
-		require.Equal(t, driver.ScheduleState{Name: "nightly"}, state("nightly"), "a new schedule is not found")
+		require.Equal(t, sluicetype.ScheduleState{Name: "nightly"}, state("nightly"), "a new schedule is not found")
 
 		// Slots are instants: a caller's zone must not shift them.
 		zone := time.FixedZone("UTC-7", -7*3600)

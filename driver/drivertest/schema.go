@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 func exerciseSchema(t *testing.T, open Opener) {
@@ -25,7 +26,7 @@ func exerciseSchema(t *testing.T, open Opener) {
 
 		// The schema still works after the repeated migration.
 		id := b.insertOne(newJob("after-migrate"))
-		require.Equal(t, driver.StatusPending, b.get(id).Status)
+		require.Equal(t, sluicetype.StatusPending, b.get(id).Status)
 	})
 
 	t.Run("SchemaVersionIsLatest", func(t *testing.T) {

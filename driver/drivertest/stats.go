@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 func exerciseStats(t *testing.T, open Opener) {
@@ -21,20 +22,20 @@ func exerciseStats(t *testing.T, open Opener) {
 		}
 		// Queue "a": 2 pending, 1 processing, 2 failed, and finished rows
 		// that must not be counted.
-		b.makeJob(driver.StatusProcessing, in("a", "run", time.Minute))
-		b.makeJob(driver.StatusFailed, in("a", "fail", time.Minute))
-		b.makeJob(driver.StatusFailed, in("a", "fail", time.Minute))
-		b.makeJob(driver.StatusSuccess, in("a", "ok", time.Hour))
-		b.makeJob(driver.StatusCancelled, in("a", "gone", time.Hour))
-		oldest := b.makeJob(driver.StatusPending, in("a", "wait", 10*time.Minute))
-		b.makeJob(driver.StatusPending, in("a", "wait", 5*time.Minute))
+		b.makeJob(sluicetype.StatusProcessing, in("a", "run", time.Minute))
+		b.makeJob(sluicetype.StatusFailed, in("a", "fail", time.Minute))
+		b.makeJob(sluicetype.StatusFailed, in("a", "fail", time.Minute))
+		b.makeJob(sluicetype.StatusSuccess, in("a", "ok", time.Hour))
+		b.makeJob(sluicetype.StatusCancelled, in("a", "gone", time.Hour))
+		oldest := b.makeJob(sluicetype.StatusPending, in("a", "wait", 10*time.Minute))
+		b.makeJob(sluicetype.StatusPending, in("a", "wait", 5*time.Minute))
 		// Queue "b": 1 pending only. Queue "c": only finished rows.
-		onlyB := b.makeJob(driver.StatusPending, in("b", "wait", time.Second))
-		b.makeJob(driver.StatusSuccess, in("c", "ok", time.Second))
+		onlyB := b.makeJob(sluicetype.StatusPending, in("b", "wait", time.Second))
+		b.makeJob(sluicetype.StatusSuccess, in("c", "ok", time.Second))
 
 		stats, err := b.d.Stats(b.ctx)
 		require.NoError(t, err)
-		byQueue := map[string]driver.QueueStats{}
+		byQueue := map[string]sluicetype.QueueStats{}
 		for _, s := range stats {
 			_, dup := byQueue[s.Queue]
 			require.False(t, dup, "queue %s listed twice", s.Queue)
@@ -56,7 +57,7 @@ func exerciseStats(t *testing.T, open Opener) {
 	t.Run("OldestPendingIsRunnable", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
-		// driver.QueueStats: OldestPending is "next_run_at of the oldest
+		// sluicetype.QueueStats: OldestPending is "next_run_at of the oldest
 		// runnable pending job". A job scheduled for later is counted as
 		// pending but is not waiting yet, so it must not show up as the
 		// oldest (a dashboard would show a negative wait).
@@ -65,11 +66,11 @@ func exerciseStats(t *testing.T, open Opener) {
 		b.insertOne(future)
 		future.Queue = "mixed"
 		b.insertOne(future)
-		due := b.makeJob(driver.StatusPending, driver.InsertJob{Queue: "mixed", Type: "now", Dedupe: driver.DedupePermanent, Payload: []byte(`{}`), MaxAttempts: 5})
+		due := b.makeJob(sluicetype.StatusPending, driver.InsertJob{Queue: "mixed", Type: "now", Dedupe: sluicetype.DedupePermanent, Payload: []byte(`{}`), MaxAttempts: 5})
 
 		stats, err := b.d.Stats(b.ctx)
 		require.NoError(t, err)
-		byQueue := map[string]driver.QueueStats{}
+		byQueue := map[string]sluicetype.QueueStats{}
 		for _, s := range stats {
 			byQueue[s.Queue] = s
 		}
@@ -91,10 +92,10 @@ func exerciseStats(t *testing.T, open Opener) {
 		require.Empty(t, stats)
 
 		// A queue with only processing work has no oldest pending job.
-		b.makeJob(driver.StatusProcessing, newJob("busy"))
+		b.makeJob(sluicetype.StatusProcessing, newJob("busy"))
 		stats, err = b.d.Stats(b.ctx)
 		require.NoError(t, err)
 		require.Len(t, stats, 1)
-		require.Equal(t, driver.QueueStats{Queue: "default", Processing: 1}, stats[0])
+		require.Equal(t, sluicetype.QueueStats{Queue: "default", Processing: 1}, stats[0])
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // sqlInsert runs an application's plain INSERT into the jobs table, with
@@ -42,7 +43,7 @@ func (b *bundle) syncTypes(settings ...driver.TypeSettings) int {
 // own enqueue does; values it gives win; and a row the table refuses is
 // refused with the column's name.
 func exerciseTypes(t *testing.T, open Opener) {
-	mail := driver.TypeSettings{Type: "send_mail", Queue: "mail", MaxAttempts: 2, Dedupe: driver.DedupeActive}
+	mail := driver.TypeSettings{Type: "send_mail", Queue: "mail", MaxAttempts: 2, Dedupe: sluicetype.DedupeActive}
 
 	t.Run("PlainInsertTakesTheTypeSettings", func(t *testing.T) {
 		t.Parallel()
@@ -60,17 +61,17 @@ func exerciseTypes(t *testing.T, open Opener) {
 
 		id, err = b.sqlInsert(b.d.DB(), table, "type, queue, max_attempts, dedupe", "'send_mail', 'default', 5, 'permanent'")
 		require.NoError(t, err)
-		require.Equal(t, driver.TypeSettings{Type: "send_mail", Queue: "default", MaxAttempts: 5, Dedupe: driver.DedupePermanent},
+		require.Equal(t, driver.TypeSettings{Type: "send_mail", Queue: "default", MaxAttempts: 5, Dedupe: sluicetype.DedupePermanent},
 			settings(id), "values the INSERT gives win, the old defaults included")
 
 		id, err = b.sqlInsert(b.d.DB(), table, "type, max_attempts", "'send_mail', 9")
 		require.NoError(t, err)
-		require.Equal(t, driver.TypeSettings{Type: "send_mail", Queue: "mail", MaxAttempts: 9, Dedupe: driver.DedupeActive},
+		require.Equal(t, driver.TypeSettings{Type: "send_mail", Queue: "mail", MaxAttempts: 9, Dedupe: sluicetype.DedupeActive},
 			settings(id), "each column left out is filled on its own")
 
 		id, err = b.sqlInsert(b.d.DB(), table, "type", "'no_settings'")
 		require.NoError(t, err)
-		require.Equal(t, driver.TypeSettings{Type: "no_settings", Queue: "default", MaxAttempts: 5, Dedupe: driver.DedupePermanent},
+		require.Equal(t, driver.TypeSettings{Type: "no_settings", Queue: "default", MaxAttempts: 5, Dedupe: sluicetype.DedupePermanent},
 			settings(id), "a type without settings keeps the defaults")
 
 		// A second sync of the same settings writes nothing; a change is
@@ -101,7 +102,7 @@ func exerciseTypes(t *testing.T, open Opener) {
 		require.Equal(t, 2, attempts)
 		require.NoError(t, tx.Rollback())
 		_, err = b.d.GetJob(b.ctx, id)
-		require.ErrorIs(t, err, driver.ErrNotFound, "the rolled-back job is gone")
+		require.ErrorIs(t, err, sluicetype.ErrNotFound, "the rolled-back job is gone")
 	})
 
 	t.Run("DedupeAppliesAtTheInsert", func(t *testing.T) {
@@ -114,7 +115,7 @@ func exerciseTypes(t *testing.T, open Opener) {
 			jobs := b.claim(driver.ClaimParams{Queue: queue, Limit: 1, Lease: time.Minute})
 			require.Len(t, jobs, 1)
 			require.Equal(t, id, jobs[0].ID)
-			b.complete(driver.Completion{ID: id, Token: jobs[0].LockedBy, Status: driver.StatusSuccess})
+			b.complete(driver.Completion{ID: id, Token: jobs[0].LockedBy, Status: sluicetype.StatusSuccess})
 		}
 		// The type's active dedupe frees the key once its job finished.
 		first, err := b.sqlInsert(b.d.DB(), table, "type, business_key", "'send_mail', 'mail:1'")
@@ -140,7 +141,7 @@ func exerciseTypes(t *testing.T, open Opener) {
 			{"type, business_key", "'t', ''", "business_key"},
 			{"type, status", "'t', 'bogus'", "status"},
 			{"type, dedupe", "'t', 'sometimes'", "dedupe"},
-			{"type, queue", "'t', '" + strings.Repeat("q", driver.MaxQueueLen+1) + "'", "queue"},
+			{"type, queue", "'t', '" + strings.Repeat("q", sluicetype.MaxQueueLen+1) + "'", "queue"},
 			{"type", "''", "type"},
 			{"type, payload", "'t', '[1,2]'", "payload"},
 			{"type, payload", `'t', '"{}"'`, "payload"},
@@ -168,8 +169,8 @@ func exerciseTypes(t *testing.T, open Opener) {
 		t.Parallel()
 		b := setup(t, open)
 		for field, s := range map[string]driver.TypeSettings{
-			"max_attempts": {Type: "t", Queue: "q", MaxAttempts: 0, Dedupe: driver.DedupeActive},
-			"queue":        {Type: "t", Queue: "", MaxAttempts: 1, Dedupe: driver.DedupeActive},
+			"max_attempts": {Type: "t", Queue: "q", MaxAttempts: 0, Dedupe: sluicetype.DedupeActive},
+			"queue":        {Type: "t", Queue: "", MaxAttempts: 1, Dedupe: sluicetype.DedupeActive},
 			"dedupe":       {Type: "t", Queue: "q", MaxAttempts: 1, Dedupe: "x"},
 		} {
 			_, err := b.d.SyncTypes(b.ctx, driver.SyncTypesParams{Types: []driver.TypeSettings{s}})
@@ -185,29 +186,29 @@ func exerciseTypes(t *testing.T, open Opener) {
 		t.Parallel()
 		b := setup(t, open)
 		settings := func(typ string) driver.TypeSettings {
-			return driver.TypeSettings{Type: typ, Queue: "default", MaxAttempts: 5, Dedupe: driver.DedupePermanent}
+			return driver.TypeSettings{Type: typ, Queue: "default", MaxAttempts: 5, Dedupe: sluicetype.DedupePermanent}
 		}
 		b.syncTypes(settings("a"), settings("b"))
 		b.insert(newJob("a"), newJob("a"), newJob("b"), newJob("c"))
 		finished := b.insertOne(newJob("b"))
 		_, err := b.d.DB().ExecContext(b.ctx, "UPDATE "+b.jobsTable()+" SET status = 'success' WHERE id = "+fmt.Sprint(finished))
 		require.NoError(t, err)
-		unserved := func(within time.Duration) []driver.TypeCount {
+		unserved := func(within time.Duration) []sluicetype.TypeCount {
 			t.Helper()
 			got, err := b.d.UnservedTypes(b.ctx, driver.UnservedTypesParams{Within: within})
 			require.NoError(t, err)
 			return got
 		}
-		require.Equal(t, []driver.TypeCount{{Type: "a", Pending: 2}, {Type: "b", Pending: 1}, {Type: "c", Pending: 1}},
+		require.Equal(t, []sluicetype.TypeCount{{Type: "a", Pending: 2}, {Type: "b", Pending: 1}, {Type: "c", Pending: 1}},
 			unserved(time.Hour), "no type was served yet: every pending job waits, finished ones do not count")
 
 		// c has no settings row: ServeTypes leaves it alone, and its jobs
 		// still wait (no process that synced its types serves it).
 		require.NoError(t, b.d.ServeTypes(b.ctx, driver.ServeTypesParams{Types: []string{"a", "c"}}))
-		require.Equal(t, []driver.TypeCount{{Type: "b", Pending: 1}, {Type: "c", Pending: 1}}, unserved(time.Hour))
+		require.Equal(t, []sluicetype.TypeCount{{Type: "b", Pending: 1}, {Type: "c", Pending: 1}}, unserved(time.Hour))
 
 		time.Sleep(50 * time.Millisecond)
-		require.Equal(t, []driver.TypeCount{{Type: "a", Pending: 2}, {Type: "b", Pending: 1}, {Type: "c", Pending: 1}},
+		require.Equal(t, []sluicetype.TypeCount{{Type: "a", Pending: 2}, {Type: "b", Pending: 1}, {Type: "c", Pending: 1}},
 			unserved(time.Millisecond), "a served 50 ms ago is not served within the last 1 ms")
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // ExerciseUpgrade migrates tables at version from, the last before the
@@ -27,7 +28,7 @@ func ExerciseUpgrade(t *testing.T, d driver.Driver, from int, migrateTo func(ctx
 	table := b.jobsTable()
 
 	plain := b.insertOne(newJob("plain"))
-	held := b.insertOne(keyed("keyed", "upgrade:1", driver.DedupePermanent))
+	held := b.insertOne(keyed("keyed", "upgrade:1", sluicetype.DedupePermanent))
 	legacy, err := b.sqlInsert(d.DB(), table, "type, payload", "'legacy', '[1,2]'")
 	require.NoError(t, err, "the version before accepts an array payload")
 	// The newest job is deleted (purged): its id must not come back.
@@ -43,16 +44,16 @@ func ExerciseUpgrade(t *testing.T, d driver.Driver, from int, migrateTo func(ctx
 	require.JSONEq(t, `[1,2]`, string(old.Payload), "rows are kept as they were")
 	require.Equal(t, "default", old.Queue)
 	require.Equal(t, 5, old.MaxAttempts)
-	require.Equal(t, driver.DedupePermanent, old.Dedupe)
-	b.requireDuplicate(keyed("keyed", "upgrade:1", driver.DedupePermanent), held, "the key is still taken")
+	require.Equal(t, sluicetype.DedupePermanent, old.Dedupe)
+	b.requireDuplicate(keyed("keyed", "upgrade:1", sluicetype.DedupePermanent), held, "the key is still taken")
 
 	// Every old job, the legacy one too, is claimed and finished.
 	jobs := b.claim(driver.ClaimParams{Queue: "default", Limit: 10, Lease: time.Minute})
 	require.ElementsMatch(t, []int64{plain, held, legacy}, ids(jobs))
 	for _, j := range jobs {
-		require.Empty(t, b.complete(driver.Completion{ID: j.ID, Token: j.LockedBy, Status: driver.StatusSuccess}))
+		require.Empty(t, b.complete(driver.Completion{ID: j.ID, Token: j.LockedBy, Status: sluicetype.StatusSuccess}))
 	}
-	require.Equal(t, driver.StatusSuccess, b.get(legacy).Status)
+	require.Equal(t, sluicetype.StatusSuccess, b.get(legacy).Status)
 
 	next := b.insertOne(newJob("after"))
 	require.Greater(t, next, gone, "ids go on after the purged job's")

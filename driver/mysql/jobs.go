@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/driver/sqlcommon"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Statements are cut into chunks of at most this many rows and roughly this
@@ -294,17 +295,17 @@ var claimTx = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
 // other's rows instead of waiting. Without, and for fair or limited
 // queues, it claims through sqlcommon.ClaimFair, whose claim-state row
 // makes concurrent claims of a queue wait for each other instead.
-func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) ([]driver.JobRow, error) {
+func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) ([]sluicetype.JobRow, error) {
 	if p.Limit <= 0 {
 		return nil, nil
 	}
 	claim := d.claimSkipLocked
 	if !d.skipLocked || p.Fair || p.Limits.Active() {
-		claim = func(ctx context.Context, tx *sql.Tx, p driver.ClaimParams) ([]driver.JobRow, error) {
+		claim = func(ctx context.Context, tx *sql.Tx, p driver.ClaimParams) ([]sluicetype.JobRow, error) {
 			return d.ClaimFair(ctx, tx, p, d.claimIDs)
 		}
 	}
-	var jobs []driver.JobRow
+	var jobs []sluicetype.JobRow
 	err := driver.RetryTransient(ctx, d.Transient, func() error {
 		tx, err := d.Write.BeginTx(ctx, claimTx)
 		if err != nil {
@@ -330,7 +331,7 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) ([]driver.JobR
 // p.Limit jobs and the merge claims the first p.Limit of them: those it
 // leaves stay pending, skipped by other claimers until this transaction
 // commits.
-func (d *Driver) claimSkipLocked(ctx context.Context, tx *sql.Tx, p driver.ClaimParams) ([]driver.JobRow, error) {
+func (d *Driver) claimSkipLocked(ctx context.Context, tx *sql.Tx, p driver.ClaimParams) ([]sluicetype.JobRow, error) {
 	q, args := d.Q["claim"], []any{p.Queue, p.Queue, p.Limit}
 	pq, pargs := d.Q["claim_partitioned"], []any{p.Queue, p.Limit}
 	if p.Type != "" {
@@ -358,7 +359,7 @@ func (d *Driver) claimSkipLocked(ctx context.Context, tx *sql.Tx, p driver.Claim
 }
 
 // claimOrder is the claims' order: priority, next_run_at, id.
-func claimOrder(a, b driver.JobRow) int {
+func claimOrder(a, b sluicetype.JobRow) int {
 	if a.Priority != b.Priority {
 		return cmp.Compare(a.Priority, b.Priority)
 	}
@@ -371,7 +372,7 @@ func claimOrder(a, b driver.JobRow) int {
 // claimIDs is sqlcommon.ClaimIDs: it locks the picked jobs still pending
 // and claims them as claimSkipLocked does. The claim of a fair or limited
 // queue holds its claim-state row, so no other such claim picks them.
-func (d *Driver) claimIDs(ctx context.Context, tx *sql.Tx, p driver.ClaimParams, ids []int64) ([]driver.JobRow, error) {
+func (d *Driver) claimIDs(ctx context.Context, tx *sql.Tx, p driver.ClaimParams, ids []int64) ([]sluicetype.JobRow, error) {
 	args := make([]any, len(ids))
 	for i, id := range ids {
 		args[i] = id
@@ -385,13 +386,13 @@ func (d *Driver) claimIDs(ctx context.Context, tx *sql.Tx, p driver.ClaimParams,
 
 // lockJobs runs q, which locks and returns jobs with the database clock in
 // front, and after it a flag if flag is not nil.
-func (d *Driver) lockJobs(ctx context.Context, tx *sql.Tx, q string, args []any, flag *bool) ([]driver.JobRow, time.Time, error) {
+func (d *Driver) lockJobs(ctx context.Context, tx *sql.Tx, q string, args []any, flag *bool) ([]sluicetype.JobRow, time.Time, error) {
 	rows, err := tx.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
 	defer rows.Close()
-	var jobs []driver.JobRow
+	var jobs []sluicetype.JobRow
 	var now driver.Time
 	var s driver.JobScanner
 	dest := []any{&now}
@@ -410,7 +411,7 @@ func (d *Driver) lockJobs(ctx context.Context, tx *sql.Tx, q string, args []any,
 
 // claimLocked claims jobs, which the transaction has locked, at now, the
 // database clock of the statement that locked them.
-func (d *Driver) claimLocked(ctx context.Context, tx *sql.Tx, p driver.ClaimParams, jobs []driver.JobRow, now time.Time) ([]driver.JobRow, error) {
+func (d *Driver) claimLocked(ctx context.Context, tx *sql.Tx, p driver.ClaimParams, jobs []sluicetype.JobRow, now time.Time) ([]sluicetype.JobRow, error) {
 	if len(jobs) == 0 {
 		return nil, nil
 	}
@@ -426,7 +427,7 @@ func (d *Driver) claimLocked(ctx context.Context, tx *sql.Tx, p driver.ClaimPara
 	}
 	for i := range jobs {
 		j := &jobs[i]
-		j.Status, j.Attempts, j.LockedBy, j.UpdatedAt = driver.StatusProcessing, j.Attempts+1, p.Token, now
+		j.Status, j.Attempts, j.LockedBy, j.UpdatedAt = sluicetype.StatusProcessing, j.Attempts+1, p.Token, now
 		lockedUntil := until
 		j.LockedUntil = &lockedUntil
 	}
@@ -454,10 +455,10 @@ func (d *Driver) Complete(ctx context.Context, p driver.CompleteParams) ([]int64
 func completionSize(c driver.Completion) int {
 	n := len(c.Token) + 64
 	if c.Error != nil {
-		n += min(len(*c.Error), driver.MaxErrorLen)
+		n += min(len(*c.Error), sluicetype.MaxErrorLen)
 	}
 	if c.Result != nil {
-		n += min(len(*c.Result), driver.MaxResultLen)
+		n += min(len(*c.Result), sluicetype.MaxResultLen)
 	}
 	if c.Attempt != nil {
 		n += min(len(c.Attempt.Error), driver.MaxAttemptErrorLen) + 128
@@ -550,7 +551,7 @@ func (d *Driver) completeOne(ctx context.Context, c driver.Completion) ([]int64,
 // jobs to fail are locked and read (for their queue and type) and failed
 // by id, then one statement returns the others to pending. They need no
 // common transaction: a row is moved by one or the other.
-func (d *Driver) Rescue(ctx context.Context, p driver.RescueParams) (driver.RescueResult, error) {
+func (d *Driver) Rescue(ctx context.Context, p driver.RescueParams) (sluicetype.RescueResult, error) {
 	limit := p.Limit
 	if limit <= 0 {
 		limit = 1000
@@ -572,10 +573,10 @@ func (d *Driver) Rescue(ctx context.Context, p driver.RescueParams) (driver.Resc
 
 // rescueFailed fails up to limit jobs whose lease expired on their last
 // attempt, in one transaction that locks them first.
-func (d *Driver) rescueFailed(ctx context.Context, limit, keep int) (driver.RescueResult, error) {
-	var r driver.RescueResult
+func (d *Driver) rescueFailed(ctx context.Context, limit, keep int) (sluicetype.RescueResult, error) {
+	var r sluicetype.RescueResult
 	err := driver.RetryTransient(ctx, d.Transient, func() error {
-		r = driver.RescueResult{}
+		r = sluicetype.RescueResult{}
 		tx, err := d.Write.BeginTx(ctx, claimTx)
 		if err != nil {
 			return err
@@ -586,10 +587,10 @@ func (d *Driver) rescueFailed(ctx context.Context, limit, keep int) (driver.Resc
 			return err
 		}
 		var ids []any
-		var jobs []driver.QueueType
+		var jobs []sluicetype.QueueType
 		for rows.Next() {
 			var id int64
-			var k driver.QueueType
+			var k sluicetype.QueueType
 			if err := rows.Scan(&id, &k.Queue, &k.Type); err != nil {
 				rows.Close()
 				return err
@@ -609,7 +610,7 @@ func (d *Driver) rescueFailed(ctx context.Context, limit, keep int) (driver.Resc
 			return err
 		}
 		for _, k := range jobs {
-			r.CountRescued(driver.StatusFailed, k.Queue, k.Type)
+			r.CountRescued(sluicetype.StatusFailed, k.Queue, k.Type)
 		}
 		return nil
 	})

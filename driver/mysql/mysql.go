@@ -28,6 +28,7 @@ import (
 
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/driver/sqlcommon"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 //go:embed migrations/*.sql queries/*.sql
@@ -429,8 +430,8 @@ func (d *Driver) Migrate(ctx context.Context) (driver.MigrateResult, error) {
 
 // AcquireLease takes or renews a named lease. The row is locked while the
 // decision is made; times come from the database clock read under that lock.
-func (d *Driver) AcquireLease(ctx context.Context, p driver.LeaseParams) (driver.Lease, error) {
-	var l driver.Lease
+func (d *Driver) AcquireLease(ctx context.Context, p driver.LeaseParams) (sluicetype.Lease, error) {
+	var l sluicetype.Lease
 	// Two first acquisitions of a name race to insert its row; the loser's
 	// duplicate key (or deadlock on the gap lock) is retried and then sees
 	// the winner's row.
@@ -446,8 +447,8 @@ func (d *Driver) AcquireLease(ctx context.Context, p driver.LeaseParams) (driver
 	return l, nil
 }
 
-func (d *Driver) acquireLease(ctx context.Context, p driver.LeaseParams) (driver.Lease, error) {
-	var l driver.Lease
+func (d *Driver) acquireLease(ctx context.Context, p driver.LeaseParams) (sluicetype.Lease, error) {
+	var l sluicetype.Lease
 	tx, err := d.Write.BeginTx(ctx, nil)
 	if err != nil {
 		return l, err
@@ -460,7 +461,7 @@ func (d *Driver) acquireLease(ctx context.Context, p driver.LeaseParams) (driver
 		if now, err = d.txNow(ctx, tx); err != nil {
 			return l, err
 		}
-		l = driver.Lease{Held: true, Holder: p.Holder, Fence: 1, Since: now.Time, Until: leaseEnd(now.Time, p.TTL)}
+		l = sluicetype.Lease{Held: true, Holder: p.Holder, Fence: 1, Since: now.Time, Until: leaseEnd(now.Time, p.TTL)}
 		if _, err := tx.ExecContext(ctx, d.Q["lease_insert"], p.Name, p.Holder, l.Since, l.Until); err != nil {
 			return l, err
 		}
@@ -470,7 +471,7 @@ func (d *Driver) acquireLease(ctx context.Context, p driver.LeaseParams) (driver
 	case l.Holder == p.Holder:
 		l.Held, l.Since, l.Until = true, since.Time, leaseEnd(now.Time, p.TTL)
 	case until.Time.Before(now.Time):
-		l = driver.Lease{Held: true, Holder: p.Holder, Fence: l.Fence + 1, Since: now.Time, Until: leaseEnd(now.Time, p.TTL)}
+		l = sluicetype.Lease{Held: true, Holder: p.Holder, Fence: l.Fence + 1, Since: now.Time, Until: leaseEnd(now.Time, p.TTL)}
 	default:
 		l.Since, l.Until = since.Time, until.Time
 		return l, tx.Commit()

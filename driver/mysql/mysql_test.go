@@ -17,6 +17,7 @@ import (
 	"github.com/sluicehq/sluice/driver/drivertest"
 	"github.com/sluicehq/sluice/driver/mysql"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // modes runs a test once per claim path: SKIP LOCKED (what the test server
@@ -217,22 +218,22 @@ func TestInsertDedupe(t *testing.T) {
 			t.Fatalf("second insert: %+v", r2[0])
 		}
 		c := testdb.Claim(t, ctx, d, driver.ClaimParams{Queue: "q", Limit: 1})
-		complete(t, ctx, d, driver.Completion{ID: c[0].ID, Token: c[0].LockedBy, Status: driver.StatusSuccess})
+		complete(t, ctx, d, driver.Completion{ID: c[0].ID, Token: c[0].LockedBy, Status: sluicetype.StatusSuccess})
 		if r3 := testdb.Insert(t, ctx, d, testdb.Job("q", "perm", "")); r3[0] != (driver.InsertResult{ID: r[0].ID, Duplicate: true}) {
 			t.Fatalf("after success: %+v", r3[0])
 		}
 
 		// Active: the key frees up when the job finishes.
-		a := testdb.Insert(t, ctx, d, testdb.Job("qa", "act", driver.DedupeActive))
-		if a2 := testdb.Insert(t, ctx, d, testdb.Job("qa", "act", driver.DedupeActive)); a2[0] != (driver.InsertResult{ID: a[0].ID, Duplicate: true}) {
+		a := testdb.Insert(t, ctx, d, testdb.Job("qa", "act", sluicetype.DedupeActive))
+		if a2 := testdb.Insert(t, ctx, d, testdb.Job("qa", "act", sluicetype.DedupeActive)); a2[0] != (driver.InsertResult{ID: a[0].ID, Duplicate: true}) {
 			t.Fatalf("active while pending: %+v", a2[0])
 		}
 		c = testdb.Claim(t, ctx, d, driver.ClaimParams{Queue: "qa", Limit: 1})
-		if a3 := testdb.Insert(t, ctx, d, testdb.Job("qa", "act", driver.DedupeActive)); a3[0] != (driver.InsertResult{ID: a[0].ID, Duplicate: true}) {
+		if a3 := testdb.Insert(t, ctx, d, testdb.Job("qa", "act", sluicetype.DedupeActive)); a3[0] != (driver.InsertResult{ID: a[0].ID, Duplicate: true}) {
 			t.Fatalf("active while processing: %+v", a3[0])
 		}
-		complete(t, ctx, d, driver.Completion{ID: c[0].ID, Token: c[0].LockedBy, Status: driver.StatusFailed})
-		if a4 := testdb.Insert(t, ctx, d, testdb.Job("qa", "act", driver.DedupeActive)); a4[0].Duplicate || a4[0].ID == a[0].ID {
+		complete(t, ctx, d, driver.Completion{ID: c[0].ID, Token: c[0].LockedBy, Status: sluicetype.StatusFailed})
+		if a4 := testdb.Insert(t, ctx, d, testdb.Job("qa", "act", sluicetype.DedupeActive)); a4[0].Duplicate || a4[0].ID == a[0].ID {
 			t.Fatalf("active after failure: %+v", a4[0])
 		}
 		// Retrying the failed one would make two live holders of the key.
@@ -246,7 +247,7 @@ func TestInsertDedupe(t *testing.T) {
 			held := testdb.Insert(t, ctx, d, testdb.Job("b", "held"+k, ""))[0].ID
 			res := testdb.Insert(t, ctx, d,
 				testdb.Job("b", "x"+k, ""), testdb.Job("b", "x"+k, ""), testdb.Job("b", "", ""), testdb.Job("b", "held"+k, ""),
-				testdb.Job("b", "y"+k, driver.DedupeActive), testdb.Job("b", "x"+k+" ", ""), testdb.Job("b", "x"+k, ""), testdb.Job("b", "", ""))
+				testdb.Job("b", "y"+k, sluicetype.DedupeActive), testdb.Job("b", "x"+k+" ", ""), testdb.Job("b", "x"+k, ""), testdb.Job("b", "", ""))
 			want := []driver.InsertResult{
 				{ID: res[0].ID}, {ID: res[0].ID, Duplicate: true}, {ID: res[2].ID}, {ID: held, Duplicate: true},
 				{ID: res[4].ID}, {ID: res[5].ID}, {ID: res[0].ID, Duplicate: true}, {ID: res[7].ID},
@@ -280,20 +281,20 @@ func TestInsertDedupe(t *testing.T) {
 			t.Fatal(err)
 		}
 		tx.Rollback()
-		if _, err := d.GetJob(ctx, rr[0].ID); !errors.Is(err, driver.ErrNotFound) {
+		if _, err := d.GetJob(ctx, rr[0].ID); !errors.Is(err, sluicetype.ErrNotFound) {
 			t.Fatalf("rolled-back job: %v", err)
 		}
 
 		// Fields round-trip; a bad payload or an over-long queue fails.
 		runAt := time.Now().Add(time.Hour).UTC().Truncate(time.Microsecond)
-		p := driver.InsertJob{Queue: "f", Type: "typ", Key: "ключ", Dedupe: driver.DedupeActive,
+		p := driver.InsertJob{Queue: "f", Type: "typ", Key: "ключ", Dedupe: sluicetype.DedupeActive,
 			Payload: []byte(`{"a":[1,2]}`), Priority: -3, MaxAttempts: 7, RunAt: runAt}
 		j := testdb.Get(t, ctx, d, testdb.Insert(t, ctx, d, p)[0].ID)
-		if j.Queue != "f" || j.Type != "typ" || j.Key != "ключ" || j.Dedupe != driver.DedupeActive || !jsonEqual(j.Payload, p.Payload) ||
-			j.Priority != -3 || j.MaxAttempts != 7 || !j.NextRunAt.Equal(runAt) || j.Status != driver.StatusPending {
+		if j.Queue != "f" || j.Type != "typ" || j.Key != "ключ" || j.Dedupe != sluicetype.DedupeActive || !jsonEqual(j.Payload, p.Payload) ||
+			j.Priority != -3 || j.MaxAttempts != 7 || !j.NextRunAt.Equal(runAt) || j.Status != sluicetype.StatusPending {
 			t.Fatalf("round trip: %+v", j)
 		}
-		if _, err := d.Insert(ctx, driver.InsertParams{Jobs: []driver.InsertJob{{Queue: "f", Type: "t", Dedupe: driver.DedupePermanent, Payload: []byte(`{`)}}}); err == nil {
+		if _, err := d.Insert(ctx, driver.InsertParams{Jobs: []driver.InsertJob{{Queue: "f", Type: "t", Dedupe: sluicetype.DedupePermanent, Payload: []byte(`{`)}}}); err == nil {
 			t.Fatal("invalid JSON payload accepted")
 		}
 		if _, err := d.Insert(ctx, driver.InsertParams{Jobs: []driver.InsertJob{testdb.Job(strings.Repeat("q", 65), "", "")}}); err == nil {
@@ -450,7 +451,7 @@ func TestPendingIndexesPerStatus(t *testing.T) {
 		}
 	}
 	for _, j := range claimed {
-		complete(t, ctx, d, driver.Completion{ID: j.ID, Token: j.LockedBy, Status: driver.StatusSuccess})
+		complete(t, ctx, d, driver.Completion{ID: j.ID, Token: j.LockedBy, Status: sluicetype.StatusSuccess})
 	}
 	if q := partitionedQueue(plain); q.Valid {
 		t.Fatalf("finished job: partitioned_queue %v, want NULL", q)
@@ -547,7 +548,7 @@ func TestUpgradeFrom011(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []driver.PartitionStats{{Queue: "q", Partition: "A", Running: 2}, {Queue: "q", Partition: "B", Running: 1}}; !reflect.DeepEqual(st, want) {
+	if want := []sluicetype.PartitionStats{{Queue: "q", Partition: "A", Running: 2}, {Queue: "q", Partition: "B", Running: 1}}; !reflect.DeepEqual(st, want) {
 		t.Fatalf("partition stats after the upgrade: %v, want %v", st, want)
 	}
 }
@@ -597,7 +598,7 @@ func TestPurgeReadsOnlyDueRows(t *testing.T) {
 		return sum
 	}
 	before := indexReads()
-	n, err := d.Purge(ctx, driver.PurgeParams{Status: driver.StatusSuccess, OlderThan: 7 * 24 * time.Hour, Limit: 1000})
+	n, err := d.Purge(ctx, driver.PurgeParams{Status: sluicetype.StatusSuccess, OlderThan: 7 * 24 * time.Hour, Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -609,7 +610,7 @@ func TestPurgeReadsOnlyDueRows(t *testing.T) {
 	if reads > kept/10 {
 		t.Fatalf("the purge of %d due jobs among %d kept made %d index reads, want at most %d", due, kept, reads, kept/10)
 	}
-	if n, err := d.Purge(ctx, driver.PurgeParams{Status: driver.StatusSuccess, OlderThan: 7 * 24 * time.Hour, Limit: 1000}); err != nil || n != 0 {
+	if n, err := d.Purge(ctx, driver.PurgeParams{Status: sluicetype.StatusSuccess, OlderThan: 7 * 24 * time.Hour, Limit: 1000}); err != nil || n != 0 {
 		t.Fatalf("second purge: %d jobs, %v; want 0", n, err)
 	}
 	var left int

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // purgeBound returns the highest id that a purge of the jobs finished in
@@ -29,7 +29,7 @@ import (
 // range of ten million ids. Where concurrent inserts give ids a few
 // milliseconds out of created_at's order, a due row just past the bound is
 // left to the next pass, when the cutoff has moved on.
-func (d *Driver) purgeBound(ctx context.Context, status driver.Status, olderThan time.Duration) (int64, error) {
+func (d *Driver) purgeBound(ctx context.Context, status sluicetype.Status, olderThan time.Duration) (int64, error) {
 	var lo, hi sql.NullInt64
 	if err := d.Read.QueryRowContext(ctx, d.Q["purge_span"], status).Scan(&lo, &hi); err != nil {
 		return 0, fmt.Errorf("find the last id created before the cutoff: %w", err)

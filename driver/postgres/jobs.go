@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/driver/sqlcommon"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 const (
@@ -229,7 +230,7 @@ func (d *Driver) keyHolders(ctx context.Context, q driver.Querier, jobs []driver
 
 // Claim runs one UPDATE over a SKIP LOCKED subquery. Outside an explicit
 // transaction the statement commits by itself, which saves BEGIN and COMMIT.
-func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) ([]driver.JobRow, error) {
+func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) ([]sluicetype.JobRow, error) {
 	if p.Limit <= 0 {
 		return nil, nil
 	}
@@ -239,7 +240,7 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) ([]driver.JobR
 	}
 	if p.Fair || p.Limits.Active() {
 		// A transaction of a few statements: sqlcommon.ClaimFair.
-		var jobs []driver.JobRow
+		var jobs []sluicetype.JobRow
 		err := d.InTx(ctx, nil, func(tx *sql.Tx) (err error) {
 			jobs, err = d.ClaimFair(ctx, tx, p, d.ClaimIDsReturning)
 			return err
@@ -249,7 +250,7 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) ([]driver.JobR
 		}
 		return jobs, nil
 	}
-	var jobs []driver.JobRow
+	var jobs []sluicetype.JobRow
 	err := driver.RetryTransient(ctx, d.Transient, func() error {
 		rows, err := d.Write.QueryContext(ctx, q, args...)
 		if err != nil {
@@ -262,7 +263,7 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) ([]driver.JobR
 		return nil, fmt.Errorf("claim %s: %w", p.Queue, err)
 	}
 	// RETURNING follows no order; callers expect the pick order.
-	slices.SortFunc(jobs, func(a, b driver.JobRow) int {
+	slices.SortFunc(jobs, func(a, b sluicetype.JobRow) int {
 		return cmp.Or(cmp.Compare(a.Priority, b.Priority), a.NextRunAt.Compare(b.NextRunAt), cmp.Compare(a.ID, b.ID))
 	})
 	return jobs, nil
@@ -294,13 +295,13 @@ func (d *Driver) Complete(ctx context.Context, p driver.CompleteParams) ([]int64
 		if c.Refund {
 			refunds[k] = 1
 		}
-		finals[k] = c.Status != driver.StatusPending
+		finals[k] = c.Status != sluicetype.StatusPending
 		if c.Error != nil {
-			s := driver.StorableText(*c.Error, driver.MaxErrorLen, true)
+			s := driver.StorableText(*c.Error, sluicetype.MaxErrorLen, true)
 			errorTexts[k] = &s
 		}
 		if c.Result != nil {
-			s := driver.StorableText(*c.Result, driver.MaxResultLen, true)
+			s := driver.StorableText(*c.Result, sluicetype.MaxResultLen, true)
 			resultTexts[k] = &s
 		}
 		if c.Attempt != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // listen runs d's Listen until the test ends and sorts its wake-ups: a
@@ -41,13 +42,13 @@ func TestListenWakesOnInsert(t *testing.T) {
 	// The LISTEN connection needs a moment; insert until a wake-up arrives.
 	deadline := time.After(10 * time.Second)
 	for i := 0; ; i++ {
-		_, err := d.Insert(ctx, driver.InsertParams{Jobs: []driver.InsertJob{{Queue: "mail", Type: "t", Dedupe: driver.DedupePermanent, Payload: []byte("{}"), MaxAttempts: 1}}})
+		_, err := d.Insert(ctx, driver.InsertParams{Jobs: []driver.InsertJob{{Queue: "mail", Type: "t", Dedupe: sluicetype.DedupePermanent, Payload: []byte("{}"), MaxAttempts: 1}}})
 		require.NoError(t, err)
 		select {
 		case q := <-woke:
 			require.Equal(t, "mail", q)
 			// A delayed job is not runnable yet, so it wakes nobody.
-			_, err := d.Insert(ctx, driver.InsertParams{Jobs: []driver.InsertJob{{Queue: "later", Type: "t", Dedupe: driver.DedupePermanent, Payload: []byte("{}"), MaxAttempts: 1, Delay: time.Hour}}})
+			_, err := d.Insert(ctx, driver.InsertParams{Jobs: []driver.InsertJob{{Queue: "later", Type: "t", Dedupe: sluicetype.DedupePermanent, Payload: []byte("{}"), MaxAttempts: 1, Delay: time.Hour}}})
 			require.NoError(t, err)
 			select {
 			case q := <-woke:

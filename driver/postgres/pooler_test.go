@@ -14,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/driver/postgres"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // pooler=transaction is sluice's parameter: pgx never sees it (PgBouncer
@@ -116,7 +117,7 @@ func TestListenURLMustReachTheDatabase(t *testing.T) {
 	defer pd.Close()
 	deadline := time.After(15 * time.Second)
 	for {
-		_, err := pd.Insert(context.Background(), driver.InsertParams{Jobs: []driver.InsertJob{{Queue: "mail", Type: "t", Dedupe: driver.DedupePermanent, Payload: []byte("{}"), MaxAttempts: 1}}})
+		_, err := pd.Insert(context.Background(), driver.InsertParams{Jobs: []driver.InsertJob{{Queue: "mail", Type: "t", Dedupe: sluicetype.DedupePermanent, Payload: []byte("{}"), MaxAttempts: 1}}})
 		require.NoError(t, err)
 		select {
 		case q := <-woke:

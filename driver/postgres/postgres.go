@@ -33,6 +33,7 @@ import (
 
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/driver/sqlcommon"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 //go:embed migrations/*.sql queries/*.sql
@@ -318,6 +319,6 @@ func (d *Driver) Runnable(ctx context.Context, p driver.RunnableParams) (bool, e
 }
 
 // AcquireLease takes or renews a named lease with one upsert.
-func (d *Driver) AcquireLease(ctx context.Context, p driver.LeaseParams) (driver.Lease, error) {
+func (d *Driver) AcquireLease(ctx context.Context, p driver.LeaseParams) (sluicetype.Lease, error) {
 	return d.UpsertLease(ctx, p)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/driver/postgres"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 func setup(t *testing.T) (driver.Driver, context.Context) {
@@ -73,13 +74,13 @@ func TestInsert(t *testing.T) {
 	}
 
 	// Keys: within-batch duplicates point at the first occurrence.
-	res := testdb.Insert(t, ctx, d, testdb.Job("q", "perm", driver.DedupePermanent), testdb.Job("q", "", driver.DedupePermanent),
-		testdb.Job("q", "act", driver.DedupeActive), testdb.Job("q", "perm", driver.DedupeActive), testdb.Job("q", "act", driver.DedupeActive))
+	res := testdb.Insert(t, ctx, d, testdb.Job("q", "perm", sluicetype.DedupePermanent), testdb.Job("q", "", sluicetype.DedupePermanent),
+		testdb.Job("q", "act", sluicetype.DedupeActive), testdb.Job("q", "perm", sluicetype.DedupeActive), testdb.Job("q", "act", sluicetype.DedupeActive))
 	want := []driver.InsertResult{{ID: res[0].ID}, {ID: res[1].ID}, {ID: res[2].ID}, {ID: res[0].ID, Duplicate: true}, {ID: res[2].ID, Duplicate: true}}
 	if !reflect.DeepEqual(res, want) {
 		t.Fatalf("batch with repeated keys: got %+v, want %+v", res, want)
 	}
-	again := testdb.Insert(t, ctx, d, testdb.Job("q", "act", driver.DedupeActive), testdb.Job("q", "perm", driver.DedupePermanent), testdb.Job("q", "new", driver.DedupeActive))
+	again := testdb.Insert(t, ctx, d, testdb.Job("q", "act", sluicetype.DedupeActive), testdb.Job("q", "perm", sluicetype.DedupePermanent), testdb.Job("q", "new", sluicetype.DedupeActive))
 	if !again[0].Duplicate || again[0].ID != res[2].ID || !again[1].Duplicate || again[1].ID != res[0].ID || again[2].Duplicate {
 		t.Fatalf("second batch: %+v", again)
 	}
@@ -88,12 +89,12 @@ func TestInsert(t *testing.T) {
 	jobs := testdb.Claim(t, ctx, d, driver.ClaimParams{Queue: "q", Token: "w"})
 	var cs []driver.Completion
 	for _, j := range jobs {
-		cs = append(cs, driver.Completion{ID: j.ID, Token: "w", Status: driver.StatusSuccess})
+		cs = append(cs, driver.Completion{ID: j.ID, Token: "w", Status: sluicetype.StatusSuccess})
 	}
 	if lost, err := d.Complete(ctx, driver.CompleteParams{Completions: cs}); err != nil || len(lost) != 0 {
 		t.Fatalf("complete: lost %v, %v", lost, err)
 	}
-	third := testdb.Insert(t, ctx, d, testdb.Job("q", "act", driver.DedupeActive), testdb.Job("q", "perm", driver.DedupePermanent))
+	third := testdb.Insert(t, ctx, d, testdb.Job("q", "act", sluicetype.DedupeActive), testdb.Job("q", "perm", sluicetype.DedupePermanent))
 	if third[0].Duplicate || third[0].ID == res[2].ID || !third[1].Duplicate || third[1].ID != res[0].ID {
 		t.Fatalf("after completion: %+v", third)
 	}
@@ -103,7 +104,7 @@ func TestInsert(t *testing.T) {
 	if err := json.Unmarshal(j.Payload, &payload); err != nil || payload["n"] != 1 {
 		t.Fatalf("payload %q: %v", j.Payload, err)
 	}
-	if j.Status != driver.StatusPending || j.Key != "act" || j.Dedupe != driver.DedupeActive || j.MaxAttempts != 3 {
+	if j.Status != sluicetype.StatusPending || j.Key != "act" || j.Dedupe != sluicetype.DedupeActive || j.MaxAttempts != 3 {
 		t.Fatalf("stored job %+v", j)
 	}
 
@@ -127,22 +128,22 @@ func TestInsert(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rolled, err := d.Insert(ctx, driver.InsertParams{Tx: tx, Jobs: []driver.InsertJob{testdb.Job("q", "rolled", driver.DedupePermanent)}})
+	rolled, err := d.Insert(ctx, driver.InsertParams{Tx: tx, Jobs: []driver.InsertJob{testdb.Job("q", "rolled", sluicetype.DedupePermanent)}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	tx.Rollback()
-	if _, err := d.GetJob(ctx, rolled[0].ID); !errors.Is(err, driver.ErrNotFound) {
+	if _, err := d.GetJob(ctx, rolled[0].ID); !errors.Is(err, sluicetype.ErrNotFound) {
 		t.Fatalf("rolled back insert: %v", err)
 	}
 
 	// Bad rows fail the whole call.
 	bad := testdb.Job("q", "", "")
-	bad.Type = strings.Repeat("x", driver.MaxTypeLen+1)
-	if _, err := d.Insert(ctx, driver.InsertParams{Jobs: []driver.InsertJob{testdb.Job("q", "fine", driver.DedupePermanent), bad}}); err == nil {
+	bad.Type = strings.Repeat("x", sluicetype.MaxTypeLen+1)
+	if _, err := d.Insert(ctx, driver.InsertParams{Jobs: []driver.InsertJob{testdb.Job("q", "fine", sluicetype.DedupePermanent), bad}}); err == nil {
 		t.Fatal("over-long type accepted")
 	}
-	if r := testdb.Insert(t, ctx, d, testdb.Job("q", "fine", driver.DedupePermanent)); r[0].Duplicate {
+	if r := testdb.Insert(t, ctx, d, testdb.Job("q", "fine", sluicetype.DedupePermanent)); r[0].Duplicate {
 		t.Fatal("a failed batch left a row behind")
 	}
 }
@@ -155,7 +156,7 @@ func TestInsertLarge(t *testing.T) {
 		batch[i] = testdb.Job("big", "", "")
 		if i%1000 == 0 {
 			// Keys repeat across chunks: the first occurrence must win.
-			batch[i] = testdb.Job("big", fmt.Sprintf("k%d", i%3000), driver.DedupePermanent)
+			batch[i] = testdb.Job("big", fmt.Sprintf("k%d", i%3000), sluicetype.DedupePermanent)
 		}
 	}
 	res := testdb.Insert(t, ctx, d, batch...)

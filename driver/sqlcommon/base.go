@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Required lists the query files every driver must provide.
@@ -65,7 +66,7 @@ type Base struct {
 	// PurgeBound, where set, gives the purge query the highest id it need
 	// read, as the argument before the limit; 0 means none is due. MySQL
 	// sets it: without a partial index its purge reads rows in id order.
-	PurgeBound func(ctx context.Context, status driver.Status, olderThan time.Duration) (int64, error)
+	PurgeBound func(ctx context.Context, status sluicetype.Status, olderThan time.Duration) (int64, error)
 }
 
 // ProbeRunnable is driver.Prober's Runnable for the drivers whose queries
@@ -191,13 +192,13 @@ func (b *Base) InList(q string, start, n int) string {
 }
 
 // GetJob reads one job.
-func (b *Base) GetJob(ctx context.Context, id int64) (*driver.JobRow, error) {
+func (b *Base) GetJob(ctx context.Context, id int64) (*sluicetype.JobRow, error) {
 	// get.sql is the standard column list and the history.
 	var s driver.JobScanner
 	var history []byte
 	err := b.Read.QueryRowContext(ctx, b.Q["get"], id).Scan(append(s.Dest(), &history)...)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("job %d: %w", id, driver.ErrNotFound)
+		return nil, fmt.Errorf("job %d: %w", id, sluicetype.ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get job %d: %w", id, err)
@@ -210,7 +211,7 @@ func (b *Base) GetJob(ctx context.Context, id int64) (*driver.JobRow, error) {
 }
 
 // ListJobs returns jobs newest first, after AfterID, filtered.
-func (b *Base) ListJobs(ctx context.Context, p driver.ListParams) ([]driver.JobRow, error) {
+func (b *Base) ListJobs(ctx context.Context, p sluicetype.ListParams) ([]sluicetype.JobRow, error) {
 	q, args := b.ListQuery(p)
 	var from driver.Querier = b.Read
 	if p.Tx != nil {
@@ -315,15 +316,15 @@ func (b *Base) outcomeArgs(c driver.Completion) []any {
 	}
 	var errText, result *string
 	if c.Error != nil {
-		s := driver.StorableText(*c.Error, driver.MaxErrorLen, true)
+		s := driver.StorableText(*c.Error, sluicetype.MaxErrorLen, true)
 		errText = &s
 	}
 	if c.Result != nil {
-		s := driver.StorableText(*c.Result, driver.MaxResultLen, true)
+		s := driver.StorableText(*c.Result, sluicetype.MaxResultLen, true)
 		result = &s
 	}
 	final := 0
-	if c.Status != driver.StatusPending {
+	if c.Status != sluicetype.StatusPending {
 		final = 1
 	}
 	return []any{c.Status, refund, final, b.Duration(c.Delay), final, driver.PtrString(errText), driver.PtrString(result)}
@@ -394,14 +395,14 @@ func (b *Base) CompleteEachTx(ctx context.Context, tx *sql.Tx, cs []driver.Compl
 }
 
 // Rescue returns expired leases to pending, or fails jobs out of attempts.
-func (b *Base) Rescue(ctx context.Context, p driver.RescueParams) (driver.RescueResult, error) {
-	var r driver.RescueResult
+func (b *Base) Rescue(ctx context.Context, p driver.RescueParams) (sluicetype.RescueResult, error) {
+	var r sluicetype.RescueResult
 	limit := p.Limit
 	if limit <= 0 {
 		limit = 1000
 	}
 	err := driver.RetryTransient(ctx, b.Transient, func() error {
-		r = driver.RescueResult{}
+		r = sluicetype.RescueResult{}
 		keep := driver.KeepAttempts(p.KeepAttempts)
 		rows, err := b.Write.QueryContext(ctx, b.Q["rescue"], keep, keep, limit)
 		if err != nil {
@@ -409,7 +410,7 @@ func (b *Base) Rescue(ctx context.Context, p driver.RescueParams) (driver.Rescue
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var status driver.Status
+			var status sluicetype.Status
 			var queue, typ string
 			if err := rows.Scan(&status, &queue, &typ); err != nil {
 				return err
@@ -426,7 +427,7 @@ func (b *Base) Rescue(ctx context.Context, p driver.RescueParams) (driver.Rescue
 
 // Purge deletes one chunk of old finished jobs.
 func (b *Base) Purge(ctx context.Context, p driver.PurgeParams) (int64, error) {
-	if !driver.IsFinal(p.Status) {
+	if !sluicetype.IsFinal(p.Status) {
 		return 0, fmt.Errorf("purge: status %q is not a finished state (success, failed, cancelled)", p.Status)
 	}
 	limit := p.Limit
@@ -472,7 +473,7 @@ func (b *Base) Retry(ctx context.Context, p driver.RetryParams) (int64, error) {
 	var total int64
 	after := int64(0)
 	for {
-		rows, err := b.Read.QueryContext(ctx, b.Q["retry_ids"], driver.StatusFailed, p.Type, p.Type, after)
+		rows, err := b.Read.QueryContext(ctx, b.Q["retry_ids"], sluicetype.StatusFailed, p.Type, p.Type, after)
 		if err != nil {
 			return total, fmt.Errorf("retry failed jobs: %w", err)
 		}
@@ -493,7 +494,7 @@ func (b *Base) Retry(ctx context.Context, p driver.RetryParams) (int64, error) {
 			switch err := b.retryOne(ctx, id); {
 			case err == nil:
 				total++
-			case errors.Is(err, driver.ErrKeyTaken), errors.Is(err, driver.ErrWrongState):
+			case errors.Is(err, sluicetype.ErrKeyTaken), errors.Is(err, sluicetype.ErrWrongState):
 			default:
 				return total, err
 			}
@@ -506,7 +507,7 @@ func (b *Base) retryOne(ctx context.Context, id int64) error {
 	res, err := b.Write.ExecContext(ctx, b.InList(b.Q["retry"], 1, 1), id)
 	if err != nil {
 		if b.UniqueViolation(err) {
-			return fmt.Errorf("retry job %d: %w", id, driver.ErrKeyTaken)
+			return fmt.Errorf("retry job %d: %w", id, sluicetype.ErrKeyTaken)
 		}
 		return fmt.Errorf("retry job %d: %w", id, err)
 	}
@@ -534,26 +535,26 @@ func (b *Base) checkChanged(ctx context.Context, res sql.Result, id int64, op st
 	var status string
 	switch err := b.Write.QueryRowContext(ctx, b.Q["exists"], id).Scan(&status); {
 	case errors.Is(err, sql.ErrNoRows):
-		return fmt.Errorf("%s job %d: %w", op, id, driver.ErrNotFound)
+		return fmt.Errorf("%s job %d: %w", op, id, sluicetype.ErrNotFound)
 	case err != nil:
 		return fmt.Errorf("%s job %d: %w", op, id, err)
 	}
-	return fmt.Errorf("%s job %d (status %s): %w", op, id, status, driver.ErrWrongState)
+	return fmt.Errorf("%s job %d (status %s): %w", op, id, status, sluicetype.ErrWrongState)
 }
 
 // Stats counts live jobs per queue. Each part of stats.sql reads one
 // partial index, so finished rows are never scanned.
-func (b *Base) Stats(ctx context.Context) ([]driver.QueueStats, error) {
+func (b *Base) Stats(ctx context.Context) ([]sluicetype.QueueStats, error) {
 	rows, err := b.Read.QueryContext(ctx, b.Q["stats"])
 	if err != nil {
 		return nil, fmt.Errorf("stats: %w", err)
 	}
 	defer rows.Close()
-	byQueue := map[string]*driver.QueueStats{}
+	byQueue := map[string]*sluicetype.QueueStats{}
 	var order []string
 	for rows.Next() {
 		var queue string
-		var status driver.Status
+		var status sluicetype.Status
 		var n int64
 		var oldest driver.Time
 		if err := rows.Scan(&queue, &status, &n, &oldest); err != nil {
@@ -561,23 +562,23 @@ func (b *Base) Stats(ctx context.Context) ([]driver.QueueStats, error) {
 		}
 		s := byQueue[queue]
 		if s == nil {
-			s = &driver.QueueStats{Queue: queue}
+			s = &sluicetype.QueueStats{Queue: queue}
 			byQueue[queue] = s
 			order = append(order, queue)
 		}
 		switch status {
-		case driver.StatusPending:
+		case sluicetype.StatusPending:
 			s.Pending, s.OldestPending = n, oldest.Ptr()
-		case driver.StatusProcessing:
+		case sluicetype.StatusProcessing:
 			s.Processing = n
-		case driver.StatusFailed:
+		case sluicetype.StatusFailed:
 			s.Failed = n
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("stats: %w", err)
 	}
-	out := make([]driver.QueueStats, 0, len(order))
+	out := make([]sluicetype.QueueStats, 0, len(order))
 	for _, q := range order {
 		out = append(out, *byQueue[q])
 	}
@@ -612,8 +613,8 @@ func (b *Base) PausedQueues(ctx context.Context) (map[string]bool, error) {
 }
 
 // GetLease reads a lease row; a missing row is a free lease.
-func (b *Base) GetLease(ctx context.Context, q driver.Querier, name string) (driver.Lease, bool, error) {
-	var l driver.Lease
+func (b *Base) GetLease(ctx context.Context, q driver.Querier, name string) (sluicetype.Lease, bool, error) {
+	var l sluicetype.Lease
 	var since, until driver.Time
 	err := q.QueryRowContext(ctx, b.Q["lease_get"], name).Scan(&l.Holder, &l.Fence, &since, &until)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -628,8 +629,8 @@ func (b *Base) GetLease(ctx context.Context, q driver.Querier, name string) (dri
 
 // UpsertLease acquires through lease_acquire.sql, an upsert that only
 // changes the row when the lease is free or already ours (SQLite, PostgreSQL).
-func (b *Base) UpsertLease(ctx context.Context, p driver.LeaseParams) (driver.Lease, error) {
-	var l driver.Lease
+func (b *Base) UpsertLease(ctx context.Context, p driver.LeaseParams) (sluicetype.Lease, error) {
+	var l sluicetype.Lease
 	err := driver.RetryTransient(ctx, b.Transient, func() error {
 		var since, until driver.Time
 		err := b.Write.QueryRowContext(ctx, b.Q["lease_acquire"], p.Name, p.Holder, b.Duration(p.TTL)).

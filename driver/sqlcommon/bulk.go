@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // filter is the WHERE clause of a listing or a bulk selection, with its
@@ -39,7 +40,7 @@ func (f *filter) sql() string {
 // literals, not parameters: SQLite and a generic PostgreSQL plan only use a
 // partial index (such as the finished-rows-by-status ones) whose predicate
 // they can see.
-func (f *filter) statuses(ss []driver.Status) {
+func (f *filter) statuses(ss []sluicetype.Status) {
 	var lits []string
 	for _, s := range ss {
 		if !s.Valid() {
@@ -57,7 +58,7 @@ func (f *filter) statuses(ss []driver.Status) {
 
 // listFilter is p's filter without the payload part, which needs the
 // bounded scan of payloadScan.
-func (b *Base) listFilter(p driver.ListParams, statuses []driver.Status, args []any) *filter {
+func (b *Base) listFilter(p sluicetype.ListParams, statuses []sluicetype.Status, args []any) *filter {
 	f := &filter{b: b, args: args}
 	if len(statuses) > 0 {
 		f.statuses(statuses)
@@ -78,7 +79,7 @@ func (b *Base) listFilter(p driver.ListParams, statuses []driver.Status, args []
 
 // addPayload adds the payload filter of p to f. list_payload.sql takes the
 // field for every parameter but the last.
-func (b *Base) addPayload(f *filter, p driver.ListParams) {
+func (b *Base) addPayload(f *filter, p sluicetype.ListParams) {
 	frag := b.Q["list_payload"]
 	n := strings.Count(frag, "?")
 	vs := make([]any, 0, n)
@@ -90,18 +91,18 @@ func (b *Base) addPayload(f *filter, p driver.ListParams) {
 
 // payloadScan wraps a query of columns cols, ordered newest first, so that
 // only its first PayloadScan rows are tested against the payload filter.
-func (b *Base) payloadScan(f *filter, inner, cols string, p driver.ListParams) string {
+func (b *Base) payloadScan(f *filter, inner, cols string, p sluicetype.ListParams) string {
 	pf := &filter{b: b, args: f.args}
 	b.addPayload(pf, p)
 	f.args = pf.args
-	return "SELECT " + cols + " FROM (" + inner + " ORDER BY id DESC LIMIT " + strconv.Itoa(driver.PayloadScan) + ") s" + pf.sql()
+	return "SELECT " + cols + " FROM (" + inner + " ORDER BY id DESC LIMIT " + strconv.Itoa(sluicetype.PayloadScan) + ") s" + pf.sql()
 }
 
 // ListQuery builds the listing's SQL and arguments.
-func (b *Base) ListQuery(p driver.ListParams) (string, []any) {
-	var ss []driver.Status
+func (b *Base) ListQuery(p sluicetype.ListParams) (string, []any) {
+	var ss []sluicetype.Status
 	if p.Status != "" {
-		ss = []driver.Status{p.Status}
+		ss = []sluicetype.Status{p.Status}
 	}
 	f := b.listFilter(p, ss, nil)
 	if p.AfterID > 0 {
@@ -134,7 +135,7 @@ func (b *Base) ListQuery(p driver.ListParams) (string, []any) {
 // finished ones reads only those. A payload filter scans the newest
 // PayloadScan jobs of each status.
 func (b *Base) bulkQueries(p driver.BulkParams, before int64, limit int) ([]string, [][]any, error) {
-	ss, known := driver.BulkStatuses[p.Action]
+	ss, known := sluicetype.BulkStatuses[p.Action]
 	if !known {
 		return nil, nil, fmt.Errorf("bulk action %q: want retry, cancel or delete", p.Action)
 	}
@@ -142,13 +143,13 @@ func (b *Base) bulkQueries(p driver.BulkParams, before int64, limit int) ([]stri
 		if !slices.Contains(ss, p.Filter.Status) {
 			return nil, nil, nil
 		}
-		ss = []driver.Status{p.Filter.Status}
+		ss = []sluicetype.Status{p.Filter.Status}
 	}
 	lim := " ORDER BY id DESC LIMIT " + strconv.Itoa(limit)
 	var qs []string
 	var args [][]any
 	for _, st := range ss {
-		f := b.listFilter(driver.ListParams{}, []driver.Status{st}, nil)
+		f := b.listFilter(sluicetype.ListParams{}, []sluicetype.Status{st}, nil)
 		if p.UpTo > 0 {
 			f.add("id <= ?", p.UpTo)
 		}
@@ -164,8 +165,8 @@ func (b *Base) bulkQueries(p driver.BulkParams, before int64, limit int) ([]stri
 		// No index serves a status with these filters: read the newest
 		// BulkScan jobs of the status (its index, newest first) and filter
 		// those, so that a filter matching few of many rows stays bounded.
-		inner := b.Q["list_status"] + f.sql() + " ORDER BY id DESC LIMIT " + strconv.Itoa(driver.BulkScan)
-		outer := b.listFilter(driver.ListParams{Type: pf.Type, Queue: pf.Queue, KeyPrefix: pf.KeyPrefix}, nil, f.args)
+		inner := b.Q["list_status"] + f.sql() + " ORDER BY id DESC LIMIT " + strconv.Itoa(sluicetype.BulkScan)
+		outer := b.listFilter(sluicetype.ListParams{Type: pf.Type, Queue: pf.Queue, KeyPrefix: pf.KeyPrefix}, nil, f.args)
 		if pf.PayloadField != "" {
 			b.addPayload(outer, pf)
 		}
@@ -178,7 +179,7 @@ func (b *Base) bulkQueries(p driver.BulkParams, before int64, limit int) ([]stri
 // BulkQueries are the selections of a bulk action's count, for the
 // conformance suite's plan checks.
 func (b *Base) BulkQueries(p driver.BulkParams) ([]string, [][]any, error) {
-	return b.bulkQueries(p, 0, driver.MaxBulk+1)
+	return b.bulkQueries(p, 0, sluicetype.MaxBulk+1)
 }
 
 // bulkIDs runs the selections and keeps the newest limit ids of them all.
@@ -204,14 +205,14 @@ func (b *Base) bulkIDs(ctx context.Context, p driver.BulkParams, before int64, l
 
 // CountBulk counts the jobs Bulk would change, reading at most MaxBulk+1
 // per status.
-func (b *Base) CountBulk(ctx context.Context, p driver.BulkParams) (driver.BulkCount, error) {
-	ids, err := b.bulkIDs(ctx, p, 0, driver.MaxBulk+1)
+func (b *Base) CountBulk(ctx context.Context, p driver.BulkParams) (sluicetype.BulkCount, error) {
+	ids, err := b.bulkIDs(ctx, p, 0, sluicetype.MaxBulk+1)
 	if err != nil {
-		return driver.BulkCount{}, fmt.Errorf("count jobs to %s: %w", p.Action, err)
+		return sluicetype.BulkCount{}, fmt.Errorf("count jobs to %s: %w", p.Action, err)
 	}
-	c := driver.BulkCount{Count: int64(len(ids))}
-	if c.Count > driver.MaxBulk {
-		c.Count, c.Capped = driver.MaxBulk, true
+	c := sluicetype.BulkCount{Count: int64(len(ids))}
+	if c.Count > sluicetype.MaxBulk {
+		c.Count, c.Capped = sluicetype.MaxBulk, true
 	}
 	if len(ids) > 0 {
 		c.UpTo = ids[0]
@@ -228,7 +229,7 @@ const bulkChunk = 500
 // long transaction, and each statement re-checks the status, so a job
 // claimed since it was selected is skipped.
 func (b *Base) Bulk(ctx context.Context, p driver.BulkParams) (int64, error) {
-	ids, err := b.bulkIDs(ctx, p, 0, driver.MaxBulk)
+	ids, err := b.bulkIDs(ctx, p, 0, sluicetype.MaxBulk)
 	if err != nil {
 		return 0, fmt.Errorf("%s jobs: %w", p.Action, err)
 	}
@@ -261,7 +262,7 @@ func (b *Base) queryIDs(ctx context.Context, q string, args []any) ([]int64, err
 }
 
 func (b *Base) bulkChunk(ctx context.Context, action string, ids []int64) (int64, error) {
-	q := b.Q[map[string]string{driver.BulkRetry: "retry", driver.BulkCancel: "cancel", driver.BulkDelete: "delete"}[action]]
+	q := b.Q[map[string]string{sluicetype.BulkRetry: "retry", sluicetype.BulkCancel: "cancel", sluicetype.BulkDelete: "delete"}[action]]
 	args := make([]any, len(ids))
 	for i, id := range ids {
 		args[i] = id
@@ -275,7 +276,7 @@ func (b *Base) bulkChunk(ctx context.Context, action string, ids []int64) (int64
 		n, err = res.RowsAffected()
 		return err
 	})
-	if err == nil || action != driver.BulkRetry || !b.UniqueViolation(err) {
+	if err == nil || action != sluicetype.BulkRetry || !b.UniqueViolation(err) {
 		return n, err
 	}
 	// A job whose business key another active job holds cannot be retried;
@@ -285,7 +286,7 @@ func (b *Base) bulkChunk(ctx context.Context, action string, ids []int64) (int64
 		switch err := b.retryOne(ctx, id); {
 		case err == nil:
 			n++
-		case errors.Is(err, driver.ErrKeyTaken), errors.Is(err, driver.ErrWrongState), errors.Is(err, driver.ErrNotFound):
+		case errors.Is(err, sluicetype.ErrKeyTaken), errors.Is(err, sluicetype.ErrWrongState), errors.Is(err, sluicetype.ErrNotFound):
 		default:
 			return n, err
 		}

@@ -7,14 +7,15 @@ import (
 	"fmt"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // The batch checkpoints (sluice_checkpoints). Reads go to the read pool;
 // writes retry transient errors unless they run in the caller's
 // transaction, which a failed statement may have spoiled.
 
-func scanCheckpoint(sc interface{ Scan(...any) error }) (driver.Checkpoint, error) {
-	var c driver.Checkpoint
+func scanCheckpoint(sc interface{ Scan(...any) error }) (sluicetype.Checkpoint, error) {
+	var c sluicetype.Checkpoint
 	var cursor, lastErr, owner sql.NullString
 	var created, updated driver.Time
 	err := sc.Scan(&c.Batch, &c.Shard, &cursor, &c.RowsDone, &c.ChunksDone, &c.ChunkSize, &c.Status, &lastErr, &owner, &c.Version, &created, &updated)
@@ -24,13 +25,13 @@ func scanCheckpoint(sc interface{ Scan(...any) error }) (driver.Checkpoint, erro
 }
 
 // ListCheckpoints reads every batch cursor.
-func (b *Base) ListCheckpoints(ctx context.Context) ([]driver.Checkpoint, error) {
+func (b *Base) ListCheckpoints(ctx context.Context) ([]sluicetype.Checkpoint, error) {
 	rows, err := b.Read.QueryContext(ctx, b.Q["checkpoint_list"])
 	if err != nil {
 		return nil, fmt.Errorf("list checkpoints: %w", err)
 	}
 	defer rows.Close()
-	var out []driver.Checkpoint
+	var out []sluicetype.Checkpoint
 	for rows.Next() {
 		c, err := scanCheckpoint(rows)
 		if err != nil {
@@ -45,10 +46,10 @@ func (b *Base) ListCheckpoints(ctx context.Context) ([]driver.Checkpoint, error)
 }
 
 // GetCheckpoint reads one shard's cursor.
-func (b *Base) GetCheckpoint(ctx context.Context, p driver.GetCheckpointParams) (driver.Checkpoint, error) {
+func (b *Base) GetCheckpoint(ctx context.Context, p driver.GetCheckpointParams) (sluicetype.Checkpoint, error) {
 	c, err := scanCheckpoint(b.Read.QueryRowContext(ctx, b.Q["checkpoint_get"], p.Batch, p.Shard))
 	if errors.Is(err, sql.ErrNoRows) {
-		return c, fmt.Errorf("checkpoint of batch %s shard %s: %w", p.Batch, p.Shard, driver.ErrCheckpointLost)
+		return c, fmt.Errorf("checkpoint of batch %s shard %s: %w", p.Batch, p.Shard, sluicetype.ErrCheckpointLost)
 	}
 	if err != nil {
 		return c, fmt.Errorf("read checkpoint of batch %s shard %s: %w", p.Batch, p.Shard, err)
@@ -90,7 +91,7 @@ func (b *Base) fenced(ctx context.Context, tx *sql.Tx, what, batch, shard, query
 		return fmt.Errorf("%s checkpoint of batch %s shard %s: %w", what, batch, shard, err)
 	}
 	if n != 1 {
-		return fmt.Errorf("%s checkpoint of batch %s shard %s: %w", what, batch, shard, driver.ErrCheckpointLost)
+		return fmt.Errorf("%s checkpoint of batch %s shard %s: %w", what, batch, shard, sluicetype.ErrCheckpointLost)
 	}
 	return nil
 }
@@ -110,7 +111,7 @@ func (b *Base) AdvanceCheckpoint(ctx context.Context, p driver.AdvanceCheckpoint
 func (b *Base) FinishCheckpoint(ctx context.Context, p driver.FinishCheckpointParams) error {
 	var lastErr sql.NullString
 	if p.Error != "" {
-		lastErr = sql.NullString{String: driver.StorableText(p.Error, driver.MaxErrorLen, false), Valid: true}
+		lastErr = sql.NullString{String: driver.StorableText(p.Error, sluicetype.MaxErrorLen, false), Valid: true}
 	}
 	return b.fenced(ctx, nil, "finish", p.Batch, p.Shard, b.Q["checkpoint_finish"], p.Status, lastErr, p.Batch, p.Shard, p.Version)
 }

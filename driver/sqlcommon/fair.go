@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // The query files of the fair and limited claim (listed in Required) are
@@ -47,7 +48,7 @@ func (b *Base) Bind(q string, n int) string {
 
 // ClaimIDs moves the listed pending jobs to processing under p's lease and
 // returns them; each driver has its own statement shape for it.
-type ClaimIDs func(ctx context.Context, tx *sql.Tx, p driver.ClaimParams, ids []int64) ([]driver.JobRow, error)
+type ClaimIDs func(ctx context.Context, tx *sql.Tx, p driver.ClaimParams, ids []int64) ([]sluicetype.JobRow, error)
 
 // candidate is a runnable job a fair or limited claim may take.
 type candidate struct {
@@ -81,7 +82,7 @@ type candidate struct {
 // most eight (a bucket lock, the database clock, a partition bucket lock
 // and the debit; creating missing buckets and locking them again the first
 // time), each bounded by the rated types or the claim's partitions.
-func (b *Base) ClaimFair(ctx context.Context, tx *sql.Tx, p driver.ClaimParams, claim ClaimIDs) ([]driver.JobRow, error) {
+func (b *Base) ClaimFair(ctx context.Context, tx *sql.Tx, p driver.ClaimParams, claim ClaimIDs) ([]sluicetype.JobRow, error) {
 	lim := p.Limits
 	if lim == nil {
 		lim = &driver.RunningCaps{}
@@ -168,7 +169,7 @@ func (b *Base) ClaimFair(ctx context.Context, tx *sql.Tx, p driver.ClaimParams, 
 	for i, id := range ids {
 		pos[id] = i
 	}
-	slices.SortStableFunc(jobs, func(a, b driver.JobRow) int { return pos[a.ID] - pos[b.ID] })
+	slices.SortStableFunc(jobs, func(a, b sluicetype.JobRow) int { return pos[a.ID] - pos[b.ID] })
 	if len(rates.held) > 0 {
 		for _, j := range jobs {
 			rates.take(driver.TypeBucket(j.Type))
@@ -465,7 +466,7 @@ func (b *Base) pick(ctx context.Context, tx *sql.Tx, q string, args []any) ([]ca
 
 // ClaimIDsReturning is ClaimIDs for the databases whose claim_ids is an
 // UPDATE ... RETURNING (SQLite, PostgreSQL).
-func (b *Base) ClaimIDsReturning(ctx context.Context, tx *sql.Tx, p driver.ClaimParams, ids []int64) ([]driver.JobRow, error) {
+func (b *Base) ClaimIDsReturning(ctx context.Context, tx *sql.Tx, p driver.ClaimParams, ids []int64) ([]sluicetype.JobRow, error) {
 	args := append(make([]any, 0, len(ids)+2), p.Token, b.Duration(p.Lease))
 	for _, id := range ids {
 		args = append(args, id)
@@ -478,15 +479,15 @@ func (b *Base) ClaimIDsReturning(ctx context.Context, tx *sql.Tx, p driver.Claim
 }
 
 // PartitionStats is driver.Driver's PartitionStats.
-func (b *Base) PartitionStats(ctx context.Context, p driver.PartitionStatsParams) ([]driver.PartitionStats, error) {
+func (b *Base) PartitionStats(ctx context.Context, p driver.PartitionStatsParams) ([]sluicetype.PartitionStats, error) {
 	rows, err := b.Read.QueryContext(ctx, b.Bind(b.Q["partition_stats"], 0), p.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("partition stats: %w", err)
 	}
 	defer rows.Close()
-	var out []driver.PartitionStats
+	var out []sluicetype.PartitionStats
 	for rows.Next() {
-		var s driver.PartitionStats
+		var s sluicetype.PartitionStats
 		if err := rows.Scan(&s.Queue, &s.Partition, &s.Pending, &s.Running); err != nil {
 			return nil, fmt.Errorf("partition stats: %w", err)
 		}

@@ -7,15 +7,16 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // The queue-latency roll-ups (sluice_stats_latency) are written, read and
 // compacted as the counts of sluice_stats are, one row per histogram slot.
 
-func (b *Base) addLatencyTx(ctx context.Context, tx *sql.Tx, rows []driver.LatencyRow) error {
+func (b *Base) addLatencyTx(ctx context.Context, tx *sql.Tx, rows []sluicetype.LatencyRow) error {
 	for _, r := range rows {
-		if r.Slot < 0 || r.Slot >= driver.LatencySlots {
-			return fmt.Errorf("latency slot %d: want 0 to %d", r.Slot, driver.LatencySlots-1)
+		if r.Slot < 0 || r.Slot >= sluicetype.LatencySlots {
+			return fmt.Errorf("latency slot %d: want 0 to %d", r.Slot, sluicetype.LatencySlots-1)
 		}
 		if _, err := tx.ExecContext(ctx, b.Q["latency_add"], r.Queue, r.Type, b.Time(r.Bucket.UTC()), r.Slot, r.Count); err != nil {
 			return err
@@ -26,7 +27,7 @@ func (b *Base) addLatencyTx(ctx context.Context, tx *sql.Tx, rows []driver.Laten
 
 // ReadLatency returns the latency slots of the buckets at or after since,
 // oldest first.
-func (b *Base) ReadLatency(ctx context.Context, p driver.ReadStatsParams) ([]driver.LatencyRow, error) {
+func (b *Base) ReadLatency(ctx context.Context, p driver.ReadStatsParams) ([]sluicetype.LatencyRow, error) {
 	rows, err := b.Read.QueryContext(ctx, b.Q["latency_read"], b.Time(p.Since.UTC()))
 	if err != nil {
 		return nil, fmt.Errorf("read latency roll-ups: %w", err)
@@ -38,11 +39,11 @@ func (b *Base) ReadLatency(ctx context.Context, p driver.ReadStatsParams) ([]dri
 	return out, nil
 }
 
-func scanLatency(rows *sql.Rows) ([]driver.LatencyRow, error) {
+func scanLatency(rows *sql.Rows) ([]sluicetype.LatencyRow, error) {
 	defer rows.Close()
-	var out []driver.LatencyRow
+	var out []sluicetype.LatencyRow
 	for rows.Next() {
-		var r driver.LatencyRow
+		var r sluicetype.LatencyRow
 		var bucket driver.Time
 		if err := rows.Scan(&r.Queue, &r.Type, &bucket, &r.Slot, &r.Count); err != nil {
 			return nil, err
@@ -84,9 +85,9 @@ func (b *Base) compactLatencyTx(ctx context.Context, tx *sql.Tx, lo, hi time.Tim
 	if _, err := tx.ExecContext(ctx, b.Q["latency_delete_range"], b.Time(lo), b.Time(hi)); err != nil {
 		return err
 	}
-	hourly := make([]driver.LatencyRow, len(order))
+	hourly := make([]sluicetype.LatencyRow, len(order))
 	for i, k := range order {
-		hourly[i] = driver.LatencyRow{Queue: k.queue, Type: k.typ, Bucket: k.hour, Slot: k.slot, Count: sums[k]}
+		hourly[i] = sluicetype.LatencyRow{Queue: k.queue, Type: k.typ, Bucket: k.hour, Slot: k.slot, Count: sums[k]}
 	}
 	return b.addLatencyTx(ctx, tx, hourly)
 }

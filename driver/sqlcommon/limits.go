@@ -9,14 +9,15 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // The circuit breakers and rate buckets (driver.Limits) are decided here
 // from rows that circuit_lock and bucket_lock lock until the transaction
 // ends (SQLite's write transactions are exclusive already).
 
-func scanCircuit(row interface{ Scan(...any) error }) (driver.Circuit, error) {
-	var c driver.Circuit
+func scanCircuit(row interface{ Scan(...any) error }) (sluicetype.Circuit, error) {
+	var c sluicetype.Circuit
 	var until, updated driver.Time
 	err := row.Scan(&c.Type, &c.State, &c.Failures, &c.Opens, &c.Manual, &until, &c.Probe, &updated)
 	c.Until, c.UpdatedAt = until.Time, updated.Time
@@ -24,25 +25,25 @@ func scanCircuit(row interface{ Scan(...any) error }) (driver.Circuit, error) {
 }
 
 // Circuit reads a type's breaker; a type without a row is closed.
-func (b *Base) Circuit(ctx context.Context, p driver.CircuitParams) (driver.Circuit, error) {
+func (b *Base) Circuit(ctx context.Context, p driver.CircuitParams) (sluicetype.Circuit, error) {
 	c, err := scanCircuit(b.Read.QueryRowContext(ctx, b.Q["circuit_get"], p.Type))
 	if errors.Is(err, sql.ErrNoRows) {
-		return driver.Circuit{Type: p.Type, State: driver.CircuitClosed}, nil
+		return sluicetype.Circuit{Type: p.Type, State: sluicetype.CircuitClosed}, nil
 	}
 	if err != nil {
-		return driver.Circuit{}, fmt.Errorf("read circuit of type %s: %w", p.Type, err)
+		return sluicetype.Circuit{}, fmt.Errorf("read circuit of type %s: %w", p.Type, err)
 	}
 	return c, nil
 }
 
 // ListCircuits reads every breaker row.
-func (b *Base) ListCircuits(ctx context.Context) ([]driver.Circuit, error) {
+func (b *Base) ListCircuits(ctx context.Context) ([]sluicetype.Circuit, error) {
 	rows, err := b.Read.QueryContext(ctx, b.Q["circuit_list"])
 	if err != nil {
 		return nil, fmt.Errorf("list circuits: %w", err)
 	}
 	defer rows.Close()
-	var out []driver.Circuit
+	var out []sluicetype.Circuit
 	for rows.Next() {
 		c, err := scanCircuit(rows)
 		if err != nil {
@@ -59,8 +60,8 @@ func (b *Base) ListCircuits(ctx context.Context) ([]driver.Circuit, error) {
 // changeCircuit runs change on a type's breaker row, locked and created
 // closed if missing, with the database time, and writes back what it
 // returns when write is true.
-func (b *Base) changeCircuit(ctx context.Context, typ string, change func(c driver.Circuit, now time.Time) (driver.Circuit, bool)) (driver.Circuit, error) {
-	var out driver.Circuit
+func (b *Base) changeCircuit(ctx context.Context, typ string, change func(c sluicetype.Circuit, now time.Time) (sluicetype.Circuit, bool)) (sluicetype.Circuit, error) {
+	var out sluicetype.Circuit
 	err := b.InTx(ctx, nil, func(tx *sql.Tx) error {
 		now, err := b.txNow(ctx, tx)
 		if err != nil {
@@ -88,7 +89,7 @@ func (b *Base) changeCircuit(ctx context.Context, typ string, change func(c driv
 		return nil
 	})
 	if err != nil {
-		return driver.Circuit{}, fmt.Errorf("circuit of type %s: %w", typ, err)
+		return sluicetype.Circuit{}, fmt.Errorf("circuit of type %s: %w", typ, err)
 	}
 	return out, nil
 }
@@ -104,8 +105,8 @@ func (b *Base) txNow(ctx context.Context, tx *sql.Tx) (time.Time, error) {
 }
 
 // RecordCircuit applies one attempt's outcome as p.Policy.Next decides.
-func (b *Base) RecordCircuit(ctx context.Context, p driver.RecordCircuitParams) (driver.Circuit, error) {
-	return b.changeCircuit(ctx, p.Type, func(c driver.Circuit, now time.Time) (driver.Circuit, bool) {
+func (b *Base) RecordCircuit(ctx context.Context, p driver.RecordCircuitParams) (sluicetype.Circuit, error) {
+	return b.changeCircuit(ctx, p.Type, func(c sluicetype.Circuit, now time.Time) (sluicetype.Circuit, bool) {
 		next := p.Policy.Next(c, p.Failed, p.Probe, now)
 		if next.State == c.State && next.Failures == c.Failures && next.Opens == c.Opens && next.Probe == c.Probe {
 			return c, false // nothing to write: a closed circuit's successes cost one locked read
@@ -118,11 +119,11 @@ func (b *Base) RecordCircuit(ctx context.Context, p driver.RecordCircuitParams) 
 // probe's deadline) is over.
 func (b *Base) ProbeCircuit(ctx context.Context, p driver.ProbeCircuitParams) (bool, error) {
 	won := false
-	_, err := b.changeCircuit(ctx, p.Type, func(c driver.Circuit, now time.Time) (driver.Circuit, bool) {
-		if c.State == driver.CircuitClosed || c.Manual || now.Before(c.Until) {
+	_, err := b.changeCircuit(ctx, p.Type, func(c sluicetype.Circuit, now time.Time) (sluicetype.Circuit, bool) {
+		if c.State == sluicetype.CircuitClosed || c.Manual || now.Before(c.Until) {
 			return c, false
 		}
-		c.State, c.Probe, c.Until = driver.CircuitHalfOpen, p.Token, now.Add(p.TTL)
+		c.State, c.Probe, c.Until = sluicetype.CircuitHalfOpen, p.Token, now.Add(p.TTL)
 		won = true
 		return c, true
 	})
@@ -130,12 +131,12 @@ func (b *Base) ProbeCircuit(ctx context.Context, p driver.ProbeCircuitParams) (b
 }
 
 // SetCircuit opens a breaker by hand, or closes it.
-func (b *Base) SetCircuit(ctx context.Context, p driver.SetCircuitParams) (driver.Circuit, error) {
-	return b.changeCircuit(ctx, p.Type, func(c driver.Circuit, now time.Time) (driver.Circuit, bool) {
+func (b *Base) SetCircuit(ctx context.Context, p driver.SetCircuitParams) (sluicetype.Circuit, error) {
+	return b.changeCircuit(ctx, p.Type, func(c sluicetype.Circuit, now time.Time) (sluicetype.Circuit, bool) {
 		if p.Open {
-			return driver.Circuit{Type: c.Type, State: driver.CircuitOpen, Opens: max(c.Opens, 1), Manual: true, Until: now}, true
+			return sluicetype.Circuit{Type: c.Type, State: sluicetype.CircuitOpen, Opens: max(c.Opens, 1), Manual: true, Until: now}, true
 		}
-		return driver.Circuit{Type: c.Type, State: driver.CircuitClosed, Until: now}, true
+		return sluicetype.Circuit{Type: c.Type, State: sluicetype.CircuitClosed, Until: now}, true
 	})
 }
 
@@ -192,15 +193,15 @@ func (b *Base) ReturnTokens(ctx context.Context, p driver.ReturnTokensParams) er
 }
 
 // ListRateBuckets reads every bucket as last written.
-func (b *Base) ListRateBuckets(ctx context.Context) ([]driver.RateBucket, error) {
+func (b *Base) ListRateBuckets(ctx context.Context) ([]sluicetype.RateBucket, error) {
 	rows, err := b.Read.QueryContext(ctx, b.Q["bucket_list"])
 	if err != nil {
 		return nil, fmt.Errorf("list rate buckets: %w", err)
 	}
 	defer rows.Close()
-	var out []driver.RateBucket
+	var out []sluicetype.RateBucket
 	for rows.Next() {
-		var r driver.RateBucket
+		var r sluicetype.RateBucket
 		var at driver.Time
 		if err := rows.Scan(&r.Name, &r.Tokens, &at); err != nil {
 			return nil, fmt.Errorf("list rate buckets: %w", err)

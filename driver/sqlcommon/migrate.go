@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // ApplyMigrations runs every migration newer than current on q, recording
@@ -14,7 +15,7 @@ import (
 func ApplyMigrations(ctx context.Context, q driver.Querier, migs []driver.Migration, current int, setVersion string) (int, error) {
 	latest := len(migs)
 	if current > latest {
-		return current, fmt.Errorf("schema version %d, this binary knows up to %d: %w", current, latest, driver.ErrSchemaTooNew)
+		return current, fmt.Errorf("schema version %d, this binary knows up to %d: %w", current, latest, sluicetype.ErrSchemaTooNew)
 	}
 	for _, m := range migs[current:] {
 		stmts := m.Statements

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // AddStats adds every row, counts and latency slots, to its bucket in one
@@ -36,7 +37,7 @@ func (b *Base) AddStats(ctx context.Context, p driver.AddStatsParams) error {
 	return nil
 }
 
-func (b *Base) addStatsTx(ctx context.Context, tx *sql.Tx, rows []driver.StatRow) error {
+func (b *Base) addStatsTx(ctx context.Context, tx *sql.Tx, rows []sluicetype.StatRow) error {
 	for _, r := range rows {
 		if _, err := tx.ExecContext(ctx, b.Q["stats_add"], r.Queue, r.Type, r.Outcome, b.Time(r.Bucket.UTC()), r.Count); err != nil {
 			return err
@@ -46,7 +47,7 @@ func (b *Base) addStatsTx(ctx context.Context, tx *sql.Tx, rows []driver.StatRow
 }
 
 // ReadStats returns the buckets at or after since, oldest first.
-func (b *Base) ReadStats(ctx context.Context, p driver.ReadStatsParams) ([]driver.StatRow, error) {
+func (b *Base) ReadStats(ctx context.Context, p driver.ReadStatsParams) ([]sluicetype.StatRow, error) {
 	since := p.Since
 	rows, err := b.Read.QueryContext(ctx, b.Q["stats_read"], b.Time(since.UTC()))
 	if err != nil {
@@ -59,11 +60,11 @@ func (b *Base) ReadStats(ctx context.Context, p driver.ReadStatsParams) ([]drive
 	return out, nil
 }
 
-func scanStats(rows *sql.Rows) ([]driver.StatRow, error) {
+func scanStats(rows *sql.Rows) ([]sluicetype.StatRow, error) {
 	defer rows.Close()
-	var out []driver.StatRow
+	var out []sluicetype.StatRow
 	for rows.Next() {
-		var r driver.StatRow
+		var r sluicetype.StatRow
 		var bucket driver.Time
 		if err := rows.Scan(&r.Queue, &r.Type, &r.Outcome, &bucket, &r.Count); err != nil {
 			return nil, err
@@ -114,7 +115,7 @@ func (b *Base) compactCountsTx(ctx context.Context, tx *sql.Tx, lo, hi time.Time
 	}
 	type key struct {
 		queue, typ string
-		outcome    driver.Outcome
+		outcome    sluicetype.Outcome
 		hour       time.Time
 	}
 	sums := map[key]int64{}
@@ -132,15 +133,15 @@ func (b *Base) compactCountsTx(ctx context.Context, tx *sql.Tx, lo, hi time.Time
 	if _, err := tx.ExecContext(ctx, b.Q["stats_delete_range"], b.Time(lo), b.Time(hi)); err != nil {
 		return err
 	}
-	hourly := make([]driver.StatRow, len(order))
+	hourly := make([]sluicetype.StatRow, len(order))
 	for i, k := range order {
-		hourly[i] = driver.StatRow{Queue: k.queue, Type: k.typ, Outcome: k.outcome, Bucket: k.hour, Count: sums[k]}
+		hourly[i] = sluicetype.StatRow{Queue: k.queue, Type: k.typ, Outcome: k.outcome, Bucket: k.hour, Count: sums[k]}
 	}
 	return b.addStatsTx(ctx, tx, hourly)
 }
 
 // UpsertNode writes a heartbeat row; last_seen comes from the database clock.
-func (b *Base) UpsertNode(ctx context.Context, n driver.Node) error {
+func (b *Base) UpsertNode(ctx context.Context, n sluicetype.Node) error {
 	err := driver.RetryTransient(ctx, b.Transient, func() error {
 		_, err := b.Write.ExecContext(ctx, b.Q["node_upsert"], n.ID, n.Version, b.Time(n.StartedAt.UTC()), n.Concurrency, n.Running)
 		return err
@@ -160,15 +161,15 @@ func (b *Base) DeleteNode(ctx context.Context, id string) error {
 }
 
 // ListNodes reads every heartbeat row.
-func (b *Base) ListNodes(ctx context.Context) ([]driver.Node, error) {
+func (b *Base) ListNodes(ctx context.Context) ([]sluicetype.Node, error) {
 	rows, err := b.Read.QueryContext(ctx, b.Q["node_list"])
 	if err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
 	defer rows.Close()
-	var out []driver.Node
+	var out []sluicetype.Node
 	for rows.Next() {
-		var n driver.Node
+		var n sluicetype.Node
 		var started, seen driver.Time
 		if err := rows.Scan(&n.ID, &n.Version, &started, &seen, &n.Concurrency, &n.Running); err != nil {
 			return nil, fmt.Errorf("list nodes: %w", err)
@@ -197,15 +198,15 @@ func (b *Base) PurgeNodes(ctx context.Context, p driver.PurgeNodesParams) (int64
 }
 
 // ListLeases reads every named lease.
-func (b *Base) ListLeases(ctx context.Context) ([]driver.Lease, error) {
+func (b *Base) ListLeases(ctx context.Context) ([]sluicetype.Lease, error) {
 	rows, err := b.Read.QueryContext(ctx, b.Q["lease_list"])
 	if err != nil {
 		return nil, fmt.Errorf("list leases: %w", err)
 	}
 	defer rows.Close()
-	var out []driver.Lease
+	var out []sluicetype.Lease
 	for rows.Next() {
-		var l driver.Lease
+		var l sluicetype.Lease
 		var since, until driver.Time
 		if err := rows.Scan(&l.Name, &l.Holder, &l.Fence, &since, &until); err != nil {
 			return nil, fmt.Errorf("list leases: %w", err)

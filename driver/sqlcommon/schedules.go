@@ -7,10 +7,11 @@ import (
 	"fmt"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
-func scanSchedule(scan func(...any) error) (driver.ScheduleState, error) {
-	var s driver.ScheduleState
+func scanSchedule(scan func(...any) error) (sluicetype.ScheduleState, error) {
+	var s sluicetype.ScheduleState
 	var last, updated driver.Time
 	var jobID sql.NullInt64
 	if err := scan(&s.Name, &last, &jobID, &s.Version, &s.Fires, &s.Skips, &updated); err != nil {
@@ -21,11 +22,11 @@ func scanSchedule(scan func(...any) error) (driver.ScheduleState, error) {
 }
 
 // ScheduleState reads one schedule's progress.
-func (b *Base) ScheduleState(ctx context.Context, p driver.ScheduleStateParams) (driver.ScheduleState, error) {
+func (b *Base) ScheduleState(ctx context.Context, p driver.ScheduleStateParams) (sluicetype.ScheduleState, error) {
 	name := p.Name
 	s, err := scanSchedule(b.Read.QueryRowContext(ctx, b.Q["schedule_get"], name).Scan)
 	if errors.Is(err, sql.ErrNoRows) {
-		return driver.ScheduleState{Name: name}, nil
+		return sluicetype.ScheduleState{Name: name}, nil
 	}
 	if err != nil {
 		return s, fmt.Errorf("read schedule %s: %w", name, err)
@@ -74,13 +75,13 @@ func (b *Base) AdvanceSchedule(ctx context.Context, p driver.AdvanceSchedulePara
 }
 
 // ListSchedules reads every schedule's progress.
-func (b *Base) ListSchedules(ctx context.Context) ([]driver.ScheduleState, error) {
+func (b *Base) ListSchedules(ctx context.Context) ([]sluicetype.ScheduleState, error) {
 	rows, err := b.Read.QueryContext(ctx, b.Q["schedule_list"])
 	if err != nil {
 		return nil, fmt.Errorf("list schedules: %w", err)
 	}
 	defer rows.Close()
-	var out []driver.ScheduleState
+	var out []sluicetype.ScheduleState
 	for rows.Next() {
 		s, err := scanSchedule(rows.Scan)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // SyncTypes writes the rows of p.Types that sluice_types does not already
@@ -79,15 +80,15 @@ func (b *Base) ServeTypes(ctx context.Context, p driver.ServeTypesParams) error 
 }
 
 // UnservedTypes counts pending jobs of the types not served within p.Within.
-func (b *Base) UnservedTypes(ctx context.Context, p driver.UnservedTypesParams) ([]driver.TypeCount, error) {
+func (b *Base) UnservedTypes(ctx context.Context, p driver.UnservedTypesParams) ([]sluicetype.TypeCount, error) {
 	rows, err := b.Read.QueryContext(ctx, b.Q["types_unserved"], b.Duration(-p.Within))
 	if err != nil {
 		return nil, fmt.Errorf("count jobs waiting for a handler: %w", err)
 	}
 	defer rows.Close()
-	var out []driver.TypeCount
+	var out []sluicetype.TypeCount
 	for rows.Next() {
-		var c driver.TypeCount
+		var c sluicetype.TypeCount
 		if err := rows.Scan(&c.Type, &c.Pending); err != nil {
 			return nil, fmt.Errorf("count jobs waiting for a handler: %w", err)
 		}

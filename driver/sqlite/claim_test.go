@@ -11,6 +11,7 @@ import (
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/driver/sqlite"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // TestPlainClaimSortsNothing: the claims of a queue that is neither fair
@@ -48,7 +49,7 @@ func TestPlainClaimSortsNothing(t *testing.T) {
 func TestClaimAfterSchemaRebuilt(t *testing.T) {
 	d, tg := testdb.OpenURL(t, "sqlite")
 	ctx := context.Background()
-	claim := func(typ string) []driver.JobRow {
+	claim := func(typ string) []sluicetype.JobRow {
 		t.Helper()
 		jobs, err := d.Claim(ctx, driver.ClaimParams{Queue: "default", Type: typ, Limit: 10, Lease: time.Minute, Token: "t-" + typ})
 		require.NoError(t, err)
@@ -57,7 +58,7 @@ func TestClaimAfterSchemaRebuilt(t *testing.T) {
 	insert := func() int64 {
 		t.Helper()
 		res, err := d.Insert(ctx, driver.InsertParams{Jobs: []driver.InsertJob{
-			{Queue: "default", Type: "noop", Dedupe: driver.DedupePermanent, Payload: []byte(`{}`), MaxAttempts: 3},
+			{Queue: "default", Type: "noop", Dedupe: sluicetype.DedupePermanent, Payload: []byte(`{}`), MaxAttempts: 3},
 		}})
 		require.NoError(t, err)
 		return res[0].ID

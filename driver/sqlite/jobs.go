@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/driver/sqlcommon"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Insert adds jobs with their keys taken in one global order (see
@@ -61,8 +62,8 @@ func (d *Driver) insertAll(ctx context.Context, tx *sql.Tx, jobs []driver.Insert
 
 // Claim runs one UPDATE ... RETURNING in an IMMEDIATE transaction, or,
 // for a fair queue or one with limits, sqlcommon's ClaimFair.
-func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) ([]driver.JobRow, error) {
-	var jobs []driver.JobRow
+func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) ([]sluicetype.JobRow, error) {
+	var jobs []sluicetype.JobRow
 	if p.Fair || p.Limits.Active() {
 		err := d.InTx(ctx, nil, func(tx *sql.Tx) (err error) {
 			jobs, err = d.ClaimFair(ctx, tx, p, d.ClaimIDsReturning)

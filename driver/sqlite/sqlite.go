@@ -26,6 +26,7 @@ import (
 
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/driver/sqlcommon"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 //go:embed migrations/*.sql queries/*.sql
@@ -220,7 +221,7 @@ func (d *Driver) Migrate(ctx context.Context) (driver.MigrateResult, error) {
 }
 
 // AcquireLease takes or renews a named lease.
-func (d *Driver) AcquireLease(ctx context.Context, p driver.LeaseParams) (driver.Lease, error) {
+func (d *Driver) AcquireLease(ctx context.Context, p driver.LeaseParams) (sluicetype.Lease, error) {
 	return d.UpsertLease(ctx, p)
 }
 
@@ -232,7 +233,7 @@ func (d *Driver) Complete(ctx context.Context, p driver.CompleteParams) ([]int64
 	plain := map[string][]int64{}
 	var rest []driver.Completion
 	for _, c := range cs {
-		if c.Status == driver.StatusSuccess && !c.Refund && c.Error == nil && c.Result == nil && c.Attempt == nil {
+		if c.Status == sluicetype.StatusSuccess && !c.Refund && c.Error == nil && c.Result == nil && c.Attempt == nil {
 			plain[c.Token] = append(plain[c.Token], c.ID)
 		} else {
 			rest = append(rest, c)

@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/handler/webhook"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Defaults (docs/reference.md "Handler protocol").
@@ -33,8 +33,8 @@ const (
 
 // Output kept per run: stdout becomes the job's result, stderr its error.
 const (
-	maxStdout = driver.MaxResultLen
-	maxStderr = driver.MaxErrorLen
+	maxStdout = sluicetype.MaxResultLen
+	maxStderr = sluicetype.MaxErrorLen
 )
 
 // pipeDrainTime bounds how long output is still read after the process

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Config configures an endpoint: a job type's webhook or a batch's HTTP sink.
@@ -206,8 +207,8 @@ func (e *Endpoint) post(ctx context.Context, body []byte, key string, extra http
 	// late is: the receiver did not finish answering, and the retry carries the
 	// same Idempotency-Key, so a receiver that did the work answers again
 	// without doing it twice.
-	data, readErr := io.ReadAll(io.LimitReader(resp.Body, driver.MaxResultLen+1))
-	text := strings.ToValidUTF8(driver.Truncate(string(data), driver.MaxResultLen, false), "\uFFFD")
+	data, readErr := io.ReadAll(io.LimitReader(resp.Body, sluicetype.MaxResultLen+1))
+	text := strings.ToValidUTF8(driver.Truncate(string(data), sluicetype.MaxResultLen, false), "\uFFFD")
 	code := resp.StatusCode
 	if readErr != nil && code >= 200 && code < 300 {
 		if ctx.Err() == nil && errors.Is(readErr, context.DeadlineExceeded) {
@@ -257,7 +258,7 @@ func statusError(code int, body string) error {
 		return fmt.Errorf("HTTP %d %s", code, http.StatusText(code))
 	}
 	status := fmt.Sprintf("HTTP %d", code)
-	return &sluice.DetailError{Err: errors.New(status), Detail: driver.Truncate(body, driver.MaxErrorLen-len(status+": "), false)}
+	return &sluice.DetailError{Err: errors.New(status), Detail: driver.Truncate(body, sluicetype.MaxErrorLen-len(status+": "), false)}
 }
 
 // parseRetryAfter reads a Retry-After value: delay seconds or an HTTP date.

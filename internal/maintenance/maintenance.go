@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/clock"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // LeaderLease names the leadership row.
@@ -25,14 +26,14 @@ type Config struct {
 	// Clock is the client's clock, required; it only paces the chores.
 	Clock clock.Clock
 	// Retention per finished status; zero keeps that status forever.
-	Retention map[driver.Status]time.Duration
+	Retention map[sluicetype.Status]time.Duration
 	// RescueEvery defaults to 5s, PurgeEvery to 1m, LeaderTTL to 30s.
 	RescueEvery, PurgeEvery, LeaderTTL time.Duration
 	// KeepAttempts bounds the attempt history a rescue appends to; 0
 	// means driver.DefaultKeepAttempts.
 	KeepAttempts int
 	// Rescued is called after a rescue pass that moved jobs.
-	Rescued func(r driver.RescueResult)
+	Rescued func(r sluicetype.RescueResult)
 	// Chores, if set, runs with the purge, every PurgeEvery, while this
 	// node leads: roll-up compaction and stale node rows.
 	Chores func(ctx context.Context)
@@ -149,7 +150,7 @@ func (s *Service) loop(ctx context.Context) {
 }
 
 // RescueAll returns every expired lease to pending (or failed), in chunks.
-func (s *Service) RescueAll(ctx context.Context) driver.RescueResult {
+func (s *Service) RescueAll(ctx context.Context) sluicetype.RescueResult {
 	total, err := Rescue(ctx, s.cfg.Driver, s.cfg.KeepAttempts, s.log, s.cfg.Rescued)
 	if err != nil {
 		s.log.Warn("rescue failed", "err", err)
@@ -162,11 +163,11 @@ func (s *Service) RescueAll(ctx context.Context) driver.RescueResult {
 // a cron pass (which rescues before it claims) both go through it, so a
 // rescue is logged and counted the same way whoever runs it. On an error
 // it still reports what the chunks before it moved.
-func Rescue(ctx context.Context, d driver.Driver, keepAttempts int, log *slog.Logger, rescued func(driver.RescueResult)) (driver.RescueResult, error) {
-	var total driver.RescueResult
+func Rescue(ctx context.Context, d driver.Driver, keepAttempts int, log *slog.Logger, rescued func(sluicetype.RescueResult)) (sluicetype.RescueResult, error) {
+	var total sluicetype.RescueResult
 	var err error
 	for ctx.Err() == nil {
-		var r driver.RescueResult
+		var r sluicetype.RescueResult
 		if r, err = d.Rescue(ctx, driver.RescueParams{Limit: 1000, KeepAttempts: keepAttempts}); err != nil {
 			break
 		}
@@ -201,7 +202,7 @@ func (s *Service) PurgeAll(ctx context.Context) {
 // chunks of 1,000 so that no statement holds locks for long, logs what it
 // deleted and returns the count. Retention and an operator's purge both go
 // through it. On an error it still reports what the chunks before it deleted.
-func Purge(ctx context.Context, d driver.Driver, log *slog.Logger, status driver.Status, olderThan time.Duration) (int64, error) {
+func Purge(ctx context.Context, d driver.Driver, log *slog.Logger, status sluicetype.Status, olderThan time.Duration) (int64, error) {
 	var total int64
 	var err error
 	for ctx.Err() == nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // These tests run two services on one real SQLite database. Leadership
@@ -35,23 +36,23 @@ type node struct {
 
 var errCut = errors.New("test: database unreachable from this node")
 
-func (n *node) Rescue(ctx context.Context, p driver.RescueParams) (driver.RescueResult, error) {
+func (n *node) Rescue(ctx context.Context, p driver.RescueParams) (sluicetype.RescueResult, error) {
 	if n.cut.Load() {
-		return driver.RescueResult{}, errCut
+		return sluicetype.RescueResult{}, errCut
 	}
 	n.rescues.Add(1)
 	return n.Driver.Rescue(ctx, p)
 }
 
-func (n *node) AcquireLease(ctx context.Context, p driver.LeaseParams) (driver.Lease, error) {
+func (n *node) AcquireLease(ctx context.Context, p driver.LeaseParams) (sluicetype.Lease, error) {
 	if n.cut.Load() {
-		return driver.Lease{}, errCut
+		return sluicetype.Lease{}, errCut
 	}
 	return n.Driver.AcquireLease(ctx, p)
 }
 
 // start runs a service for node id on d.
-func start(t *testing.T, d driver.Driver, id string, clk *clock.Manual, rescued func(driver.RescueResult)) (*Service, *node) {
+func start(t *testing.T, d driver.Driver, id string, clk *clock.Manual, rescued func(sluicetype.RescueResult)) (*Service, *node) {
 	t.Helper()
 	n := &node{Driver: d}
 	s := New(Config{Driver: n, NodeID: id, Clock: clk.Clock(), LeaderTTL: leaderTTL, RescueEvery: time.Minute, Rescued: rescued})
@@ -63,7 +64,7 @@ func start(t *testing.T, d driver.Driver, id string, clk *clock.Manual, rescued 
 func newClock() *clock.Manual { return clock.NewManual(time.Date(2031, 5, 4, 12, 0, 0, 0, time.UTC)) }
 
 // leaderLease reads the leadership row.
-func leaderLease(t *testing.T, d driver.Driver) driver.Lease {
+func leaderLease(t *testing.T, d driver.Driver) sluicetype.Lease {
 	t.Helper()
 	ls, err := d.ListLeases(context.Background())
 	require.NoError(t, err)
@@ -73,7 +74,7 @@ func leaderLease(t *testing.T, d driver.Driver) driver.Lease {
 		}
 	}
 	t.Fatal("no leadership row")
-	return driver.Lease{}
+	return sluicetype.Lease{}
 }
 
 // eventually polls cond every few milliseconds until it holds, and fails
@@ -154,11 +155,11 @@ func TestTakeOverAfterLeaderIsCutOff(t *testing.T) {
 func TestLeaderRescuesEveryRescueEvery(t *testing.T) {
 	d := testdb.Open(t, "sqlite")
 	ctx := context.Background()
-	_, err := d.Insert(ctx, driver.InsertParams{Jobs: []driver.InsertJob{{Queue: "q", Type: "t", Dedupe: driver.DedupePermanent, Payload: []byte(`{}`), MaxAttempts: 3}}})
+	_, err := d.Insert(ctx, driver.InsertParams{Jobs: []driver.InsertJob{{Queue: "q", Type: "t", Dedupe: sluicetype.DedupePermanent, Payload: []byte(`{}`), MaxAttempts: 3}}})
 	require.NoError(t, err)
 	clk := newClock()
 	var rescued atomic.Int32
-	a, na := start(t, d, "node-a", clk, func(r driver.RescueResult) { rescued.Add(int32(r.Pending)) })
+	a, na := start(t, d, "node-a", clk, func(r sluicetype.RescueResult) { rescued.Add(int32(r.Pending)) })
 	eventually(t, 2*time.Second, func() bool { return na.rescues.Load() == 1 }, "the leader's first pass did not rescue")
 	require.True(t, a.IsLeader())
 
@@ -174,5 +175,5 @@ func TestLeaderRescuesEveryRescueEvery(t *testing.T) {
 	require.EqualValues(t, 2, na.rescues.Load())
 	j, err := d.GetJob(ctx, jobs[0].ID)
 	require.NoError(t, err)
-	require.Equal(t, driver.StatusPending, j.Status)
+	require.Equal(t, sluicetype.StatusPending, j.Status)
 }

@@ -21,8 +21,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/buildinfo"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // poolPrefix starts the names of the database pool's metrics.
@@ -141,7 +141,7 @@ func (m *Metrics) Enqueued(queue, typ string, duplicate bool) {
 
 // Completed counts a finished attempt with its run time and the time it
 // waited from next_run_at to its start.
-func (m *Metrics) Completed(queue, typ string, outcome driver.Outcome, ran, waited time.Duration) {
+func (m *Metrics) Completed(queue, typ string, outcome sluicetype.Outcome, ran, waited time.Duration) {
 	m.completed.WithLabelValues(queue, typ, string(outcome)).Inc()
 	if !attempted(outcome) {
 		return
@@ -152,7 +152,7 @@ func (m *Metrics) Completed(queue, typ string, outcome driver.Outcome, ran, wait
 
 // attempted reports whether an outcome's attempt ran, and so has a run time and
 // a queue latency: an operator's cancel runs nothing.
-func attempted(o driver.Outcome) bool { return o != driver.OutcomeCancelled }
+func attempted(o sluicetype.Outcome) bool { return o != sluicetype.OutcomeCancelled }
 
 // Claimed records one claim query's duration.
 func (m *Metrics) Claimed(queue string, took time.Duration) {
@@ -164,10 +164,10 @@ func (m *Metrics) LeaseLost(queue, typ string) { m.leaseLost.WithLabelValues(que
 
 // Rescued counts a rescue pass: every job it moved, and those it failed
 // for good as failed completions (no attempt ran here: no run time).
-func (m *Metrics) Rescued(r driver.RescueResult) {
+func (m *Metrics) Rescued(r sluicetype.RescueResult) {
 	m.rescued.Add(float64(r.Pending + r.Failed))
 	for k, n := range r.FailedBy {
-		m.completed.WithLabelValues(k.Queue, k.Type, string(driver.OutcomeFailed)).Add(float64(n))
+		m.completed.WithLabelValues(k.Queue, k.Type, string(sluicetype.OutcomeFailed)).Add(float64(n))
 	}
 }
 

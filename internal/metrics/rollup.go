@@ -6,11 +6,12 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 type rollKey struct {
 	queue, typ string
-	outcome    driver.Outcome
+	outcome    sluicetype.Outcome
 	minute     time.Time
 }
 
@@ -42,24 +43,24 @@ func NewRollup() *Rollup {
 // Add counts one attempt that finished at at after waiting waited from
 // becoming runnable to its start; an attempt that ran nothing (a cancel)
 // has no wait, as in Metrics.Completed.
-func (r *Rollup) Add(queue, typ string, outcome driver.Outcome, at time.Time, waited time.Duration) {
+func (r *Rollup) Add(queue, typ string, outcome sluicetype.Outcome, at time.Time, waited time.Duration) {
 	minute := at.UTC().Truncate(time.Minute)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.counts[rollKey{queue, typ, outcome, minute}]++
 	if attempted(outcome) {
-		r.latency[latencyKey{queue, typ, minute, driver.LatencySlot(waited)}]++
+		r.latency[latencyKey{queue, typ, minute, sluicetype.LatencySlot(waited)}]++
 	}
 }
 
 // AddRescued counts the jobs that a rescue pass at at failed for good; no
 // attempt of theirs started here, so they have no wait.
-func (r *Rollup) AddRescued(res driver.RescueResult, at time.Time) {
+func (r *Rollup) AddRescued(res sluicetype.RescueResult, at time.Time) {
 	minute := at.UTC().Truncate(time.Minute)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for k, n := range res.FailedBy {
-		r.counts[rollKey{k.Queue, k.Type, driver.OutcomeFailed, minute}] += int64(n)
+		r.counts[rollKey{k.Queue, k.Type, sluicetype.OutcomeFailed, minute}] += int64(n)
 	}
 }
 
@@ -76,12 +77,12 @@ func (r *Rollup) Flush(ctx context.Context, d driver.Driver) error {
 	if len(counts)+len(latency) == 0 {
 		return nil
 	}
-	p := driver.AddStatsParams{Rows: make([]driver.StatRow, 0, len(counts)), Latency: make([]driver.LatencyRow, 0, len(latency))}
+	p := driver.AddStatsParams{Rows: make([]sluicetype.StatRow, 0, len(counts)), Latency: make([]sluicetype.LatencyRow, 0, len(latency))}
 	for k, n := range counts {
-		p.Rows = append(p.Rows, driver.StatRow{Queue: k.queue, Type: k.typ, Outcome: k.outcome, Bucket: k.minute, Count: n})
+		p.Rows = append(p.Rows, sluicetype.StatRow{Queue: k.queue, Type: k.typ, Outcome: k.outcome, Bucket: k.minute, Count: n})
 	}
 	for k, n := range latency {
-		p.Latency = append(p.Latency, driver.LatencyRow{Queue: k.queue, Type: k.typ, Bucket: k.minute, Slot: k.slot, Count: n})
+		p.Latency = append(p.Latency, sluicetype.LatencyRow{Queue: k.queue, Type: k.typ, Bucket: k.minute, Slot: k.slot, Count: n})
 	}
 	if err := d.AddStats(ctx, p); err != nil {
 		r.mu.Lock()

@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/metrics"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // When Flush returns, every count added before the call is in sluice_stats,
@@ -41,7 +42,7 @@ func TestFlushWritesEachCountOnceAndBeforeReturning(t *testing.T) {
 			for range flushers {
 				wg.Go(func() {
 					for range rounds {
-						r.Add("default", "t", driver.OutcomeSuccess, time.Now(), time.Second)
+						r.Add("default", "t", sluicetype.OutcomeSuccess, time.Now(), time.Second)
 						before := added.Add(1)
 						if !assert.NoError(t, r.Flush(ctx, d)) {
 							return
@@ -57,7 +58,7 @@ func TestFlushWritesEachCountOnceAndBeforeReturning(t *testing.T) {
 			require.NoError(t, err)
 			waits := int64(0)
 			for _, row := range lat {
-				require.Equal(t, driver.LatencySlot(time.Second), row.Slot)
+				require.Equal(t, sluicetype.LatencySlot(time.Second), row.Slot)
 				waits += row.Count
 			}
 			require.Equal(t, int64(flushers*rounds), waits)
@@ -72,13 +73,13 @@ func TestRollupLatencyOnlyForAttemptsThatRan(t *testing.T) {
 	ctx := context.Background()
 	r := metrics.NewRollup()
 	now := time.Now()
-	r.Add("q", "t", driver.OutcomeSuccess, now, 3*time.Millisecond)
-	r.Add("q", "t", driver.OutcomeRetry, now, 3*time.Millisecond)
-	r.Add("q", "t", driver.OutcomeCancelled, now, time.Hour)
+	r.Add("q", "t", sluicetype.OutcomeSuccess, now, 3*time.Millisecond)
+	r.Add("q", "t", sluicetype.OutcomeRetry, now, 3*time.Millisecond)
+	r.Add("q", "t", sluicetype.OutcomeCancelled, now, time.Hour)
 	require.NoError(t, r.Flush(ctx, d))
 	lat, err := d.ReadLatency(ctx, driver.ReadStatsParams{Since: now.Add(-time.Hour)})
 	require.NoError(t, err)
 	require.Len(t, lat, 1, "%+v", lat)
-	require.Equal(t, driver.LatencySlot(3*time.Millisecond), lat[0].Slot)
+	require.Equal(t, sluicetype.LatencySlot(3*time.Millisecond), lat[0].Slot)
 	require.EqualValues(t, 2, lat[0].Count)
 }

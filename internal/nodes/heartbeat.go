@@ -5,20 +5,21 @@ package nodes
 
 import (
 	"context"
-	"github.com/sluicehq/sluice/internal/buildinfo"
 	"log/slog"
 	"time"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/buildinfo"
 	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/metrics"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Heartbeat keeps a process's sluice_nodes row fresh and flushes its
 // roll-up counts, every Every (default 5s), from Start until Stop.
 type Heartbeat struct {
 	Driver  driver.Driver
-	Node    driver.Node // ID, Concurrency; StartedAt and Version are filled in
+	Node    sluicetype.Node // ID, Concurrency; StartedAt and Version are filled in
 	Running func() int
 	Rollup  *metrics.Rollup // flushed on every beat, so counts ride the same timer
 	Every   time.Duration

@@ -11,6 +11,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Enqueue enqueues n jobs of type typ, keyed typ-0 to typ-(n-1).
@@ -49,11 +50,11 @@ func AllDone(d driver.Driver) bool {
 // once.
 func CheckAllSucceeded(t testing.TB, d driver.Driver, l *ExecLog[int64], n int) (dups []int64) {
 	t.Helper()
-	by := testdb.JobsByStatus(t, d, driver.ListParams{Type: "work"})
-	require.Len(t, by[driver.StatusSuccess], n, "every job ends in success (others: %d pending, %d processing, %d failed)",
-		len(by[driver.StatusPending]), len(by[driver.StatusProcessing]), len(by[driver.StatusFailed]))
+	by := testdb.JobsByStatus(t, d, sluicetype.ListParams{Type: "work"})
+	require.Len(t, by[sluicetype.StatusSuccess], n, "every job ends in success (others: %d pending, %d processing, %d failed)",
+		len(by[sluicetype.StatusPending]), len(by[sluicetype.StatusProcessing]), len(by[sluicetype.StatusFailed]))
 	lost := 0
-	for _, j := range by[driver.StatusSuccess] {
+	for _, j := range by[sluicetype.StatusSuccess] {
 		runs := l.Runs[j.ID]
 		if len(runs) == 0 {
 			lost++

@@ -19,9 +19,9 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/sluicehq/sluice/dburl"
-	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // scenario prepares what a group of README blocks assumes a reader has:
@@ -153,12 +153,12 @@ func appDB(t *testing.T, sc *scene) string {
 func setupMySQL(t *testing.T, sc *scene) { sc.appURL = appDB(t, sc) }
 
 // jobsOf lists the scene's jobs of a type in the app database.
-func jobsOf(t *testing.T, sc *scene, typ string) []driver.JobRow {
+func jobsOf(t *testing.T, sc *scene, typ string) []sluicetype.JobRow {
 	t.Helper()
 	d, err := dburl.Open(sc.appURL, dburl.Options{Prefix: sc.env["SLUICE_PREFIX"]})
 	require.NoError(t, err)
 	defer d.Close()
-	jobs, err := d.ListJobs(context.Background(), driver.ListParams{Type: typ})
+	jobs, err := d.ListJobs(context.Background(), sluicetype.ListParams{Type: typ})
 	require.NoError(t, err)
 	return jobs
 }
@@ -243,7 +243,7 @@ func servePHP(t *testing.T, sc *scene, b Block) {
 func checkPHP(t *testing.T, sc *scene) {
 	jobs := jobsOf(t, sc, "report")
 	require.Len(t, jobs, 1, "one job for the key, however many enqueues")
-	require.Equal(t, driver.StatusSuccess, jobs[0].Status, "sluice serve's workers or the cron pass ran it: %+v", jobs[0])
+	require.Equal(t, sluicetype.StatusSuccess, jobs[0].Status, "sluice serve's workers or the cron pass ran it: %+v", jobs[0])
 	require.Contains(t, jobs[0].Result, "think report:build")
 }
 

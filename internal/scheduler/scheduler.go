@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluicehq/sluice/cron"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Overlap policies, for the config file and the Go API alike.
@@ -218,18 +219,18 @@ func (s *Scheduler) fire(ctx context.Context, e Entry, now time.Time) (time.Time
 func (s *Scheduler) active(ctx context.Context, id int64) (bool, error) {
 	j, err := s.cfg.Driver.GetJob(ctx, id)
 	if err != nil {
-		if errors.Is(err, driver.ErrNotFound) {
+		if errors.Is(err, sluicetype.ErrNotFound) {
 			return false, nil
 		}
 		return false, err
 	}
-	return j.Status == driver.StatusPending || j.Status == driver.StatusProcessing, nil
+	return j.Status == sluicetype.StatusPending || j.Status == sluicetype.StatusProcessing, nil
 }
 
 // LastSlot returns the last slot the schedule handled (fired or skipped),
 // and false when it handled none yet: a new schedule's row holds the time
 // it started from, which is no slot.
-func LastSlot(st driver.ScheduleState) (time.Time, bool) {
+func LastSlot(st sluicetype.ScheduleState) (time.Time, bool) {
 	if !st.Found || st.Fires+st.Skips == 0 && st.LastJobID == 0 {
 		return time.Time{}, false
 	}
@@ -239,7 +240,7 @@ func LastSlot(st driver.ScheduleState) (time.Time, bool) {
 // NextSlot returns the schedule's first slot after now, as the scheduler
 // will fire it: the series goes on from the last slot handled (an @every
 // interval counts from it), or from now for a schedule not started yet.
-func NextSlot(spec *cron.Expr, st driver.ScheduleState, now time.Time) cron.Slot {
+func NextSlot(spec *cron.Expr, st sluicetype.ScheduleState, now time.Time) cron.Slot {
 	from := now
 	if st.Found {
 		from = st.LastSlot

@@ -12,6 +12,7 @@ import (
 	"github.com/sluicehq/sluice/cron"
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // These tests run two schedulers on one real SQLite database, as two nodes
@@ -31,7 +32,7 @@ func entry(t *testing.T, overlap string) Entry {
 
 // startBack records the schedule as handled up to 3.5s ago, with lastJob as
 // the job of its last fired slot (0: none), and returns its state.
-func startBack(t *testing.T, d driver.Driver, lastJob int64) driver.ScheduleState {
+func startBack(t *testing.T, d driver.Driver, lastJob int64) sluicetype.ScheduleState {
 	t.Helper()
 	ctx := context.Background()
 	now, err := d.Now(ctx)
@@ -51,7 +52,7 @@ func startBack(t *testing.T, d driver.Driver, lastJob int64) driver.ScheduleStat
 
 // insert enqueues a slot's job under its key, as the client does.
 func insert(ctx context.Context, d driver.Driver, key string) (int64, bool, error) {
-	res, err := d.Insert(ctx, driver.InsertParams{Jobs: []driver.InsertJob{{Queue: "q", Type: name, Key: key, Dedupe: driver.DedupePermanent,
+	res, err := d.Insert(ctx, driver.InsertParams{Jobs: []driver.InsertJob{{Queue: "q", Type: name, Key: key, Dedupe: sluicetype.DedupePermanent,
 		Payload: []byte(`{}`), MaxAttempts: 1}}})
 
 	if err != nil {
@@ -106,7 +107,7 @@ func waitPaused(t *testing.T, paused <-chan struct{}, done <-chan error) {
 // jobs carry it.
 func slotJobs(t *testing.T, d driver.Driver) map[string]int {
 	t.Helper()
-	jobs, err := d.ListJobs(context.Background(), driver.ListParams{KeyPrefix: "sched:" + name + ":", Limit: 1000})
+	jobs, err := d.ListJobs(context.Background(), sluicetype.ListParams{KeyPrefix: "sched:" + name + ":", Limit: 1000})
 	require.NoError(t, err)
 	keys := map[string]int{}
 	for _, j := range jobs {
@@ -217,7 +218,7 @@ type activeStall struct {
 	stall func()
 }
 
-func (d activeStall) GetJob(ctx context.Context, id int64) (*driver.JobRow, error) {
+func (d activeStall) GetJob(ctx context.Context, id int64) (*sluicetype.JobRow, error) {
 	d.stall()
 	return d.Driver.GetJob(ctx, id)
 }

@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Job is a job of type "t" in queue, keyed key with dedupe mode dedupe
 // (permanent when empty), for a driver's own tests.
 func Job(queue, key, dedupe string) driver.InsertJob {
 	if dedupe == "" {
-		dedupe = driver.DedupePermanent
+		dedupe = sluicetype.DedupePermanent
 	}
 	return driver.InsertJob{Queue: queue, Type: "t", Key: key, Dedupe: dedupe, Payload: []byte(`{"n": 1}`), MaxAttempts: 3}
 }
@@ -31,7 +32,7 @@ func Insert(t testing.TB, ctx context.Context, d driver.Driver, jobs ...driver.I
 }
 
 // Get reads job id, failing the test on an error.
-func Get(t testing.TB, ctx context.Context, d driver.Driver, id int64) *driver.JobRow {
+func Get(t testing.TB, ctx context.Context, d driver.Driver, id int64) *sluicetype.JobRow {
 	t.Helper()
 	j, err := d.GetJob(ctx, id)
 	if err != nil {
@@ -42,7 +43,7 @@ func Get(t testing.TB, ctx context.Context, d driver.Driver, id int64) *driver.J
 
 // Claim claims from p.Queue, by default up to 100 jobs for a minute under
 // a token named after the queue, failing the test on an error.
-func Claim(t testing.TB, ctx context.Context, d driver.Driver, p driver.ClaimParams) []driver.JobRow {
+func Claim(t testing.TB, ctx context.Context, d driver.Driver, p driver.ClaimParams) []sluicetype.JobRow {
 	t.Helper()
 	if p.Token == "" {
 		p.Token = "tok-" + p.Queue

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // WaitFor polls cond every 50 ms until it holds, and fails the test naming
@@ -25,9 +26,9 @@ func WaitFor(t testing.TB, limit time.Duration, what string, cond func() bool) {
 
 // AllJobs reads every job matching filter (its AfterID and Limit are set
 // here), in id order, paging through ListJobs.
-func AllJobs(t testing.TB, d driver.Driver, filter driver.ListParams) []driver.JobRow {
+func AllJobs(t testing.TB, d driver.Driver, filter sluicetype.ListParams) []sluicetype.JobRow {
 	t.Helper()
-	var out []driver.JobRow
+	var out []sluicetype.JobRow
 	filter.AfterID, filter.Limit = 0, 1000
 	for {
 		rows, err := d.ListJobs(context.Background(), filter)
@@ -41,9 +42,9 @@ func AllJobs(t testing.TB, d driver.Driver, filter driver.ListParams) []driver.J
 }
 
 // JobsByStatus reads every job matching filter but its Status, by status.
-func JobsByStatus(t testing.TB, d driver.Driver, filter driver.ListParams) map[driver.Status][]driver.JobRow {
+func JobsByStatus(t testing.TB, d driver.Driver, filter sluicetype.ListParams) map[sluicetype.Status][]sluicetype.JobRow {
 	t.Helper()
-	out := map[driver.Status][]driver.JobRow{}
+	out := map[sluicetype.Status][]sluicetype.JobRow{}
 	filter.Status = ""
 	for _, r := range AllJobs(t, d, filter) {
 		out[r.Status] = append(out[r.Status], r)

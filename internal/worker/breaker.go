@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // admission is what a job's circuit breaker decided before it starts.
@@ -34,13 +35,13 @@ const recheckOpen = 5 * time.Second
 // opened by any node stops every node's next start. A database error lets
 // the job run: its outcome cannot be written either until the database
 // answers, and the breaker guards the job's service, not the database.
-func (p *Pool) admit(ctx context.Context, j driver.JobRow, pol driver.CircuitPolicy) admission {
+func (p *Pool) admit(ctx context.Context, j sluicetype.JobRow, pol driver.CircuitPolicy) admission {
 	c, err := p.cfg.Driver.Circuit(ctx, driver.CircuitParams{Type: j.Type})
 	if err != nil {
 		p.log.Warn("reading the circuit breaker failed; running the job", "type", j.Type, "job_id", j.ID, "err", err)
 		return admission{run: true}
 	}
-	if c.State == driver.CircuitClosed {
+	if c.State == sluicetype.CircuitClosed {
 		return admission{run: true, dirty: c.Failures > 0}
 	}
 	token := fmt.Sprintf("%s/%d", j.LockedBy, j.ID)
@@ -56,7 +57,7 @@ func (p *Pool) admit(ctx context.Context, j driver.JobRow, pol driver.CircuitPol
 	// A circuit open by hand, or waiting on a probe, may close at any
 	// moment: its jobs come back every recheckOpen at most.
 	wait := min(pol.Cooldown, recheckOpen)
-	if c.State == driver.CircuitOpen && !c.Manual {
+	if c.State == sluicetype.CircuitOpen && !c.Manual {
 		if now, err := p.cfg.Driver.Now(ctx); err == nil && c.Until.After(now) {
 			wait = max(c.Until.Sub(now), minHandBack)
 		}
@@ -67,7 +68,7 @@ func (p *Pool) admit(ctx context.Context, j driver.JobRow, pol driver.CircuitPol
 // recordCircuit writes an attempt's outcome to its type's breaker. Only
 // what can change the circuit is written: a transient failure, the probe's
 // outcome, or a success that ends a run of counted failures.
-func (p *Pool) recordCircuit(j driver.JobRow, pol driver.CircuitPolicy, g admission, o Outcome) {
+func (p *Pool) recordCircuit(j sluicetype.JobRow, pol driver.CircuitPolicy, g admission, o Outcome) {
 	if o.Refund {
 		// Snoozed or stopped by shutdown: the service gave no answer. A
 		// probe's deadline (the type's lease) lets another node probe.
@@ -84,12 +85,12 @@ func (p *Pool) recordCircuit(j driver.JobRow, pol driver.CircuitPolicy, g admiss
 		return
 	}
 	switch {
-	case c.State == driver.CircuitOpen && g.probe != "":
+	case c.State == sluicetype.CircuitOpen && g.probe != "":
 		p.log.Warn("circuit reopened: the probe failed", "type", j.Type, "until", c.Until, "opens", c.Opens)
-	case c.State == driver.CircuitOpen && c.Opens == 1 && o.Transient:
+	case c.State == sluicetype.CircuitOpen && c.Opens == 1 && o.Transient:
 		// Every attempt in flight when the circuit opened may say so.
 		p.log.Warn("circuit open after consecutive transient failures", "type", j.Type, "failures", c.Failures, "until", c.Until)
-	case c.State == driver.CircuitClosed && g.probe != "":
+	case c.State == sluicetype.CircuitClosed && g.probe != "":
 		p.log.Info("circuit closed: the probe succeeded", "type", j.Type)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Outcomes that queue up while a batch is being written all go in the next
@@ -38,7 +39,7 @@ func TestCompleterWritesQueuedOutcomesInOneBatch(t *testing.T) {
 	eventually(t, 2*time.Second, func() bool { now, _, _ := g.counts(); return now == n }, "want %d handlers running", n)
 
 	close(g.release)
-	eventually(t, 2*time.Second, func() bool { return count(t, d, driver.StatusSuccess) == n }, "outcomes not written")
+	eventually(t, 2*time.Second, func() bool { return count(t, d, sluicetype.StatusSuccess) == n }, "outcomes not written")
 	calls := d.completeCalls()
 	written := 0
 	for _, cs := range calls {
@@ -71,7 +72,7 @@ type lostLeases struct {
 	where map[int64]string
 }
 
-func (l *lostLeases) hook(j driver.JobRow, where string) {
+func (l *lostLeases) hook(j sluicetype.JobRow, where string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.where == nil {
@@ -110,7 +111,7 @@ func TestCompleterReportsLostLeaseAndWritesNothing(t *testing.T) {
 	require.Equal(t, "completion", where)
 
 	j := job(t, d, id)
-	require.Equal(t, driver.StatusProcessing, j.Status, "the stale outcome was written")
+	require.Equal(t, sluicetype.StatusProcessing, j.Status, "the stale outcome was written")
 	require.Equal(t, "other-worker", j.LockedBy)
 	require.Equal(t, 2, j.Attempts)
 	require.Empty(t, d.heartbeats(), "the heartbeat ran while the pool's clock stood still")

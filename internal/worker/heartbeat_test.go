@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/clock"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Jobs claimed together share a lease token, and the heartbeat extends each
@@ -73,19 +74,19 @@ func TestHeartbeatKeepsShortLeaseAlive(t *testing.T) {
 	skewed := clock.Clock(func() time.Time { return time.Now().Add(-3 * time.Hour) })
 	var lost lostLeases
 	var cause atomic.Value
-	run := func(ctx context.Context, j driver.JobRow) Outcome {
+	run := func(ctx context.Context, j sluicetype.JobRow) Outcome {
 		select {
 		case <-time.After(2 * lease):
-			return Outcome{Status: driver.StatusSuccess}
+			return Outcome{Status: sluicetype.StatusSuccess}
 		case <-ctx.Done():
 			cause.Store(context.Cause(ctx))
-			return Outcome{Status: driver.StatusPending}
+			return Outcome{Status: sluicetype.StatusPending}
 		}
 	}
 	startPool(t, d, skewed, Queue{Concurrency: 1, Lease: lease}, run, Hooks{LeaseLost: lost.hook})
 
 	ctx := context.Background()
-	for job(t, d, id).Status != driver.StatusSuccess {
+	for job(t, d, id).Status != sluicetype.StatusSuccess {
 		r, err := d.Rescue(ctx, driver.RescueParams{Limit: 10})
 		require.NoError(t, err)
 		require.Zero(t, r.Pending+r.Failed, "the running job's lease expired")
@@ -107,10 +108,10 @@ func TestHeartbeatCancelsHandlerOfLostLease(t *testing.T) {
 	clk := newManualClock()
 	var lost lostLeases
 	cancelled := make(chan error, 1)
-	run := func(ctx context.Context, j driver.JobRow) Outcome {
+	run := func(ctx context.Context, j sluicetype.JobRow) Outcome {
 		<-ctx.Done()
 		cancelled <- context.Cause(ctx)
-		return Outcome{Status: driver.StatusFailed}
+		return Outcome{Status: sluicetype.StatusFailed}
 	}
 	p := startPool(t, d, clk.Clock(), Queue{Concurrency: 1, Lease: lease, Rate: 0.001}, run, Hooks{LeaseLost: lost.hook})
 	eventually(t, 2*time.Second, func() bool { return p.Running() == 1 }, "the job did not start")
@@ -133,6 +134,6 @@ func TestHeartbeatCancelsHandlerOfLostLease(t *testing.T) {
 	p.stop(time.Second)
 	require.Empty(t, d.completeCalls(), "an outcome of the lost attempt was written")
 	j := job(t, d, id)
-	require.Equal(t, driver.StatusProcessing, j.Status)
+	require.Equal(t, sluicetype.StatusProcessing, j.Status)
 	require.Equal(t, "other-worker", j.LockedBy)
 }

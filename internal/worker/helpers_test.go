@@ -12,6 +12,7 @@ import (
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // These tests run the pool on a real SQLite database. Leases and run-at
@@ -39,7 +40,7 @@ type countingDriver struct {
 	beats     []driver.HeartbeatParams
 }
 
-func (d *countingDriver) Claim(ctx context.Context, p driver.ClaimParams) ([]driver.JobRow, error) {
+func (d *countingDriver) Claim(ctx context.Context, p driver.ClaimParams) ([]sluicetype.JobRow, error) {
 	jobs, err := d.Driver.Claim(ctx, p)
 	d.mu.Lock()
 	d.claims = append(d.claims, p)
@@ -104,7 +105,7 @@ func enqueue(t *testing.T, d driver.Driver, n int) []int64 {
 	t.Helper()
 	ps := make([]driver.InsertJob, n)
 	for i := range ps {
-		ps[i] = driver.InsertJob{Queue: "q", Type: "t", Dedupe: driver.DedupePermanent, Payload: []byte(`{}`), MaxAttempts: 3}
+		ps[i] = driver.InsertJob{Queue: "q", Type: "t", Dedupe: sluicetype.DedupePermanent, Payload: []byte(`{}`), MaxAttempts: 3}
 	}
 	res, err := d.Insert(context.Background(), driver.InsertParams{Jobs: ps})
 	require.NoError(t, err)
@@ -116,7 +117,7 @@ func enqueue(t *testing.T, d driver.Driver, n int) []int64 {
 }
 
 // job reads one job from the database.
-func job(t *testing.T, d driver.Driver, id int64) *driver.JobRow {
+func job(t *testing.T, d driver.Driver, id int64) *sluicetype.JobRow {
 	t.Helper()
 	j, err := d.GetJob(context.Background(), id)
 	require.NoError(t, err)
@@ -124,9 +125,9 @@ func job(t *testing.T, d driver.Driver, id int64) *driver.JobRow {
 }
 
 // count returns how many jobs of queue "q" are in status.
-func count(t *testing.T, d driver.Driver, status driver.Status) int {
+func count(t *testing.T, d driver.Driver, status sluicetype.Status) int {
 	t.Helper()
-	jobs, err := d.ListJobs(context.Background(), driver.ListParams{Queue: "q", Status: status, Limit: 1000})
+	jobs, err := d.ListJobs(context.Background(), sluicetype.ListParams{Queue: "q", Status: status, Limit: 1000})
 	require.NoError(t, err)
 	return len(jobs)
 }
@@ -207,7 +208,7 @@ type gate struct {
 
 func newGate() *gate { return &gate{release: make(chan struct{})} }
 
-func (g *gate) run(ctx context.Context, j driver.JobRow) Outcome {
+func (g *gate) run(ctx context.Context, j sluicetype.JobRow) Outcome {
 	g.mu.Lock()
 	g.now++
 	g.most = max(g.most, g.now)
@@ -220,9 +221,9 @@ func (g *gate) run(ctx context.Context, j driver.JobRow) Outcome {
 	}()
 	select {
 	case <-g.release:
-		return Outcome{Status: driver.StatusSuccess}
+		return Outcome{Status: sluicetype.StatusSuccess}
 	case <-ctx.Done():
-		return Outcome{Status: driver.StatusPending}
+		return Outcome{Status: sluicetype.StatusPending}
 	}
 }
 

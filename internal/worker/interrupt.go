@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // FreeInterruptions is how many times in a row a job may be interrupted by
@@ -32,13 +33,13 @@ func (p *Pool) interrupted(ctx context.Context, x *running, msg string) Outcome 
 		keep = driver.DefaultKeepAttempts
 	}
 	if err != nil || n < min(FreeInterruptions, keep) {
-		return Outcome{Status: driver.StatusPending, Refund: true, Error: &msg}
+		return Outcome{Status: sluicetype.StatusPending, Refund: true, Error: &msg}
 	}
 	msg = fmt.Sprintf("%s; charged: interrupted %d times in a row before", msg, n)
 	if x.job.Attempts >= x.job.MaxAttempts {
-		return Outcome{Status: driver.StatusFailed, Error: &msg}
+		return Outcome{Status: sluicetype.StatusFailed, Error: &msg}
 	}
-	return Outcome{Status: driver.StatusPending, Error: &msg}
+	return Outcome{Status: sluicetype.StatusPending, Error: &msg}
 }
 
 // Interrupted begins the error of every attempt that shutdown cut short.
@@ -54,7 +55,7 @@ func (p *Pool) interruptionsInARow(ctx context.Context, id int64) (int, error) {
 	n := 0
 	for i := len(j.History) - 1; i >= 0; i-- {
 		a := j.History[i]
-		if a.Outcome != driver.AttemptReleased || !strings.HasPrefix(a.Error, Interrupted) {
+		if a.Outcome != sluicetype.AttemptReleased || !strings.HasPrefix(a.Error, Interrupted) {
 			break
 		}
 		n++

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // unprobed hides the SQLite driver's Prober, so that an idle producer
@@ -22,7 +23,7 @@ type unprobed struct {
 	claims map[string]int
 }
 
-func (u *unprobed) Claim(ctx context.Context, p driver.ClaimParams) ([]driver.JobRow, error) {
+func (u *unprobed) Claim(ctx context.Context, p driver.ClaimParams) ([]sluicetype.JobRow, error) {
 	jobs, err := u.Driver.Claim(ctx, p)
 	u.mu.Lock()
 	u.claims[p.Queue]++
@@ -46,9 +47,9 @@ func TestNotifyEmptyWakesEveryQueue(t *testing.T) {
 		Driver: d, Clock: newManualClock().Clock(),
 		Queues:   []Queue{{Name: "a", Concurrency: 1, Lease: time.Minute}, {Name: "b", Concurrency: 1, Lease: time.Minute}},
 		LeaseFor: func(string) time.Duration { return time.Minute },
-		Run: func(_ context.Context, j driver.JobRow) Outcome {
+		Run: func(_ context.Context, j sluicetype.JobRow) Outcome {
 			started <- j.Queue
-			return Outcome{Status: driver.StatusSuccess}
+			return Outcome{Status: sluicetype.StatusSuccess}
 		},
 		Logger:  slog.New(slog.DiscardHandler),
 		PollMin: time.Hour, PollMax: time.Hour,
@@ -64,7 +65,7 @@ func TestNotifyEmptyWakesEveryQueue(t *testing.T) {
 	testdb.WaitFor(t, 10*time.Second, "each producer's first claim", func() bool { return d.claimed("a") == 1 && d.claimed("b") == 1 })
 	for _, q := range []string{"a", "b"} {
 		_, err := d.Insert(context.Background(), driver.InsertParams{Jobs: []driver.InsertJob{
-			{Queue: q, Type: "t", Dedupe: driver.DedupePermanent, Payload: []byte(`{}`), MaxAttempts: 1}}})
+			{Queue: q, Type: "t", Dedupe: sluicetype.DedupePermanent, Payload: []byte(`{}`), MaxAttempts: 1}}})
 		require.NoError(t, err)
 	}
 	select {

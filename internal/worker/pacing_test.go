@@ -16,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // The README's two pacing figures: a process pings a database that stopped
@@ -114,9 +115,9 @@ func TestIdleProbeEvery25ms(t *testing.T) {
 		Driver: d, Clock: newManualClock().Clock(),
 		Queues:   []Queue{{Name: "q", Concurrency: 1, Lease: time.Minute}},
 		LeaseFor: func(string) time.Duration { return time.Minute },
-		Run: func(context.Context, driver.JobRow) Outcome {
+		Run: func(context.Context, sluicetype.JobRow) Outcome {
 			started <- time.Now()
-			return Outcome{Status: driver.StatusSuccess}
+			return Outcome{Status: sluicetype.StatusSuccess}
 		},
 		Logger: slog.New(slog.DiscardHandler),
 		// The poll never comes round: only the probe finds a job.

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // producer claims jobs for one queue, in batches sized to its free slots.
@@ -341,7 +342,7 @@ func (pr *producer) giveBack(n int) {
 }
 
 // start runs one claimed job in its own goroutine.
-func (pr *producer) start(j driver.JobRow) {
+func (pr *producer) start(j sluicetype.JobRow) {
 	p := pr.p
 	lease := p.cfg.LeaseFor(j.Type)
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -356,7 +357,7 @@ func (pr *producer) start(j driver.JobRow) {
 			// A prefetched job that never started goes straight back,
 			// observed (a pass counts it as requeued).
 			cancel(nil)
-			p.finishObserved(x, Outcome{Status: driver.StatusPending, Refund: true}, 0)
+			p.finishObserved(x, Outcome{Status: sluicetype.StatusPending, Refund: true}, 0)
 			return
 		}
 		var pol driver.CircuitPolicy
@@ -370,7 +371,7 @@ func (pr *producer) start(j driver.JobRow) {
 			if g = p.admit(ctx, j, pol); !g.run {
 				pr.run <- struct{}{}
 				cancel(nil)
-				p.finish(x, Outcome{Status: driver.StatusPending, Refund: true, Delay: g.wait})
+				p.finish(x, Outcome{Status: sluicetype.StatusPending, Refund: true, Delay: g.wait})
 				return
 			}
 		}
@@ -382,7 +383,7 @@ func (pr *producer) start(j driver.JobRow) {
 		case cause == ErrLeaseLost:
 			pr.run <- struct{}{}
 			return // already counted and logged; any write would be fenced out
-		case cause == ErrShutdown && o.Status != driver.StatusSuccess:
+		case cause == ErrShutdown && o.Status != sluicetype.StatusSuccess:
 			if o.Tx != nil {
 				o.Tx.Rollback()
 			}
@@ -460,11 +461,11 @@ func (pr *producer) acquireRun(stopping <-chan struct{}) bool {
 }
 
 // safeRun turns a panic that escaped the RunFunc into a transient failure.
-func safeRun(ctx context.Context, run RunFunc, j driver.JobRow) (o Outcome) {
+func safeRun(ctx context.Context, run RunFunc, j sluicetype.JobRow) (o Outcome) {
 	defer func() {
 		if r := recover(); r != nil {
 			msg := fmt.Sprintf("panic: %v\n%s", r, debug.Stack())
-			o = Outcome{Status: driver.StatusPending, Error: &msg, Transient: true}
+			o = Outcome{Status: sluicetype.StatusPending, Error: &msg, Transient: true}
 		}
 	}()
 	return run(ctx, j)

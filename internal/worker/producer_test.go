@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // With every handler blocked, a queue of concurrency N runs N handlers and
@@ -26,7 +26,7 @@ func TestProducerRunsConcurrencyAndPrefetchesAsMany(t *testing.T) {
 		return now == n
 	}, "want %d handlers running", n)
 	// The first claim took every slot: the prefetched jobs came with it.
-	require.Equal(t, 2*n, count(t, d, driver.StatusProcessing), "jobs processing: running plus prefetched")
+	require.Equal(t, 2*n, count(t, d, sluicetype.StatusProcessing), "jobs processing: running plus prefetched")
 	// Idle polls and probes come every few milliseconds: give the producer
 	// many chances to claim more than its slots.
 	time.Sleep(100 * time.Millisecond)
@@ -34,11 +34,11 @@ func TestProducerRunsConcurrencyAndPrefetchesAsMany(t *testing.T) {
 	require.Equal(t, n, now, "handlers running")
 	require.Equal(t, n, most, "most handlers at once")
 	require.Equal(t, n, started, "handlers started")
-	require.Equal(t, 2*n, count(t, d, driver.StatusProcessing), "jobs processing: running plus prefetched")
+	require.Equal(t, 2*n, count(t, d, sluicetype.StatusProcessing), "jobs processing: running plus prefetched")
 	require.Equal(t, 2*n, d.claimedJobs(), "jobs claimed")
 
 	close(g.release)
-	eventually(t, 5*time.Second, func() bool { return count(t, d, driver.StatusSuccess) == 20 },
+	eventually(t, 5*time.Second, func() bool { return count(t, d, sluicetype.StatusSuccess) == 20 },
 		"the backlog did not finish")
 	_, most, started = g.counts()
 	require.Equal(t, n, most, "most handlers at once while the backlog drained")
@@ -71,9 +71,9 @@ func TestBoundedPassClaimsAtMostMaxJobs(t *testing.T) {
 	}, "the bounded pass did not end")
 	p.stop(time.Second) // writes the outcomes still queued
 	require.Equal(t, 5, d.claimedJobs(), "jobs claimed by the pass")
-	require.Equal(t, 5, count(t, d, driver.StatusSuccess))
-	require.Equal(t, 15, count(t, d, driver.StatusPending))
-	require.Zero(t, count(t, d, driver.StatusProcessing))
+	require.Equal(t, 5, count(t, d, sluicetype.StatusSuccess))
+	require.Equal(t, 15, count(t, d, sluicetype.StatusPending))
+	require.Zero(t, count(t, d, sluicetype.StatusProcessing))
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, c := range d.claims {
@@ -92,12 +92,12 @@ func TestPrefetchedJobGoesBackUnchargedAtShutdown(t *testing.T) {
 
 	eventually(t, 2*time.Second, func() bool {
 		now, _, _ := g.counts()
-		return now == 1 && count(t, d, driver.StatusProcessing) == 2
+		return now == 1 && count(t, d, sluicetype.StatusProcessing) == 2
 	}, "want one job running and one prefetched")
 	ran := g.startedIDs()[0]
 	var prefetched int64
 	for _, id := range ids {
-		if id != ran && job(t, d, id).Status == driver.StatusProcessing {
+		if id != ran && job(t, d, id).Status == sluicetype.StatusProcessing {
 			prefetched = id
 		}
 	}
@@ -106,7 +106,7 @@ func TestPrefetchedJobGoesBackUnchargedAtShutdown(t *testing.T) {
 	stopped := make(chan struct{})
 	go func() { p.stop(2 * time.Second); close(stopped) }()
 	// The prefetched job goes back while the running handler still runs.
-	eventually(t, time.Second, func() bool { return job(t, d, prefetched).Status == driver.StatusPending },
+	eventually(t, time.Second, func() bool { return job(t, d, prefetched).Status == sluicetype.StatusPending },
 		"the prefetched job did not go back at shutdown")
 	close(g.release)
 	select {
@@ -118,10 +118,10 @@ func TestPrefetchedJobGoesBackUnchargedAtShutdown(t *testing.T) {
 	_, _, started := g.counts()
 	require.Equal(t, 1, started, "only the running job's handler ran")
 	r := job(t, d, ran)
-	require.Equal(t, driver.StatusSuccess, r.Status)
+	require.Equal(t, sluicetype.StatusSuccess, r.Status)
 	require.Equal(t, 1, r.Attempts)
 	pf := job(t, d, prefetched)
-	require.Equal(t, driver.StatusPending, pf.Status)
+	require.Equal(t, sluicetype.StatusPending, pf.Status)
 	require.Zero(t, pf.Attempts, "the prefetched job was charged an attempt it never ran")
 	for _, id := range ids {
 		if !slices.Contains([]int64{ran, prefetched}, id) {

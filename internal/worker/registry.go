@@ -5,12 +5,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // running is one job between claim and its written outcome.
 type running struct {
-	job      driver.JobRow
+	job      sluicetype.JobRow
 	lease    time.Duration
 	lastBeat time.Time
 	claimed  time.Time // for the duration in job log lines

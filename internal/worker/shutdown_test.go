@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // At shutdown, a job whose handler has returned but whose outcome is still
@@ -29,21 +30,21 @@ func TestShutdownRequeueSparesReturnedHandlers(t *testing.T) {
 	}
 	ignore := make(chan struct{}) // the stuck handler ignores its context
 	t.Cleanup(func() { close(ignore) })
-	run := func(ctx context.Context, j driver.JobRow) Outcome {
+	run := func(ctx context.Context, j sluicetype.JobRow) Outcome {
 		if j.ID == stuck {
 			<-ignore
 		}
-		return Outcome{Status: driver.StatusSuccess}
+		return Outcome{Status: sluicetype.StatusSuccess}
 	}
 	p := startPool(t, d, newManualClock().Clock(), Queue{Concurrency: 2}, run, Hooks{},
 		func(p *Pool) { p.cfg.Grace = 20 * time.Millisecond })
 	eventually(t, 2*time.Second, func() bool {
-		return len(d.completeCalls()) == 1 && job(t, d, stuck).Status == driver.StatusProcessing
+		return len(d.completeCalls()) == 1 && job(t, d, stuck).Status == sluicetype.StatusProcessing
 	}, "want done's outcome being written and stuck running")
 
 	stopped := make(chan struct{})
 	go func() { p.stop(10 * time.Millisecond); close(stopped) }()
-	eventually(t, 2*time.Second, func() bool { return job(t, d, stuck).Status == driver.StatusPending },
+	eventually(t, 2*time.Second, func() bool { return job(t, d, stuck).Status == sluicetype.StatusPending },
 		"the stuck job was not requeued")
 	close(release)
 	select {
@@ -57,7 +58,7 @@ func TestShutdownRequeueSparesReturnedHandlers(t *testing.T) {
 	require.False(t, slices.ContainsFunc(calls[1], func(c driver.Completion) bool { return c.ID == done }),
 		"the requeue took a job whose handler had returned")
 	j := job(t, d, done)
-	require.Equal(t, driver.StatusSuccess, j.Status)
+	require.Equal(t, sluicetype.StatusSuccess, j.Status)
 	require.Equal(t, 1, j.Attempts)
 	require.Zero(t, job(t, d, stuck).Attempts, "the stuck job's attempt was charged")
 }

@@ -19,11 +19,12 @@ import (
 
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/clock"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Outcome is what became of one attempt.
 type Outcome struct {
-	Status driver.Status // success, failed or pending
+	Status sluicetype.Status // success, failed or pending
 	Delay  time.Duration
 	Refund bool
 	Error  *string
@@ -50,7 +51,7 @@ type Outcome struct {
 
 // RunFunc runs one claimed job. Its context ends when the job's lease is
 // lost or the pool shuts down past its deadline.
-type RunFunc func(ctx context.Context, job driver.JobRow) Outcome
+type RunFunc func(ctx context.Context, job sluicetype.JobRow) Outcome
 
 // Queue configures one queue's workers.
 type Queue struct {
@@ -83,8 +84,8 @@ type Queue struct {
 // Hooks let the caller observe the pool; any may be nil.
 type Hooks struct {
 	Claimed   func(queue string, n int, took time.Duration)
-	Completed func(job driver.JobRow, o Outcome, ran time.Duration)
-	LeaseLost func(job driver.JobRow, where string)
+	Completed func(job sluicetype.JobRow, o Outcome, ran time.Duration)
+	LeaseLost func(job sluicetype.JobRow, where string)
 }
 
 // Config configures a Pool.
@@ -318,7 +319,7 @@ func (p *Pool) completion(x *running, o Outcome) driver.Completion {
 	if o.Error == nil && x.job.LastError == "" {
 		return c
 	}
-	a := &driver.Attempt{Number: x.job.Attempts, Node: p.cfg.Node, Start: x.job.UpdatedAt, Outcome: AttemptOutcome(o),
+	a := &sluicetype.Attempt{Number: x.job.Attempts, Node: p.cfg.Node, Start: x.job.UpdatedAt, Outcome: AttemptOutcome(o),
 		HTTPStatus: o.HTTPStatus, ExitCode: o.ExitCode}
 	if o.Error != nil {
 		a.Error = *o.Error
@@ -327,19 +328,19 @@ func (p *Pool) completion(x *running, o Outcome) driver.Completion {
 	return c
 }
 
-// AttemptOutcome names what became of an attempt: driver.OutcomeSuccess,
-// OutcomeFailed or OutcomeRetry, or driver.AttemptReleased for one given
+// AttemptOutcome names what became of an attempt: sluicetype.OutcomeSuccess,
+// OutcomeFailed or OutcomeRetry, or sluicetype.AttemptReleased for one given
 // back without being charged.
-func AttemptOutcome(o Outcome) driver.Outcome {
+func AttemptOutcome(o Outcome) sluicetype.Outcome {
 	switch {
-	case o.Status == driver.StatusSuccess:
-		return driver.OutcomeSuccess
-	case o.Status == driver.StatusFailed:
-		return driver.OutcomeFailed
+	case o.Status == sluicetype.StatusSuccess:
+		return sluicetype.OutcomeSuccess
+	case o.Status == sluicetype.StatusFailed:
+		return sluicetype.OutcomeFailed
 	case o.Refund:
-		return driver.AttemptReleased
+		return sluicetype.AttemptReleased
 	default:
-		return driver.OutcomeRetry
+		return sluicetype.OutcomeRetry
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 //go:embed templates/*.html
@@ -210,9 +211,9 @@ func (d *Dashboard) render(w http.ResponseWriter, page string, v *view) {
 
 func (d *Dashboard) fail(w http.ResponseWriter, err error) {
 	switch {
-	case errors.Is(err, driver.ErrNotFound):
+	case errors.Is(err, sluicetype.ErrNotFound):
 		http.Error(w, "not found", http.StatusNotFound)
-	case errors.Is(err, driver.ErrWrongState):
+	case errors.Is(err, sluicetype.ErrWrongState):
 		http.Error(w, "the job is not in a state that allows this", http.StatusConflict)
 	default:
 		var ie *sluice.InputError
@@ -361,5 +362,5 @@ var funcs = template.FuncMap{
 	"clip": func(s string, n int) string { return driver.Truncate(s, n, false) },
 	// final: the job will not run again, so it has no next run, and a
 	// success's last_error is from an attempt before it, not a problem.
-	"final": driver.IsFinal,
+	"final": sluicetype.IsFinal,
 }

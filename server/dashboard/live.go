@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // The overview and queue pages poll /live.json. Every viewer gets the same
@@ -90,8 +91,8 @@ type live struct {
 	liveAt  time.Time // when the Stats query last ran (this process's clock)
 	rollAt  time.Time // when the roll-ups last were read
 	dbNow   time.Time // the database clock at rollAt
-	rolls   []driver.StatRow
-	latency []driver.LatencyRow
+	rolls   []sluicetype.StatRow
+	latency []sluicetype.LatencyRow
 	queries int64 // queries run, for the cost test
 }
 
@@ -141,7 +142,7 @@ func (l *live) get(ctx context.Context) (*snapshot, error) {
 	return l.snap, nil
 }
 
-func build(st []driver.QueueStats, paused map[string]bool, rolls []driver.StatRow, latency []driver.LatencyRow, now time.Time) *snapshot {
+func build(st []sluicetype.QueueStats, paused map[string]bool, rolls []sluicetype.StatRow, latency []sluicetype.LatencyRow, now time.Time) *snapshot {
 	hourStart := now.Truncate(time.Minute).Add(-59 * time.Minute)
 	dayStart := now.Truncate(time.Hour).Add(-23 * time.Hour)
 	s := &snapshot{At: now.UnixMilli(), HourStart: hourStart.UnixMilli(), DayStart: dayStart.UnixMilli(),
@@ -158,7 +159,7 @@ func build(st []driver.QueueStats, paused map[string]bool, rolls []driver.StatRo
 	for _, r := range st {
 		q := queue(r.Queue)
 		q.Pending, q.Processing, q.Failed = r.Pending, r.Processing, r.Failed
-		q.OldestPendingAge = r.OldestPendingAge(now).Seconds()
+		q.OldestPendingAge = r.PendingAge(now).Seconds()
 	}
 	for name := range paused {
 		queue(name)
@@ -210,10 +211,10 @@ func build(st []driver.QueueStats, paused map[string]bool, rolls []driver.StatRo
 		}
 	}
 	// The same windows as the counts: the hour's minutes and the day's hours.
-	for name, h := range driver.LatencyByType(latency, dayStart) {
+	for name, h := range sluicetype.LatencyByType(latency, dayStart) {
 		typ(name).LatencyDay = sluice.LatencyOf(h)
 	}
-	for name, h := range driver.LatencyByType(latency, hourStart) {
+	for name, h := range sluicetype.LatencyByType(latency, hourStart) {
 		typ(name).LatencyHour = sluice.LatencyOf(h)
 	}
 	s.Queues = make([]liveQueue, 0, len(queues))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // TestLiveSnapshotIsShared checks the cost of the live pages: however many
@@ -32,7 +33,7 @@ func TestLiveSnapshotIsShared(t *testing.T) {
 	wg.Wait()
 	require.EqualValues(t, 5, l.queries, "50 viewers at once: Stats once, plus the clock, the paused flags and the two roll-up tables once")
 
-	_, err := d.Insert(ctx, driver.InsertParams{Jobs: []driver.InsertJob{{Queue: "q", Type: "t", Dedupe: driver.DedupePermanent, Payload: []byte(`{}`), MaxAttempts: 1}}})
+	_, err := d.Insert(ctx, driver.InsertParams{Jobs: []driver.InsertJob{{Queue: "q", Type: "t", Dedupe: sluicetype.DedupePermanent, Payload: []byte(`{}`), MaxAttempts: 1}}})
 	require.NoError(t, err)
 	// The ticks are read against the process clock; the test moves the
 	// snapshot's age instead of waiting, so that a slow machine cannot

@@ -14,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/scheduler"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request, v *view) {
@@ -39,13 +40,13 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request, v *view) {
 const pageSize = 50
 
 // filterOf reads the job filter of the Jobs page and its bulk actions.
-func filterOf(q url.Values) sluice.ListParams {
-	return sluice.ListParams{Status: driver.Status(q.Get("status")), Type: q.Get("type"), Queue: q.Get("queue"), KeyPrefix: q.Get("key"),
+func filterOf(q url.Values) sluicetype.ListParams {
+	return sluicetype.ListParams{Status: sluicetype.Status(q.Get("status")), Type: q.Get("type"), Queue: q.Get("queue"), KeyPrefix: q.Get("key"),
 		PayloadField: strings.TrimSpace(q.Get("field")), PayloadValue: q.Get("value")}
 }
 
 // filterQuery is the query string of a filter, for links and forms.
-func filterQuery(p sluice.ListParams) url.Values {
+func filterQuery(p sluicetype.ListParams) url.Values {
 	q := url.Values{}
 	for k, v := range map[string]string{"status": string(p.Status), "type": p.Type, "queue": p.Queue, "key": p.KeyPrefix, "field": p.PayloadField, "value": p.PayloadValue} {
 		if v != "" {
@@ -76,13 +77,13 @@ func (d *Dashboard) jobs(w http.ResponseWriter, r *http.Request, v *view) {
 	// spliced into one.
 	type bulkLink struct{ Action, Href string }
 	var links []bulkLink
-	for _, a := range []string{driver.BulkRetry, driver.BulkCancel, driver.BulkDelete} {
+	for _, a := range []string{sluicetype.BulkRetry, sluicetype.BulkCancel, sluicetype.BulkDelete} {
 		bq := filterQuery(p)
 		bq.Set("action", a)
 		links = append(links, bulkLink{a, "/jobs/bulk?" + bq.Encode()})
 	}
-	v.Data = map[string]any{"Jobs": list, "Filter": p, "Next": next, "Scan": driver.PayloadScan, "Bulk": links,
-		"Statuses": []driver.Status{"", driver.StatusPending, driver.StatusProcessing, driver.StatusSuccess, driver.StatusFailed, driver.StatusCancelled}}
+	v.Data = map[string]any{"Jobs": list, "Filter": p, "Next": next, "Scan": sluicetype.PayloadScan, "Bulk": links,
+		"Statuses": []sluicetype.Status{"", sluicetype.StatusPending, sluicetype.StatusProcessing, sluicetype.StatusSuccess, sluicetype.StatusFailed, sluicetype.StatusCancelled}}
 	d.render(w, "jobs", v)
 }
 
@@ -99,7 +100,7 @@ func (d *Dashboard) bulkForm(w http.ResponseWriter, r *http.Request, v *view) {
 	}
 	v.Title, v.Nav = "Confirm: "+action+" jobs", "jobs"
 	v.Data = map[string]any{"Action": action, "Count": n, "Filter": p, "Back": "/jobs?" + filterQuery(p).Encode(),
-		"Statuses": driver.BulkStatuses[action], "Max": driver.MaxBulk, "Fields": filterQuery(p)}
+		"Statuses": sluicetype.BulkStatuses[action], "Max": sluicetype.MaxBulk, "Fields": filterQuery(p)}
 	d.render(w, "bulk", v)
 }
 
@@ -120,7 +121,7 @@ func (d *Dashboard) bulk(w http.ResponseWriter, r *http.Request, _ *view) {
 		return
 	}
 	d.live.invalidate()
-	past := map[string]string{driver.BulkRetry: "moved back to pending", driver.BulkCancel: "cancelled", driver.BulkDelete: "deleted"}[action]
+	past := map[string]string{sluicetype.BulkRetry: "moved back to pending", sluicetype.BulkCancel: "cancelled", sluicetype.BulkDelete: "deleted"}[action]
 	back(w, r, "/jobs?"+filterQuery(p).Encode(), fmt.Sprintf("%d jobs %s.", n, past))
 }
 
@@ -145,8 +146,8 @@ func (d *Dashboard) job(w http.ResponseWriter, r *http.Request, v *view) {
 	}
 	v.Title, v.Nav = fmt.Sprintf("Job %d", j.ID), "jobs"
 	v.Data = map[string]any{"Job": j, "Payload": prettyJSON(j.Payload), "Result": prettyJSON([]byte(j.Result)),
-		"CanRetry":  j.Status == driver.StatusFailed || j.Status == driver.StatusCancelled,
-		"CanCancel": j.Status == driver.StatusPending || j.Status == driver.StatusFailed}
+		"CanRetry":  j.Status == sluicetype.StatusFailed || j.Status == sluicetype.StatusCancelled,
+		"CanCancel": j.Status == sluicetype.StatusPending || j.Status == sluicetype.StatusFailed}
 	d.render(w, "job", v)
 }
 
@@ -202,7 +203,7 @@ func errorPrefix(s string) string {
 }
 
 func (d *Dashboard) failGroups(r *http.Request) ([]*failGroup, int, error) {
-	list, err := d.c.Jobs(r.Context(), sluice.ListParams{Status: driver.StatusFailed, Limit: failedScan})
+	list, err := d.c.Jobs(r.Context(), sluicetype.ListParams{Status: sluicetype.StatusFailed, Limit: failedScan})
 	if err != nil {
 		return nil, 0, err
 	}
@@ -286,7 +287,7 @@ func (d *Dashboard) queues(w http.ResponseWriter, r *http.Request, v *view) {
 		d.fail(w, err)
 		return
 	}
-	var limited []sluice.QueueStats
+	var limited []sluicetype.QueueStats
 	for i, q := range st {
 		q.Processing = snap.Queues[i].Processing
 		if q.Fair || q.MaxRunning > 0 || len(q.Partitions) > 0 {
@@ -345,7 +346,7 @@ type scheduleRow struct {
 	Configured                    bool
 	Next                          time.Time // zero when not configured here
 	LastSlot                      time.Time // zero when no slot was handled yet
-	State                         driver.ScheduleState
+	State                         sluicetype.ScheduleState
 }
 
 func (d *Dashboard) schedules(w http.ResponseWriter, r *http.Request, v *view) {
@@ -354,7 +355,7 @@ func (d *Dashboard) schedules(w http.ResponseWriter, r *http.Request, v *view) {
 		d.fail(w, err)
 		return
 	}
-	byName := map[string]driver.ScheduleState{}
+	byName := map[string]sluicetype.ScheduleState{}
 	for _, st := range states {
 		byName[st.Name] = st
 	}
@@ -380,7 +381,7 @@ func (d *Dashboard) schedules(w http.ResponseWriter, r *http.Request, v *view) {
 }
 
 type batchRow struct {
-	driver.Checkpoint
+	sluicetype.Checkpoint
 	Rate string // rows per second since the shard started
 }
 

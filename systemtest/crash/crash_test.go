@@ -22,6 +22,7 @@ import (
 	"github.com/sluicehq/sluice/internal/maintenance"
 	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // bin is the sluice binary, built once, for the variant that kills a
@@ -227,7 +228,7 @@ func runCrash(t *testing.T, d driver.Driver, tg testdb.Target, w workers) bool {
 	// leases expire: read them now. Lease tokens are per claim, so the log
 	// says which are the dead worker's: those it started at that attempt.
 	// (Jobs it had claimed but not started would run once, elsewhere.)
-	processing, err := d.ListJobs(ctx, driver.ListParams{Status: driver.StatusProcessing, Limit: 1000})
+	processing, err := d.ListJobs(ctx, sluicetype.ListParams{Status: sluicetype.StatusProcessing, Limit: 1000})
 	require.NoError(t, err)
 	require.Less(t, len(processing), 1000, "processing rows fit in one page")
 	atKill := readLog(t, logPath, false)
@@ -257,7 +258,7 @@ func runCrash(t *testing.T, d driver.Driver, tg testdb.Target, w workers) bool {
 	}
 
 	// Every job succeeded.
-	rows, err := d.ListJobs(ctx, driver.ListParams{Status: driver.StatusSuccess, Limit: 1000})
+	rows, err := d.ListJobs(ctx, sluicetype.ListParams{Status: sluicetype.StatusSuccess, Limit: 1000})
 	require.NoError(t, err)
 	require.Len(t, rows, jobs)
 

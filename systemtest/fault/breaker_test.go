@@ -14,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // TestCircuitBreakerOutage points a type with a circuit breaker at a
@@ -102,9 +103,9 @@ types:
 		require.NoError(t, err)
 	}
 
-	byStatus := testdb.JobsByStatus(t, d, driver.ListParams{})
-	require.Empty(t, byStatus[driver.StatusFailed], "no job fails because of the outage")
-	require.Len(t, byStatus[driver.StatusSuccess], jobs, "every job succeeds after the recovery")
+	byStatus := testdb.JobsByStatus(t, d, sluicetype.ListParams{})
+	require.Empty(t, byStatus[sluicetype.StatusFailed], "no job fails because of the outage")
+	require.Len(t, byStatus[sluicetype.StatusSuccess], jobs, "every job succeeds after the recovery")
 	mu.Lock()
 	defer mu.Unlock()
 	require.Len(t, seen, jobs, "every job was called after the recovery")
@@ -112,13 +113,13 @@ types:
 	require.LessOrEqual(t, len(down), bound, "calls during the outage: K=%d + %d other slots + %d probes", threshold, procs*slots-1, maxProbes)
 	require.NotEmpty(t, down, "the outage was seen")
 	maxAttempts := 0
-	for _, r := range byStatus[driver.StatusSuccess] {
+	for _, r := range byStatus[sluicetype.StatusSuccess] {
 		maxAttempts = max(maxAttempts, r.Attempts)
 	}
 	circuits, err := d.ListCircuits(context.Background())
 	require.NoError(t, err)
 	require.Len(t, circuits, 1)
-	require.Equal(t, driver.CircuitClosed, circuits[0].State, "the last probe closed the circuit")
+	require.Equal(t, sluicetype.CircuitClosed, circuits[0].State, "the last probe closed the circuit")
 	t.Logf("REPORT %s: %d jobs, %d calls during the %s outage (bound %d = K %d + other slots %d + probes %d), %d after; most attempts charged to one job: %d; recovered in %s",
 		t.Name(), jobs, len(down), outage, bound, threshold, procs*slots-1, maxProbes, len(up), maxAttempts, up[0].Sub(t0.Add(outage)).Round(time.Millisecond))
 }

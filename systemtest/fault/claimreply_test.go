@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // TestClaimReplyLost puts a proxy between `sluice work` and the database
@@ -71,7 +71,7 @@ func TestClaimReplyLost(t *testing.T) {
 			require.Contains(t, w.Stderr(), "a failed claim had committed", "a cut claim had taken jobs and the worker handed them back")
 			dups := proctest.CheckAllSucceeded(t, d, proctest.ReadExecLog[int64](t, logPath, true), jobs)
 			require.Empty(t, dups, "a job whose claim reply was lost never reached a handler, so nothing runs twice")
-			for _, j := range testdb.JobsByStatus(t, d, driver.ListParams{})[driver.StatusSuccess] {
+			for _, j := range testdb.JobsByStatus(t, d, sluicetype.ListParams{})[sluicetype.StatusSuccess] {
 				require.Equal(t, 1, j.Attempts, "job %d: attempts charged for claims it never ran under", j.ID)
 			}
 			t.Logf("%d jobs done %s after start, through %d lost claim replies; worker log:\n%s", jobs, took.Round(time.Millisecond),

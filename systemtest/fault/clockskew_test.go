@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Clock skew: two `sluice work` processes whose own clocks run 5 minutes
@@ -63,7 +63,7 @@ schedules:
 			ahead := startWork(t, append(env, "SLUICE_CLOCK_OFFSET=5m"), "--config", cfg)
 			behind := startWork(t, append(env, "SLUICE_CLOCK_OFFSET=-5m"), "--config", cfg)
 			testdb.WaitFor(t, 90*time.Second, "every stamp job done", func() bool {
-				jobs, err := d.ListJobs(context.Background(), driver.ListParams{Type: "stamp", Status: driver.StatusPending, Limit: 1})
+				jobs, err := d.ListJobs(context.Background(), sluicetype.ListParams{Type: "stamp", Status: sluicetype.StatusPending, Limit: 1})
 				return err == nil && len(jobs) == 0 && allDone(d)
 			})
 			time.Sleep(2 * time.Second) // a few more schedule slots
@@ -98,9 +98,9 @@ schedules:
 				started[n] = at
 			}
 			f.Close()
-			by := testdb.JobsByStatus(t, d, driver.ListParams{})
+			by := testdb.JobsByStatus(t, d, sluicetype.ListParams{})
 			stamps := 0
-			for _, j := range by[driver.StatusSuccess] {
+			for _, j := range by[sluicetype.StatusSuccess] {
 				if j.Type != "stamp" {
 					continue
 				}
@@ -114,7 +114,7 @@ schedules:
 			require.Equal(t, skewJobs, stamps)
 
 			var slots []string
-			for _, j := range by[driver.StatusSuccess] {
+			for _, j := range by[sluicetype.StatusSuccess] {
 				if j.Type == "tick" {
 					slots = append(slots, j.Key)
 				}

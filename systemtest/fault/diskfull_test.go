@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/dburl"
-	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/proctest"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // A full disk under SQLite: the database lives on a 4 MiB tmpfs. Bulk
@@ -88,7 +88,7 @@ func TestSQLiteDiskFull(t *testing.T) {
 	for _, s := range st {
 		require.Zero(t, s.Pending+s.Processing+s.Failed)
 	}
-	jobs, err := d.ListJobs(context.Background(), driver.ListParams{Status: driver.StatusSuccess, Limit: 1})
+	jobs, err := d.ListJobs(context.Background(), sluicetype.ListParams{Status: sluicetype.StatusSuccess, Limit: 1})
 	require.NoError(t, err)
 	require.NotEmpty(t, jobs)
 }

@@ -10,9 +10,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // The faults that hit the database server run 2,000 jobs on 2 processes.
@@ -140,16 +140,16 @@ func serverFaultRun(t *testing.T, s *server, lease string, at []float64, inject 
 		stderr = append(stderr, p.Stderr())
 	}
 	return faultResult{log: l, dups: dups, stderr: stderr, recoveries: recoveries,
-		succeeded: testdb.JobsByStatus(t, d, driver.ListParams{})[driver.StatusSuccess]}
+		succeeded: testdb.JobsByStatus(t, d, sluicetype.ListParams{})[sluicetype.StatusSuccess]}
 }
 
 // faultResult is what a run leaves for fault-specific checks.
 type faultResult struct {
 	log        *proctest.ExecLog[int64]
 	dups       []int64
-	stderr     []string        // per process
-	recoveries []time.Duration // per fault
-	succeeded  []driver.JobRow // the jobs at the end, all in success
+	stderr     []string            // per process
+	recoveries []time.Duration     // per fault
+	succeeded  []sluicetype.JobRow // the jobs at the end, all in success
 }
 
 // successCount counts finished jobs on the admin connection (the driver's

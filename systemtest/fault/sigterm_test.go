@@ -6,9 +6,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // SIGTERM under heavy load: two `sluice work` processes with 20 slow
@@ -43,14 +43,14 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 			require.Less(t, took, 3*time.Second, "shutdown took %s", took)
 		}
 
-		by := testdb.JobsByStatus(t, d, driver.ListParams{})
-		require.Empty(t, by[driver.StatusProcessing], "no job left processing after the processes exited")
-		require.Empty(t, by[driver.StatusFailed])
-		for _, j := range by[driver.StatusPending] {
+		by := testdb.JobsByStatus(t, d, sluicetype.ListParams{})
+		require.Empty(t, by[sluicetype.StatusProcessing], "no job left processing after the processes exited")
+		require.Empty(t, by[sluicetype.StatusFailed])
+		for _, j := range by[sluicetype.StatusPending] {
 			require.Empty(t, j.LockedBy, "job %d pending with a lease", j.ID)
 			require.Zero(t, j.Attempts, "job %d: an attempt cut by shutdown is not charged", j.ID)
 		}
-		require.NotEmpty(t, by[driver.StatusPending], "the SIGTERM came mid-run")
+		require.NotEmpty(t, by[sluicetype.StatusPending], "the SIGTERM came mid-run")
 		// Read after the exit: every cut run is in the log by now.
 		l := proctest.ReadExecLog[int64](t, logPath, true)
 		interrupted := 0
@@ -80,9 +80,9 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 			}
 			require.Equal(t, 1, ended, "job %d finished %d runs: %+v", id, ended, runs)
 		}
-		for _, j := range testdb.JobsByStatus(t, d, driver.ListParams{})[driver.StatusSuccess] {
+		for _, j := range testdb.JobsByStatus(t, d, sluicetype.ListParams{})[sluicetype.StatusSuccess] {
 			require.Equal(t, 1, j.Attempts, "job %d", j.ID)
 		}
-		t.Logf("%s: %d jobs pending at shutdown, %d runs interrupted and run again", name, len(by[driver.StatusPending]), interrupted)
+		t.Logf("%s: %d jobs pending at shutdown, %d runs interrupted and run again", name, len(by[sluicetype.StatusPending]), interrupted)
 	})
 }

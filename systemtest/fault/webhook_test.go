@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // TestBadWebhookTargets points job types at targets that hang, reset the
@@ -110,10 +110,10 @@ func TestBadWebhookTargets(t *testing.T) {
 	stillHanging := hanging.Load()
 	hangFinal := 0
 	for _, typ := range []string{"hang"} {
-		rows, err := d.ListJobs(context.Background(), driver.ListParams{Type: typ})
+		rows, err := d.ListJobs(context.Background(), sluicetype.ListParams{Type: typ})
 		require.NoError(t, err)
 		for _, r := range rows {
-			if driver.IsFinal(r.Status) {
+			if sluicetype.IsFinal(r.Status) {
 				hangFinal++
 			}
 		}
@@ -125,8 +125,8 @@ func TestBadWebhookTargets(t *testing.T) {
 	took, err := w.term(t, 10*time.Second)
 	require.NoError(t, err, "work exits 0 (after %s)", took)
 
-	by := map[string][]driver.JobRow{}
-	for _, rows := range testdb.JobsByStatus(t, d, driver.ListParams{}) {
+	by := map[string][]sluicetype.JobRow{}
+	for _, rows := range testdb.JobsByStatus(t, d, sluicetype.ListParams{}) {
 		for _, r := range rows {
 			by[r.Type] = append(by[r.Type], r)
 		}
@@ -134,7 +134,7 @@ func TestBadWebhookTargets(t *testing.T) {
 	for _, typ := range []string{"hang", "reset", "bad502"} {
 		require.Len(t, by[typ], nBad)
 		for _, r := range by[typ] {
-			require.Equal(t, driver.StatusFailed, r.Status, "%s job %d: %s", typ, r.ID, r.LastError)
+			require.Equal(t, sluicetype.StatusFailed, r.Status, "%s job %d: %s", typ, r.ID, r.LastError)
 			require.Equal(t, 2, r.Attempts, "%s job %d", typ, r.ID)
 			require.NotEmpty(t, r.LastError)
 		}
@@ -143,14 +143,14 @@ func TestBadWebhookTargets(t *testing.T) {
 	}
 	require.Len(t, by["ok200"], nBad)
 	for _, r := range by["ok200"] {
-		require.Equal(t, driver.StatusSuccess, r.Status, "a 200 with a non-JSON body is a success: %s", r.LastError)
+		require.Equal(t, sluicetype.StatusSuccess, r.Status, "a 200 with a non-JSON body is a success: %s", r.LastError)
 		require.Equal(t, 1, r.Attempts)
 	}
 	require.EqualValues(t, nBad, calls["ok200"].Load(), "ok200: one call per job, none retried")
 	dups := 0
 	require.Len(t, by["fast"], nFast)
 	for _, r := range by["fast"] {
-		require.Equal(t, driver.StatusSuccess, r.Status)
+		require.Equal(t, sluicetype.StatusSuccess, r.Status)
 	}
 	for _, n := range fastSeen {
 		if n > 1 {

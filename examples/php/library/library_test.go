@@ -21,9 +21,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/clients/php/phptest"
-	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 var bin string
@@ -150,7 +150,7 @@ func check(t *testing.T, db *sql.DB, prefix string, committed map[int]int64) {
 		_, err := fmt.Sscanf(key, "order:%d", &order)
 		require.NoError(t, err, key)
 		require.Contains(t, committed, order, "job %d is for order %d, which rolled back", id, order)
-		require.Equal(t, string(driver.StatusSuccess), status, "job %d (%s)", id, key)
+		require.Equal(t, string(sluicetype.StatusSuccess), status, "job %d (%s)", id, key)
 		want := 1
 		if busy(order) {
 			want = 2

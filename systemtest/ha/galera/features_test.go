@@ -19,6 +19,7 @@ import (
 	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
 	"github.com/sluicehq/sluice/lock"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // GET_LOCK is local to a Galera node: a session on node 2 takes a name
@@ -139,7 +140,7 @@ func TestDedupeAcrossNodes(t *testing.T) {
 		require.NoError(t, err, "an enqueue failed instead of being retried")
 	}
 	conflicts := c.certFailures() - before
-	rows := testdb.JobsByStatus(t, tg.drv[2], driver.ListParams{Type: "work"})[driver.StatusPending]
+	rows := testdb.JobsByStatus(t, tg.drv[2], sluicetype.ListParams{Type: "work"})[sluicetype.StatusPending]
 	require.Len(t, rows, keys, "one job per key")
 	byKey := map[string]int64{}
 	for _, r := range rows {
@@ -255,7 +256,7 @@ func TestFencingAcrossNodes(t *testing.T) {
 		require.NoError(t, err)
 		return r.Pending > 0 && allPending(t, n2)
 	})
-	var again []driver.JobRow
+	var again []sluicetype.JobRow
 	testdb.WaitFor(t, 10*time.Second, "claim again on node 3", func() bool {
 		rows, err := n3.Claim(ctx, driver.ClaimParams{Queue: "default", Limit: 2, Lease: time.Minute, Token: "fresh"})
 		require.NoError(t, err)
@@ -265,11 +266,11 @@ func TestFencingAcrossNodes(t *testing.T) {
 	a, b := claimed[0].ID, claimed[1].ID
 	// Sequential: the stale holder completes through node 1, then node 2.
 	for _, d := range []driver.Driver{n1, n2} {
-		lost, err := d.Complete(ctx, driver.CompleteParams{Completions: []driver.Completion{{ID: a, Token: "stale", Status: driver.StatusSuccess}}})
+		lost, err := d.Complete(ctx, driver.CompleteParams{Completions: []driver.Completion{{ID: a, Token: "stale", Status: sluicetype.StatusSuccess}}})
 		require.NoError(t, err)
 		require.Equal(t, []int64{a}, lost, "a stale completion is refused")
 	}
-	lost, err := n3.Complete(ctx, driver.CompleteParams{Completions: []driver.Completion{{ID: a, Token: "fresh", Status: driver.StatusSuccess}}})
+	lost, err := n3.Complete(ctx, driver.CompleteParams{Completions: []driver.Completion{{ID: a, Token: "fresh", Status: sluicetype.StatusSuccess}}})
 	require.NoError(t, err)
 	require.Empty(t, lost)
 	// Racing: stale through node 1 and fresh through node 2 at once.
@@ -279,11 +280,11 @@ func TestFencingAcrossNodes(t *testing.T) {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		staleLost, staleErr = n1.Complete(ctx, driver.CompleteParams{Completions: []driver.Completion{{ID: b, Token: "stale", Status: driver.StatusFailed}}})
+		staleLost, staleErr = n1.Complete(ctx, driver.CompleteParams{Completions: []driver.Completion{{ID: b, Token: "stale", Status: sluicetype.StatusFailed}}})
 	}()
 	go func() {
 		defer wg.Done()
-		freshLost, freshErr = n2.Complete(ctx, driver.CompleteParams{Completions: []driver.Completion{{ID: b, Token: "fresh", Status: driver.StatusSuccess}}})
+		freshLost, freshErr = n2.Complete(ctx, driver.CompleteParams{Completions: []driver.Completion{{ID: b, Token: "fresh", Status: sluicetype.StatusSuccess}}})
 	}()
 	wg.Wait()
 	require.NoError(t, staleErr)
@@ -294,13 +295,13 @@ func TestFencingAcrossNodes(t *testing.T) {
 		testdb.WaitFor(t, 5*time.Second, "both jobs success on every node", func() bool {
 			ja, err1 := d.GetJob(ctx, a)
 			jb, err2 := d.GetJob(ctx, b)
-			return err1 == nil && err2 == nil && ja.Status == driver.StatusSuccess && jb.Status == driver.StatusSuccess
+			return err1 == nil && err2 == nil && ja.Status == sluicetype.StatusSuccess && jb.Status == sluicetype.StatusSuccess
 		})
 	}
 }
 
 func allPending(t *testing.T, d driver.Driver) bool {
-	rows, err := d.ListJobs(context.Background(), driver.ListParams{Status: driver.StatusProcessing, Limit: 10})
+	rows, err := d.ListJobs(context.Background(), sluicetype.ListParams{Status: sluicetype.StatusProcessing, Limit: 10})
 	require.NoError(t, err)
 	return len(rows) == 0
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // target is one test's tables on the cluster: a fresh prefix, migrated
@@ -68,7 +69,7 @@ func workConfig(t *testing.T, url, logPath string, concurrency int, extra string
 func hasPending(d driver.Driver, typ string) bool {
 	ctx, cancel := ctxT(5 * time.Second)
 	defer cancel()
-	rows, err := d.ListJobs(ctx, driver.ListParams{Status: driver.StatusPending, Type: typ, Limit: 1})
+	rows, err := d.ListJobs(ctx, sluicetype.ListParams{Status: sluicetype.StatusPending, Type: typ, Limit: 1})
 	return err == nil && len(rows) == 1
 }
 
@@ -77,8 +78,8 @@ func hasPending(d driver.Driver, typ string) bool {
 func allDone(d driver.Driver, typ string) bool {
 	ctx, cancel := ctxT(5 * time.Second)
 	defer cancel()
-	for _, st := range []driver.Status{driver.StatusPending, driver.StatusProcessing} {
-		rows, err := d.ListJobs(ctx, driver.ListParams{Status: st, Type: typ, Limit: 1})
+	for _, st := range []sluicetype.Status{sluicetype.StatusPending, sluicetype.StatusProcessing} {
+		rows, err := d.ListJobs(ctx, sluicetype.ListParams{Status: st, Type: typ, Limit: 1})
 		if err != nil || len(rows) > 0 {
 			return false
 		}

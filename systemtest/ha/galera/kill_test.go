@@ -16,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // A node is SIGKILLed mid-run and brought back. The workers reach the
@@ -130,7 +131,7 @@ func TestKillNodeMidRun(t *testing.T) {
 	// Jobs processing at the kill, read from a survivor: the ones a lost
 	// claim or outcome would put at risk.
 	ctx := context.Background()
-	processing, err := witness.ListJobs(ctx, driver.ListParams{Status: driver.StatusProcessing, Limit: 1000})
+	processing, err := witness.ListJobs(ctx, sluicetype.ListParams{Status: sluicetype.StatusProcessing, Limit: 1000})
 	require.NoError(t, err)
 	held := len(processing)
 	// Recovery: from the kill to the first success committed after it,
@@ -170,7 +171,7 @@ func TestKillNodeMidRun(t *testing.T) {
 	dups := proctest.CheckAllSucceeded(t, witness, l, total)
 	require.Empty(t, dups, "jobs run twice")
 	ackLost := 0
-	rows := testdb.JobsByStatus(t, witness, driver.ListParams{Type: "work"})[driver.StatusSuccess]
+	rows := testdb.JobsByStatus(t, witness, sluicetype.ListParams{Type: "work"})[sluicetype.StatusSuccess]
 	byKey := map[string]int64{}
 	for _, r := range rows {
 		byKey[r.Key] = r.ID

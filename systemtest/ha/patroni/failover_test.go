@@ -24,6 +24,7 @@ import (
 	"github.com/sluicehq/sluice/internal/clienttest"
 	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // The workload, scaled for a loaded 2-core machine: the assertions hold
@@ -207,7 +208,7 @@ func failoverRun(t *testing.T, c *cluster, syncMode bool) string {
 	ins := make([]driver.InsertJob, seedJobs)
 	for i := range ins {
 		seedKeys[i] = fmt.Sprintf("seed-%d", i)
-		ins[i] = driver.InsertJob{Queue: "default", Type: "work", Key: seedKeys[i], Dedupe: driver.DedupePermanent, Payload: []byte("{}"), MaxAttempts: 25}
+		ins[i] = driver.InsertJob{Queue: "default", Type: "work", Key: seedKeys[i], Dedupe: sluicetype.DedupePermanent, Payload: []byte("{}"), MaxAttempts: 25}
 	}
 	_, err = d.Insert(ctx, driver.InsertParams{Jobs: ins})
 	require.NoError(t, err)
@@ -359,7 +360,7 @@ func failoverRun(t *testing.T, c *cluster, syncMode bool) string {
 			ackedLost = append(ackedLost, k)
 			continue
 		}
-		if r.status != driver.StatusSuccess {
+		if r.status != sluicetype.StatusSuccess {
 			lost = append(lost, k)
 		}
 	}
@@ -382,7 +383,7 @@ func failoverRun(t *testing.T, c *cluster, syncMode bool) string {
 				reran++
 			}
 		}
-		if r.status == driver.StatusSuccess {
+		if r.status == sluicetype.StatusSuccess {
 			require.NotEmpty(t, runs[r.key], "job %d (%s) is success but never ran", r.id, r.key)
 		}
 	}
@@ -498,7 +499,7 @@ func (w *wakeProbe) pickup(t *testing.T, d driver.Driver) time.Duration {
 	})
 	at := time.Now()
 	_, err := d.Insert(context.Background(), driver.InsertParams{Jobs: []driver.InsertJob{
-		{Queue: "wake", Type: "wake", Dedupe: driver.DedupePermanent, Payload: []byte("{}"), MaxAttempts: 1}}})
+		{Queue: "wake", Type: "wake", Dedupe: sluicetype.DedupePermanent, Payload: []byte("{}"), MaxAttempts: 1}}})
 	require.NoError(t, err)
 	select {
 	case s := <-w.started:
@@ -523,7 +524,7 @@ func fenceSetup(t *testing.T, c *cluster, d driver.Driver, primary *sql.DB) fenc
 	t.Helper()
 	ctx := context.Background()
 	res, err := d.Insert(ctx, driver.InsertParams{Jobs: []driver.InsertJob{
-		{Queue: "fence", Type: "work", Key: "fence", Dedupe: driver.DedupePermanent, Payload: []byte("{}"), MaxAttempts: 5}}})
+		{Queue: "fence", Type: "work", Key: "fence", Dedupe: sluicetype.DedupePermanent, Payload: []byte("{}"), MaxAttempts: 5}}})
 	require.NoError(t, err)
 	f := fenceState{id: res[0].ID, oldToken: "held-on-old-primary"}
 	jobs, err := d.Claim(ctx, driver.ClaimParams{Queue: "fence", Limit: 1, Lease: 8 * time.Second, Token: f.oldToken})
@@ -556,9 +557,9 @@ func fenceCheck(t *testing.T, d driver.Driver, newDB *sql.DB, prefix string, f f
 	t.Helper()
 	ctx := context.Background()
 	testdb.WaitFor(t, 60*time.Second, "the fence job rescued on the new primary", func() bool {
-		var status driver.Status
+		var status sluicetype.Status
 		err := newDB.QueryRow("SELECT status FROM "+prefix+"jobs WHERE id = $1", f.id).Scan(&status)
-		return err == nil && status == driver.StatusPending
+		return err == nil && status == sluicetype.StatusPending
 	})
 	newToken := "held-on-new-primary"
 	jobs, err := d.Claim(ctx, driver.ClaimParams{Queue: "fence", Limit: 1, Lease: time.Minute, Token: newToken})
@@ -569,20 +570,20 @@ func fenceCheck(t *testing.T, d driver.Driver, newDB *sql.DB, prefix string, f f
 	lost, err := d.Heartbeat(ctx, driver.HeartbeatParams{Token: f.oldToken, IDs: []int64{f.id}, Lease: time.Minute})
 	require.NoError(t, err)
 	require.Equal(t, []int64{f.id}, lost, "the old holder's heartbeat is fenced out")
-	lost, err = d.Complete(ctx, driver.CompleteParams{Completions: []driver.Completion{{ID: f.id, Token: f.oldToken, Status: driver.StatusSuccess}}})
+	lost, err = d.Complete(ctx, driver.CompleteParams{Completions: []driver.Completion{{ID: f.id, Token: f.oldToken, Status: sluicetype.StatusSuccess}}})
 	require.NoError(t, err)
 	require.Equal(t, []int64{f.id}, lost, "the old holder's completion is fenced out")
 	j, err := d.GetJob(ctx, f.id)
 	require.NoError(t, err)
-	require.Equal(t, driver.StatusProcessing, j.Status)
+	require.Equal(t, sluicetype.StatusProcessing, j.Status)
 	require.Equal(t, newToken, j.LockedBy)
 
-	lost, err = d.Complete(ctx, driver.CompleteParams{Completions: []driver.Completion{{ID: f.id, Token: newToken, Status: driver.StatusSuccess}}})
+	lost, err = d.Complete(ctx, driver.CompleteParams{Completions: []driver.Completion{{ID: f.id, Token: newToken, Status: sluicetype.StatusSuccess}}})
 	require.NoError(t, err)
 	require.Empty(t, lost)
 	j, err = d.GetJob(ctx, f.id)
 	require.NoError(t, err)
-	require.Equal(t, driver.StatusSuccess, j.Status)
+	require.Equal(t, sluicetype.StatusSuccess, j.Status)
 }
 
 // successKeys reads the keys of the jobs in success on one node.
@@ -604,7 +605,7 @@ func successKeys(t *testing.T, db *sql.DB, prefix string) map[string]bool {
 type jobRow struct {
 	id       int64
 	key      string
-	status   driver.Status
+	status   sluicetype.Status
 	finished *time.Time
 }
 

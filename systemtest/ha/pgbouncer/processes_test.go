@@ -18,6 +18,7 @@ import (
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Real `sluice migrate`, `work`, `serve`, `enqueue` and `run` processes,
@@ -186,17 +187,17 @@ schedules:
 	for key, rs := range slotRuns {
 		require.Len(t, rs, 1, "slot %s ran %d times: %v", key, len(rs), rs)
 	}
-	rows := testdb.AllJobs(t, d, driver.ListParams{})
+	rows := testdb.AllJobs(t, d, sluicetype.ListParams{})
 	byType := map[string]int{}
 	workers := map[string]bool{fmt.Sprint(work.Pid()): true, fmt.Sprint(serve.Pid()): true, fmt.Sprint(probe.Pid()): true}
 	dups := 0
 	for _, j := range rows {
-		if j.Type == "tick" && j.Status == driver.StatusPending {
+		if j.Type == "tick" && j.Status == sluicetype.StatusPending {
 			// A slot enqueued as the processes stopped: not run, and not lost.
 			require.Zero(t, ran[j.ID])
 			continue
 		}
-		require.Equal(t, driver.StatusSuccess, j.Status, "job %d (%s)", j.ID, j.Type)
+		require.Equal(t, sluicetype.StatusSuccess, j.Status, "job %d (%s)", j.ID, j.Type)
 		if rs := runsOf(runs, j.ID); len(rs) == 2 && !workers[rs[0].pid] {
 			t.Logf("job %d ran twice, first in a run pass that requeued it at its deadline: %v", j.ID, rs)
 			dups++
@@ -209,7 +210,7 @@ schedules:
 	}
 	require.LessOrEqual(t, dups, requeued, "a job ran twice only if a run pass requeued it")
 	for id := range ran {
-		require.True(t, slices.ContainsFunc(rows, func(j driver.JobRow) bool { return j.ID == id }), "the log names job %d, which is not in the table", id)
+		require.True(t, slices.ContainsFunc(rows, func(j sluicetype.JobRow) bool { return j.ID == id }), "the log names job %d, which is not in the table", id)
 	}
 	require.Equal(t, n+5, byType["work"])
 	require.GreaterOrEqual(t, byType["tick"], 5, "the every-second schedule fired for most of the run")

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // idleCheck is how long a work-only process's handlers must have been
@@ -80,11 +80,11 @@ func (r *runner) workOnly(ctx context.Context, scheme string) (*Result, error) {
 // often; counting the backlog each time made the check, not the workers,
 // what a scaling run measured.
 func liveJobs(ctx context.Context, c *sluice.Client) (live, failed bool, err error) {
-	exists := func(st driver.Status) (bool, error) {
-		jobs, err := c.Jobs(ctx, sluice.ListParams{Status: st, Limit: 1})
+	exists := func(st sluicetype.Status) (bool, error) {
+		jobs, err := c.Jobs(ctx, sluicetype.ListParams{Status: st, Limit: 1})
 		return len(jobs) > 0, err
 	}
-	for _, st := range []driver.Status{driver.StatusPending, driver.StatusProcessing} {
+	for _, st := range []sluicetype.Status{sluicetype.StatusPending, sluicetype.StatusProcessing} {
 		if live, err = exists(st); err != nil || live {
 			break
 		}
@@ -92,7 +92,7 @@ func liveJobs(ctx context.Context, c *sluice.Client) (live, failed bool, err err
 	if err != nil {
 		return false, false, err
 	}
-	failed, err = exists(driver.StatusFailed)
+	failed, err = exists(sluicetype.StatusFailed)
 	return live, failed, err
 }
 

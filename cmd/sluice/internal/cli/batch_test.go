@@ -24,6 +24,7 @@ import (
 	"github.com/sluicehq/sluice/handler/webhook"
 	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // batchTable creates <prefix>items with n rows whose created_at repeats
@@ -276,7 +277,7 @@ func TestBatchShardsAsJobs(t *testing.T) {
 				require.NoError(t, w.Term(t, 2*time.Minute))
 			}
 			require.Zero(t, countWhere(t, d, tbl, "hits <> 1"), "rows not processed exactly once")
-			jobs, err := d.ListJobs(context.Background(), driver.ListParams{Type: "batch:spread", Status: driver.StatusSuccess})
+			jobs, err := d.ListJobs(context.Background(), sluicetype.ListParams{Type: "batch:spread", Status: sluicetype.StatusSuccess})
 			require.NoError(t, err)
 			require.Len(t, jobs, 4)
 		})

@@ -12,9 +12,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // TestBulkEnqueueOverlappingKeys runs several `sluice enqueue --ndjson`
@@ -64,7 +64,7 @@ func TestBulkEnqueueOverlappingKeys(t *testing.T) {
 		require.Equal(t, (procs-1)*keys, dups)
 
 		seen := map[string]bool{}
-		for _, j := range testdb.AllJobs(t, d, driver.ListParams{}) {
+		for _, j := range testdb.AllJobs(t, d, sluicetype.ListParams{}) {
 			require.False(t, seen[j.Key], "key %q twice", j.Key)
 			seen[j.Key] = true
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 func (a *app) circuitCommand() *cobra.Command {
@@ -22,7 +23,7 @@ func (a *app) circuitCommand() *cobra.Command {
 				return err
 			}
 			if cs == nil {
-				cs = []sluice.CircuitState{}
+				cs = []sluicetype.Circuit{}
 			}
 			if asJSON {
 				return writeJSON(a.stdout, map[string]any{"circuits": cs})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // TestCLICircuit opens and closes a type's circuit by hand and reads it back
@@ -26,7 +27,7 @@ func TestCLICircuit(t *testing.T) {
 	require.Equal(t, "circuit mailer: open\n", r.Stdout)
 	c, err := d.Circuit(context.Background(), driver.CircuitParams{Type: "mailer"})
 	require.NoError(t, err)
-	require.Equal(t, driver.CircuitOpen, c.State)
+	require.Equal(t, sluicetype.CircuitOpen, c.State)
 	require.True(t, c.Manual)
 
 	r = run(t, env, "", "stats")

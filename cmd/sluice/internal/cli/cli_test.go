@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/dburl"
-	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 var bin string
@@ -113,7 +113,7 @@ func TestCLIJobLifecycle(t *testing.T) {
 		r = run(t, env, good, "enqueue", "--ndjson", "-")
 		require.Equal(t, 0, r.Code, r.Stderr)
 		require.JSONEq(t, `{"inserted":2,"duplicates":1}`, r.Stdout)
-		jobs, err := d.ListJobs(t.Context(), driver.ListParams{})
+		jobs, err := d.ListJobs(t.Context(), sluicetype.ListParams{})
 		require.NoError(t, err)
 		require.Len(t, jobs, 4)
 	})
@@ -160,7 +160,7 @@ func TestCLIBadInput(t *testing.T) {
 			require.Equal(t, 1, strings.Count(r.Stderr, "\n"), "one line: %q", r.Stderr)
 		})
 	}
-	jobs, err := d.ListJobs(t.Context(), driver.ListParams{})
+	jobs, err := d.ListJobs(t.Context(), sluicetype.ListParams{})
 	require.NoError(t, err)
 	require.Empty(t, jobs, "bad input wrote nothing")
 }

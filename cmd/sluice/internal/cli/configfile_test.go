@@ -18,6 +18,7 @@ import (
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // requireNoDefaultDB fails when a command fell back to the default
@@ -37,7 +38,7 @@ func seed(t *testing.T, d driver.Driver, p sluice.EnqueueParams) int64 {
 	return r.ID
 }
 
-func jobStatus(t *testing.T, d driver.Driver, id int64) driver.Status {
+func jobStatus(t *testing.T, d driver.Driver, id int64) sluicetype.Status {
 	t.Helper()
 	j, err := d.GetJob(context.Background(), id)
 	require.NoError(t, err)
@@ -91,7 +92,7 @@ func TestConfigFileChoosesTheDatabase(t *testing.T) {
 			lines := `{"type":"nd","queue":"cli-ndjson"}` + "\n" + `{"type":"nd","queue":"cli-ndjson"}` + "\n"
 			r := sluiceCmd(t, lines, "enqueue", "--ndjson", "-")
 			require.JSONEq(t, `{"inserted":2,"duplicates":0}`, r.Stdout)
-			jobs, err := d.ListJobs(context.Background(), driver.ListParams{Queue: "cli-ndjson"})
+			jobs, err := d.ListJobs(context.Background(), sluicetype.ListParams{Queue: "cli-ndjson"})
 			require.NoError(t, err)
 			require.Len(t, jobs, 2)
 		})
@@ -106,9 +107,9 @@ func TestConfigFileChoosesTheDatabase(t *testing.T) {
 		t.Run("jobs cancel and retry", func(t *testing.T) {
 			id := seed(t, d, sluice.EnqueueParams{Type: "held", Queue: "cli-jobs"})
 			sluiceCmd(t, "", "jobs", "cancel", fmt.Sprint(id))
-			require.Equal(t, driver.StatusCancelled, jobStatus(t, d, id))
+			require.Equal(t, sluicetype.StatusCancelled, jobStatus(t, d, id))
 			sluiceCmd(t, "", "jobs", "retry", fmt.Sprint(id))
-			require.Equal(t, driver.StatusPending, jobStatus(t, d, id))
+			require.Equal(t, sluicetype.StatusPending, jobStatus(t, d, id))
 		})
 		t.Run("stats", func(t *testing.T) {
 			seed(t, d, sluice.EnqueueParams{Type: "counted", Queue: "cli-stats"})
@@ -136,7 +137,7 @@ func TestConfigFileChoosesTheDatabase(t *testing.T) {
 			require.NoError(t, json.Unmarshal([]byte(r.Stdout), &res), r.Stdout)
 			require.Equal(t, 2, res.Done)
 			for _, id := range ids {
-				require.Equal(t, driver.StatusSuccess, jobStatus(t, d, id))
+				require.Equal(t, sluicetype.StatusSuccess, jobStatus(t, d, id))
 			}
 		})
 		t.Run("work", func(t *testing.T) {
@@ -144,7 +145,7 @@ func TestConfigFileChoosesTheDatabase(t *testing.T) {
 			wd := t.TempDir()
 			w := startIn(t, wd, env, "--config", cfg, "work")
 			require.Eventually(t, func() bool {
-				return jobStatus(t, d, ids[0]) == driver.StatusSuccess && jobStatus(t, d, ids[1]) == driver.StatusSuccess
+				return jobStatus(t, d, ids[0]) == sluicetype.StatusSuccess && jobStatus(t, d, ids[1]) == sluicetype.StatusSuccess
 			}, 30*time.Second, 100*time.Millisecond, "the worker ran the config database's jobs")
 			require.NoError(t, w.Term(t, 2*time.Minute))
 			b, err := os.ReadFile(logPath)
@@ -197,7 +198,7 @@ func TestConfigFileDiscovery(t *testing.T) {
 			for _, c := range cases {
 				r := runIn(t, c.dir, c.env, "", append(c.args, "enqueue", "found", "--queue", "cli-found", "--key", c.way)...)
 				require.Equal(t, 0, r.Code, "%s: %s", c.way, r.Stderr)
-				jobs, err := d.ListJobs(context.Background(), driver.ListParams{Queue: "cli-found", KeyPrefix: c.way})
+				jobs, err := d.ListJobs(context.Background(), sluicetype.ListParams{Queue: "cli-found", KeyPrefix: c.way})
 				require.NoError(t, err)
 				require.Len(t, jobs, 1, "the job enqueued with %s is in the config's database", c.way)
 				requireNoDefaultDB(t, c.dir)
@@ -254,7 +255,7 @@ func TestDatabasePrecedence(t *testing.T) {
 			r := runIn(t, c.dir, c.env, "", append(c.args, "enqueue", "prec", "--key", c.name)...)
 			require.Equal(t, 0, r.Code, r.Stderr)
 			for n, d := range drivers {
-				jobs, err := d.ListJobs(context.Background(), driver.ListParams{KeyPrefix: c.name})
+				jobs, err := d.ListJobs(context.Background(), sluicetype.ListParams{KeyPrefix: c.name})
 				require.NoError(t, err)
 				if n == c.want {
 					require.Len(t, jobs, 1, "the job is in %s", n)
@@ -370,18 +371,18 @@ types:
 	require.Equal(t, 0, r.Code, r.Stderr)
 	r = runIn(t, t.TempDir(), env, `{"type":"report","key":"r:2"}`+"\n", "--config", cfg, "enqueue", "--ndjson", "-")
 	require.Equal(t, 0, r.Code, r.Stderr)
-	jobs, err := d.ListJobs(context.Background(), driver.ListParams{Type: "report"})
+	jobs, err := d.ListJobs(context.Background(), sluicetype.ListParams{Type: "report"})
 	require.NoError(t, err)
 	require.Len(t, jobs, 2)
 	for _, j := range jobs {
 		require.Equal(t, "reports", j.Queue, j.Key)
 		require.Equal(t, 8, j.MaxAttempts, j.Key)
-		require.Equal(t, driver.DedupeActive, j.Dedupe, j.Key)
+		require.Equal(t, sluicetype.DedupeActive, j.Dedupe, j.Key)
 	}
 	// An explicit flag still wins over the type's default.
 	r = runIn(t, t.TempDir(), env, "", "--config", cfg, "enqueue", "report", "--key", "r:3", "--queue", "default", "--max-attempts", "2")
 	require.Equal(t, 0, r.Code, r.Stderr)
-	j, err := d.ListJobs(context.Background(), driver.ListParams{Type: "report", KeyPrefix: "r:3"})
+	j, err := d.ListJobs(context.Background(), sluicetype.ListParams{Type: "report", KeyPrefix: "r:3"})
 	require.NoError(t, err)
 	require.Len(t, j, 1)
 	require.Equal(t, "default", j[0].Queue)

@@ -20,6 +20,7 @@ import (
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // cronScript plays a job by its key: ok:* succeeds, flaky:* fails its
@@ -104,7 +105,7 @@ func passCounts(t *testing.T, answer string) map[string]int {
 func waitRetriesDue(t *testing.T, d driver.Driver) {
 	t.Helper()
 	require.Eventually(t, func() bool {
-		jobs, err := d.ListJobs(context.Background(), driver.ListParams{Status: driver.StatusPending, Limit: 100})
+		jobs, err := d.ListJobs(context.Background(), sluicetype.ListParams{Status: sluicetype.StatusPending, Limit: 100})
 		require.NoError(t, err)
 		now, err := d.Now(context.Background())
 		require.NoError(t, err)
@@ -219,7 +220,7 @@ func TestCronPassOverHTTP(t *testing.T) {
 			// The roll-ups are written when the pass answers, with no
 			// heartbeat running (--no-workers).
 			var stats struct {
-				Queues []sluice.QueueStats `json:"queues"`
+				Queues []sluicetype.QueueStats `json:"queues"`
 			}
 			resp, err = http.Get(base + "/v1/stats")
 			require.NoError(t, err)
@@ -326,7 +327,7 @@ types:
 	require.Contains(t, log, `error="command sh: exit code 1"`)
 	require.Contains(t, log, `error="HTTP 500"`)
 	require.NotContains(t, log, marker, "info level: no payload in the log")
-	jobs, err := d.ListJobs(context.Background(), driver.ListParams{Status: driver.StatusFailed})
+	jobs, err := d.ListJobs(context.Background(), sluicetype.ListParams{Status: sluicetype.StatusFailed})
 	require.NoError(t, err)
 	require.Len(t, jobs, 2)
 	for _, j := range jobs {

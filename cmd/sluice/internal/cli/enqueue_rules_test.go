@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/rulestest"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // enqueueFlags spells a request as `sluice enqueue TYPE --flag ...`, or
@@ -70,7 +70,7 @@ func TestEnqueueRulesCLI(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, name string) {
 		d, tg := testdb.OpenURL(t, name)
 		env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix}
-		rows := func() int { return len(testdb.AllJobs(t, d, driver.ListParams{})) }
+		rows := func() int { return len(testdb.AllJobs(t, d, sluicetype.ListParams{})) }
 		written := 0
 		for _, tc := range cases {
 			body := tc.Body(t)
@@ -138,14 +138,14 @@ func TestEnqueueCLIBytes(t *testing.T) {
 		r = run(t, env, string(b), "enqueue", "t", "--payload", "-")
 		require.Equal(t, 2, r.Code, r.Stderr)
 		require.Contains(t, r.Stderr, "sluice: payload: more than 1048576 bytes")
-		require.Empty(t, testdb.AllJobs(t, d, driver.ListParams{}), "refusals wrote nothing")
+		require.Empty(t, testdb.AllJobs(t, d, sluicetype.ListParams{}), "refusals wrote nothing")
 
 		r = run(t, env, "", "enqueue", "t", "--payload", "@"+write("max.json", sluice.MaxPayloadBytes))
 		require.Equal(t, 0, r.Code, r.Stderr)
 		r = run(t, env, "", "enqueue", "t", "--payload", "@"+write("over.json", sluice.MaxPayloadBytes+1))
 		require.Equal(t, 2, r.Code, r.Stderr)
 		require.Contains(t, r.Stderr, "payload:")
-		require.Len(t, testdb.AllJobs(t, d, driver.ListParams{}), 1)
+		require.Len(t, testdb.AllJobs(t, d, sluicetype.ListParams{}), 1)
 
 		for _, c := range []struct {
 			args []string
@@ -159,7 +159,7 @@ func TestEnqueueCLIBytes(t *testing.T) {
 			require.Equal(t, 2, r.Code, "%q: %s", c.args, r.Stderr)
 			require.Contains(t, r.Stderr, c.want, c.args)
 		}
-		require.Len(t, testdb.AllJobs(t, d, driver.ListParams{}), 1, "refusals wrote nothing")
+		require.Len(t, testdb.AllJobs(t, d, sluicetype.ListParams{}), 1, "refusals wrote nothing")
 
 		r = run(t, env, "", "enqueue", "t", "--max-attempts", "0", "--payload", "null")
 		require.Equal(t, 0, r.Code, r.Stderr)

@@ -17,9 +17,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/config"
-	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/handler/webhook"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 func TestExampleConfigsAreValid(t *testing.T) {
@@ -91,10 +91,10 @@ func TestExampleWebhookReceiver(t *testing.T) {
 	r = run(t, env, "", "--config", cfg, "run")
 	require.Equal(t, 0, r.Code, r.Stderr)
 	require.JSONEq(t, `{"ok":true,"done":1,"retried":0,"failed":0,"requeued":0}`, r.Stdout)
-	jobs, err := d.ListJobs(context.Background(), driver.ListParams{})
+	jobs, err := d.ListJobs(context.Background(), sluicetype.ListParams{})
 	require.NoError(t, err)
 	require.Len(t, jobs, 1, "the job is in the database the config's db: names")
-	require.Equal(t, driver.StatusSuccess, jobs[0].Status)
+	require.Equal(t, sluicetype.StatusSuccess, jobs[0].Status)
 	require.True(t, strings.Contains(jobs[0].Result, `"applied": "order_sync"`), jobs[0].Result)
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // execEvent is one line of an execution log: a job's start or end, with
@@ -182,7 +183,7 @@ types:
 			r := run(t, env, "", "--config", cfg, "stats", "--json")
 			require.Equal(t, 0, r.Code, r.Stderr)
 			var out struct {
-				Queues []sluice.QueueStats `json:"queues"`
+				Queues []sluicetype.QueueStats `json:"queues"`
 			}
 			require.NoError(t, json.Unmarshal([]byte(r.Stdout), &out))
 			require.Len(t, out.Queues, 1)

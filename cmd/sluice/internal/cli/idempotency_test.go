@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // appliedReceiver is the receiver the README asks for: it records each
@@ -163,7 +164,7 @@ func TestIdempotencyKeyHoldsAcrossRetries(t *testing.T) {
 		testdb.WaitFor(t, 10*time.Second, "the job succeeds", func() bool {
 			r = run(t, env, "", "--config", cfg, "run")
 			require.Equal(t, 0, r.Code, r.Stderr)
-			return testdb.AllJobs(t, d, driver.ListParams{})[0].Status == driver.StatusSuccess
+			return testdb.AllJobs(t, d, sluicetype.ListParams{})[0].Status == sluicetype.StatusSuccess
 		})
 		require.Len(t, recv.applied(t), 1, "applied once")
 		require.GreaterOrEqual(t, len(recv.headers), 2)
@@ -171,9 +172,9 @@ func TestIdempotencyKeyHoldsAcrossRetries(t *testing.T) {
 			require.Equal(t, recv.headers[0].Get("Idempotency-Key"), h.Get("Idempotency-Key"), "every attempt sends the same key")
 			require.NotContains(t, h, "X-Sluice-Key", "a keyless job sends no X-Sluice-Key")
 		}
-		rows := testdb.AllJobs(t, d, driver.ListParams{})
+		rows := testdb.AllJobs(t, d, sluicetype.ListParams{})
 		require.Len(t, rows, 1)
-		require.Equal(t, driver.StatusSuccess, rows[0].Status)
+		require.Equal(t, sluicetype.StatusSuccess, rows[0].Status)
 		require.Contains(t, rows[0].Result, "already applied job-")
 	})
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/cmd/sluice/internal/setup"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // importColumns are the columns of the seed's polling_jobs table that
@@ -32,9 +33,9 @@ var importTimeColumns = []string{"next_run_at", "created_at", "updated_at", "fin
 // defaultImportStatuses maps polling_jobs statuses to sluice's: a job the
 // old loop was running goes back to pending, its interrupted run not
 // charged as an attempt.
-var defaultImportStatuses = map[string]driver.Status{
-	"pending": driver.StatusPending, "processing": driver.StatusPending,
-	"success": driver.StatusSuccess, "failed": driver.StatusFailed, "cancelled": driver.StatusCancelled,
+var defaultImportStatuses = map[string]sluicetype.Status{
+	"pending": sluicetype.StatusPending, "processing": sluicetype.StatusPending,
+	"success": sluicetype.StatusSuccess, "failed": sluicetype.StatusFailed, "cancelled": sluicetype.StatusCancelled,
 }
 
 var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$]*$`)
@@ -87,7 +88,7 @@ type importRow struct {
 	typ         string
 	payload     string
 	from        string // the source status
-	status      driver.Status
+	status      sluicetype.Status
 	attempts    int
 	maxAttempts int
 	nextRunAt   time.Time
@@ -131,14 +132,14 @@ func (a *app) runImport(ctx context.Context, o importOptions) error {
 		}
 		cols[name] = src
 	}
-	statuses := map[string]driver.Status{}
+	statuses := map[string]sluicetype.Status{}
 	for k, v := range defaultImportStatuses {
 		statuses[k] = v
 	}
 	for _, m := range o.statuses {
 		src, to, ok := strings.Cut(m, "=")
-		st := driver.Status(to)
-		if !ok || src == "" || !slices.Contains([]driver.Status{driver.StatusPending, driver.StatusSuccess, driver.StatusFailed, driver.StatusCancelled}, st) {
+		st := sluicetype.Status(to)
+		if !ok || src == "" || !slices.Contains([]sluicetype.Status{sluicetype.StatusPending, sluicetype.StatusSuccess, sluicetype.StatusFailed, sluicetype.StatusCancelled}, st) {
 			return usagef("import: --status %q: want SOURCE=STATUS, STATUS one of pending, success, failed, cancelled", m)
 		}
 		statuses[src] = st
@@ -302,7 +303,7 @@ func importZone(name string, cols, kinds map[string]string) (*time.Location, err
 // scanImport reads the table in id order and calls fn with each row, or
 // with the problem that makes it impossible to copy.
 func scanImport(ctx context.Context, db *sql.DB, table string, cols, kinds map[string]string, zone *time.Location,
-	statuses map[string]driver.Status, fn func(importRow, error) error) error {
+	statuses map[string]sluicetype.Status, fn func(importRow, error) error) error {
 	sel := make([]string, len(importColumns))
 	for i, c := range importColumns {
 		src := cols[c]
@@ -345,13 +346,13 @@ func scanImport(ctx context.Context, db *sql.DB, table string, cols, kinds map[s
 }
 
 func convertImportRow(id int64, key sql.NullString, typ string, payload, status sql.NullString, attempts, maxAttempts sql.NullInt64,
-	times [4]sql.NullString, lastError sql.NullString, zone *time.Location, statuses map[string]driver.Status, now time.Time) (importRow, error) {
+	times [4]sql.NullString, lastError sql.NullString, zone *time.Location, statuses map[string]sluicetype.Status, now time.Time) (importRow, error) {
 	r := importRow{sourceID: id, typ: typ, key: key, lastError: lastError, attempts: int(attempts.Int64), maxAttempts: int(maxAttempts.Int64)}
 	switch n := utf8.RuneCountInString(typ); {
 	case typ == "":
 		return r, errors.New("type: must not be empty")
-	case n > driver.MaxTypeLen:
-		return r, fmt.Errorf("type: %d characters, at most %d allowed", n, driver.MaxTypeLen)
+	case n > sluicetype.MaxTypeLen:
+		return r, fmt.Errorf("type: %d characters, at most %d allowed", n, sluicetype.MaxTypeLen)
 	case strings.ContainsRune(typ, 0):
 		return r, errors.New("type: contains a NUL byte")
 	}
@@ -359,8 +360,8 @@ func convertImportRow(id int64, key sql.NullString, typ string, payload, status 
 		r.key.Valid = false // the old table's "no key"
 	}
 	if r.key.Valid {
-		if n := utf8.RuneCountInString(key.String); n > driver.MaxKeyLen {
-			return r, fmt.Errorf("business_key: %d characters, at most %d allowed", n, driver.MaxKeyLen)
+		if n := utf8.RuneCountInString(key.String); n > sluicetype.MaxKeyLen {
+			return r, fmt.Errorf("business_key: %d characters, at most %d allowed", n, sluicetype.MaxKeyLen)
 		}
 	}
 	r.payload = "{}"
@@ -411,7 +412,7 @@ func convertImportRow(id int64, key sql.NullString, typ string, payload, status 
 	if ts[0].Valid {
 		r.nextRunAt = ts[0].Time
 	}
-	if r.status == driver.StatusPending {
+	if r.status == sluicetype.StatusPending {
 		if r.from == "processing" {
 			// Its lease belonged to the old loop: it may run at once.
 			r.nextRunAt = now
@@ -437,19 +438,19 @@ func convertImportRow(id int64, key sql.NullString, typ string, payload, status 
 }
 
 func describeCounts(counts map[string]int) string {
-	by := map[driver.Status]int{}
+	by := map[sluicetype.Status]int{}
 	fromProcessing := 0
 	for k, n := range counts {
 		from, to, _ := strings.Cut(k, ">")
-		by[driver.Status(to)] += n
-		if from == "processing" && to == string(driver.StatusPending) {
+		by[sluicetype.Status(to)] += n
+		if from == "processing" && to == string(sluicetype.StatusPending) {
 			fromProcessing += n
 		}
 	}
 	var parts []string
-	for _, st := range []driver.Status{driver.StatusPending, driver.StatusSuccess, driver.StatusFailed, driver.StatusCancelled} {
+	for _, st := range []sluicetype.Status{sluicetype.StatusPending, sluicetype.StatusSuccess, sluicetype.StatusFailed, sluicetype.StatusCancelled} {
 		p := fmt.Sprintf("%s %d", st, by[st])
-		if st == driver.StatusPending && fromProcessing > 0 {
+		if st == sluicetype.StatusPending && fromProcessing > 0 {
 			p += fmt.Sprintf(" (%d were processing)", fromProcessing)
 		}
 		parts = append(parts, p)
@@ -494,7 +495,7 @@ func copyBatch(ctx context.Context, db *sql.DB, prefix, ledger, source string, t
 		// A key the row would hold may be held by a job of the new code:
 		// that job stands, and the row is recorded as imported to it.
 		var id int64
-		if r.key.Valid && (r.status == driver.StatusPending || types[r.typ].Dedupe != driver.DedupeActive) {
+		if r.key.Valid && (r.status == sluicetype.StatusPending || types[r.typ].Dedupe != sluicetype.DedupeActive) {
 			err := tx.QueryRowContext(ctx, "SELECT id FROM "+prefix+"jobs WHERE key_active = CAST(? AS BINARY) FOR UPDATE", r.key.String).Scan(&id)
 			if err != nil && !errors.Is(err, sql.ErrNoRows) {
 				return fmt.Errorf("import: row id %d: %w", r.sourceID, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/dur"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 func (a *app) jobsCommand() *cobra.Command {
@@ -22,7 +23,7 @@ func (a *app) jobsCommand() *cobra.Command {
 }
 
 func (a *app) jobsListCommand() *cobra.Command {
-	var p sluice.ListParams
+	var p sluicetype.ListParams
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "list",
@@ -45,7 +46,7 @@ func (a *app) jobsListCommand() *cobra.Command {
 				return writeJSONLines(a.stdout, jobs)
 			}
 			if err := writeTable(a.stdout, "ID\tSTATUS\tQUEUE\tTYPE\tKEY\tATTEMPTS\tNEXT RUN / FINISHED\tLAST ERROR", jobs,
-				func(w io.Writer, j sluice.JobInfo) {
+				func(w io.Writer, j sluicetype.JobRow) {
 					when := j.NextRunAt
 					if j.FinishedAt != nil {
 						when = *j.FinishedAt
@@ -185,7 +186,7 @@ func (a *app) jobsCancelCommand() *cobra.Command {
 }
 
 func (a *app) jobsPurgeCommand() *cobra.Command {
-	var status driver.Status
+	var status sluicetype.Status
 	var older string
 	var age time.Duration
 	cmd := &cobra.Command{
@@ -196,7 +197,7 @@ func (a *app) jobsPurgeCommand() *cobra.Command {
 			if status == "" || older == "" {
 				return usagef("purge needs --status and --older-than")
 			}
-			if !driver.IsFinal(status) {
+			if !sluicetype.IsFinal(status) {
 				return usagef("--status %q: want success, failed or cancelled", status)
 			}
 			var err error

@@ -17,6 +17,7 @@ import (
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // longJobConfig has a command type that takes 3 s, longer than the 1 s
@@ -40,9 +41,9 @@ types:
 }
 
 // onlyJob is the one job of typ.
-func onlyJob(t *testing.T, d driver.Driver, typ string) driver.JobRow {
+func onlyJob(t *testing.T, d driver.Driver, typ string) sluicetype.JobRow {
 	t.Helper()
-	jobs, err := d.ListJobs(context.Background(), driver.ListParams{Type: typ})
+	jobs, err := d.ListJobs(context.Background(), sluicetype.ListParams{Type: typ})
 	require.NoError(t, err)
 	require.Len(t, jobs, 1)
 	return jobs[0]
@@ -72,7 +73,7 @@ func TestLongJobUnderCronPasses(t *testing.T) {
 			require.NotContains(t, r.Stderr, "shutdown")
 			require.Contains(t, r.Stderr, "run pass deadline reached; claiming stopped, waiting for running jobs to finish")
 			j := onlyJob(t, d, "slow")
-			require.Equal(t, driver.StatusSuccess, j.Status)
+			require.Equal(t, sluicetype.StatusSuccess, j.Status)
 			require.Equal(t, 1, j.Attempts)
 
 			// The same over HTTP, as a crontab's curl calls it.
@@ -115,16 +116,16 @@ func TestShutdownReleasesAreBounded(t *testing.T) {
 			require.Equal(t, 0, r.Code, r.Stderr)
 			for i := 1; i <= 4; i++ {
 				w := startWorker(t, env, "--config", cfg, "work", "--shutdown-timeout", "200ms")
-				require.Eventually(t, func() bool { return onlyJob(t, d, "hang").Status == driver.StatusProcessing },
+				require.Eventually(t, func() bool { return onlyJob(t, d, "hang").Status == sluicetype.StatusProcessing },
 					15*time.Second, 20*time.Millisecond)
 				require.NoError(t, w.Term(t, 15*time.Second))
 				j := onlyJob(t, d, "hang")
 				if i < 4 {
-					require.Equal(t, driver.StatusPending, j.Status, "interruption %d", i)
+					require.Equal(t, sluicetype.StatusPending, j.Status, "interruption %d", i)
 					require.Equal(t, 0, j.Attempts, "interruption %d is not charged", i)
 					continue
 				}
-				require.Equal(t, driver.StatusFailed, j.Status, "the fourth interruption is charged")
+				require.Equal(t, sluicetype.StatusFailed, j.Status, "the fourth interruption is charged")
 				require.Equal(t, 1, j.Attempts)
 				require.Contains(t, j.LastError, "charged: interrupted 3 times in a row before")
 			}

@@ -24,6 +24,7 @@ import (
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // documentedMetrics reads the metric names of README.md's Metrics table
@@ -159,13 +160,13 @@ batches:
 	require.NoError(t, err)
 	require.Len(t, claimed, 2)
 	msg := "failed by the test"
-	lost, err := d.Complete(ctx, driver.CompleteParams{Completions: []driver.Completion{{ID: claimed[0].ID, Token: "test-holder", Status: driver.StatusFailed, Error: &msg}}})
+	lost, err := d.Complete(ctx, driver.CompleteParams{Completions: []driver.Completion{{ID: claimed[0].ID, Token: "test-holder", Status: sluicetype.StatusFailed, Error: &msg}}})
 	require.NoError(t, err)
 	require.Empty(t, lost)
 
 	// A shard of a batch that no process runs, left running: its
 	// checkpoint stands still, which the stalled-shard gauge reports.
-	err = d.CreateCheckpoint(ctx, driver.CreateCheckpointParams{Batch: "stuck", Shard: "all", Status: driver.CheckpointRunning, ChunkSize: 100})
+	err = d.CreateCheckpoint(ctx, driver.CreateCheckpointParams{Batch: "stuck", Shard: "all", Status: sluicetype.CheckpointRunning, ChunkSize: 100})
 	require.NoError(t, err)
 
 	env := []string{"SLUICE_PREFIX=" + tg.Prefix}
@@ -219,7 +220,7 @@ batches:
 	require.Eventually(t, func() bool {
 		j, err := d.GetJob(ctx, slow)
 		require.NoError(t, err)
-		return j.Status == driver.StatusProcessing
+		return j.Status == sluicetype.StatusProcessing
 	}, 10*time.Second, 20*time.Millisecond)
 	res, err := d.DB().ExecContext(ctx, fmt.Sprintf("UPDATE %s SET locked_by = 'thief' WHERE id = %d AND status = 'processing'", jobs, slow))
 	require.NoError(t, err)

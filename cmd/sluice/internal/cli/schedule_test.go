@@ -15,6 +15,7 @@ import (
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Three `sluice work` nodes run the same @every 1s schedule with no leader:
@@ -35,7 +36,7 @@ func TestScheduleAcrossThreeNodes(t *testing.T) {
 		require.NoError(t, n.Term(t, 2*time.Minute))
 	}
 
-	jobs, err := d.ListJobs(context.Background(), driver.ListParams{Type: "append", Limit: 1000})
+	jobs, err := d.ListJobs(context.Background(), sluicetype.ListParams{Type: "append", Limit: 1000})
 	require.NoError(t, err)
 	b, err := os.ReadFile(logPath)
 	require.NoError(t, err)
@@ -46,7 +47,7 @@ func TestScheduleAcrossThreeNodes(t *testing.T) {
 	var slots []time.Time
 	for _, j := range jobs {
 		want := 1
-		if j.Status == driver.StatusPending {
+		if j.Status == sluicetype.StatusPending {
 			want = 0 // a slot enqueued as the nodes stopped
 		}
 		n := runs[strconv.FormatInt(j.ID, 10)]

@@ -10,9 +10,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // A `sluice serve` with jobs running is SIGTERMed: it exits 0 within the
@@ -49,11 +49,11 @@ func TestServeShutdownWithJobsRunning(t *testing.T) {
 			require.NoError(t, s.Err(), "serve exits 0 on SIGTERM; stderr: %s", proctest.Tail(s.Stderr(), 2000))
 			require.Less(t, took, shutdownBound(time.Second), "exit within the deadline, the handlers' grace and the requeue")
 			require.False(t, proctest.Healthy("http://"+addr), "the API is closed")
-			jobs, err := d.ListJobs(context.Background(), driver.ListParams{Type: "sleep"})
+			jobs, err := d.ListJobs(context.Background(), sluicetype.ListParams{Type: "sleep"})
 			require.NoError(t, err)
 			require.Len(t, jobs, 2)
 			for _, j := range jobs {
-				require.Equal(t, driver.StatusPending, j.Status)
+				require.Equal(t, sluicetype.StatusPending, j.Status)
 				require.Zero(t, j.Attempts, "interrupted by shutdown: not charged")
 				require.Empty(t, j.LockedBy, "no job left processing with a live lease")
 			}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/cmd/sluice/internal/setup"
-	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 func (a *app) statsCommand() *cobra.Command {
@@ -27,14 +27,14 @@ func (a *app) statsCommand() *cobra.Command {
 			st := snap.Queues
 			for i := range st {
 				if q, ok := a.cfg.Queues[st[i].Queue]; ok {
-					st[i].ApplyConfig(setup.Queue(q))
+					setup.Queue(q).ApplyTo(&st[i])
 				}
 			}
 			if asJSON {
 				return writeJSON(a.stdout, snap)
 			}
 			header := "QUEUE\tPENDING\tPROCESSING\tFAILED\tOLDEST PENDING\tPAUSED\tDONE 1H\tFAILED 1H\tRETRIED 1H\tDONE 24H\tFAILED 24H\tRETRIED 24H"
-			if err := writeTable(a.stdout, header, st, func(w io.Writer, s sluice.QueueStats) {
+			if err := writeTable(a.stdout, header, st, func(w io.Writer, s sluicetype.QueueStats) {
 				h, d := sluice.FiguresOf(s.FinishedHour), sluice.FiguresOf(s.FinishedDay)
 				fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\t%v\t%d\t%d\t%d\t%d\t%d\t%d\n", s.Queue, s.Pending, s.Processing, s.Failed,
 					(time.Duration(s.OldestPendingAge * float64(time.Second))).Round(time.Second), s.Paused,
@@ -76,8 +76,8 @@ func writeTypes(out io.Writer, types []sluice.TypeStats) error {
 
 // writeWaiting lists the types whose pending jobs no process with a
 // handler has served within sluice.HandlerWindow; nothing when none wait.
-func writeWaiting(out io.Writer, waiting []driver.TypeCount) error {
-	return writeSection(out, "WAITING FOR A HANDLER\tPENDING", waiting, func(w io.Writer, t driver.TypeCount) {
+func writeWaiting(out io.Writer, waiting []sluicetype.TypeCount) error {
+	return writeSection(out, "WAITING FOR A HANDLER\tPENDING", waiting, func(w io.Writer, t sluicetype.TypeCount) {
 		fmt.Fprintf(w, "%s\t%d\n", t.Type, t.Pending)
 	})
 }
@@ -106,19 +106,19 @@ func latencyText(l *sluice.LatencyStats) (p50, p95 string) {
 
 // writeCircuits lists the circuit breakers that are not plainly closed
 // with no failures, after the queue table; nothing when all are.
-func writeCircuits(out io.Writer, circuits []sluice.CircuitState) error {
-	var shown []sluice.CircuitState
+func writeCircuits(out io.Writer, circuits []sluicetype.Circuit) error {
+	var shown []sluicetype.Circuit
 	for _, c := range circuits {
-		if c.State != driver.CircuitClosed || c.Failures > 0 {
+		if c.State != sluicetype.CircuitClosed || c.Failures > 0 {
 			shown = append(shown, c)
 		}
 	}
-	return writeSection(out, "CIRCUIT\tSTATE\tFAILURES\tOPENS\tUNTIL", shown, func(w io.Writer, c sluice.CircuitState) {
+	return writeSection(out, "CIRCUIT\tSTATE\tFAILURES\tOPENS\tUNTIL", shown, func(w io.Writer, c sluicetype.Circuit) {
 		until := "-"
 		switch {
 		case c.Manual:
 			until = "closed by hand"
-		case c.Until != nil:
+		case !c.Expiry().IsZero():
 			until = c.Until.UTC().Format(time.RFC3339)
 		}
 		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\n", c.Type, c.State, c.Failures, c.Opens, until)
@@ -127,15 +127,15 @@ func writeCircuits(out io.Writer, circuits []sluice.CircuitState) error {
 
 // writeRateBuckets lists the cluster-wide rate limits' buckets after the
 // circuits; nothing when no limit has taken a token yet.
-func writeRateBuckets(out io.Writer, buckets []sluice.RateBucket) error {
-	return writeSection(out, "RATE BUCKET\tTOKENS AT LAST TAKE\tLAST TAKE", buckets, func(w io.Writer, b sluice.RateBucket) {
+func writeRateBuckets(out io.Writer, buckets []sluicetype.RateBucket) error {
+	return writeSection(out, "RATE BUCKET\tTOKENS AT LAST TAKE\tLAST TAKE", buckets, func(w io.Writer, b sluicetype.RateBucket) {
 		fmt.Fprintf(w, "%s\t%.1f\t%s\n", b.Name, b.Tokens, b.UpdatedAt.UTC().Format("2006-01-02T15:04:05.000Z"))
 	})
 }
 
 // printPartitions lists each queue's partitions with the largest backlog,
 // with their running jobs against the caps.
-func (a *app) printPartitions(st []sluice.QueueStats) error {
+func (a *app) printPartitions(st []sluicetype.QueueStats) error {
 	w := newTable(a.stdout)
 	header := false
 	for _, s := range st {

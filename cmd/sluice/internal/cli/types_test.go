@@ -10,6 +10,7 @@ import (
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // typesConfig is a config whose send_mail type runs in the mail queue with
@@ -79,7 +80,7 @@ func TestPlainSQLEnqueueTakesTypeSettings(t *testing.T) {
 		gone := insert(tx, "type", "'send_mail'")
 		require.NoError(t, tx.Rollback())
 		_, err = d.GetJob(ctx, gone)
-		require.ErrorIs(t, err, driver.ErrNotFound, "a rolled-back enqueue leaves nothing")
+		require.ErrorIs(t, err, sluicetype.ErrNotFound, "a rolled-back enqueue leaves nothing")
 
 		// A pass run from a changed config records its settings.
 		r = run(t, env, "", "--config", typesConfig(t, tg.URL, 3), "run", "--queue", "mail", "--max-seconds", "5")

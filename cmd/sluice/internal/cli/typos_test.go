@@ -13,9 +13,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // typoConfig has a "mail" queue and one type, greet, in the default queue.
@@ -125,7 +125,7 @@ func TestJobsWithoutHandler(t *testing.T) {
 			require.JSONEq(t, `{"ok":true,"done":1,"retried":0,"failed":0,"requeued":0}`, r.Stdout)
 			require.Contains(t, r.Stderr, "job finished", "a success is logged at the default level")
 			j := onlyJob(t, d, "send_email")
-			require.Equal(t, driver.StatusPending, j.Status)
+			require.Equal(t, sluicetype.StatusPending, j.Status)
 			require.Equal(t, 0, j.Attempts, "never claimed, no attempt burnt")
 			require.Empty(t, j.LastError)
 

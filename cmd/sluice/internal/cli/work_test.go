@@ -17,6 +17,7 @@ import (
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // writeConfig writes a config whose "append" type runs a shell one-liner
@@ -117,7 +118,7 @@ func TestWorkProcessesShareTheQueue(t *testing.T) {
 			for id, n := range seen {
 				require.Equal(t, 1, n, "job %s ran %d times", id, n)
 			}
-			done, err := d.ListJobs(context.Background(), driver.ListParams{Status: driver.StatusSuccess, Limit: 1})
+			done, err := d.ListJobs(context.Background(), sluicetype.ListParams{Status: sluicetype.StatusSuccess, Limit: 1})
 			require.NoError(t, err)
 			require.NotEmpty(t, done)
 			st, err := d.Stats(context.Background())
@@ -185,10 +186,10 @@ func TestWorkShutdownAndPause(t *testing.T) {
 	start := time.Now()
 	require.NoError(t, w.Term(t, 2*time.Minute))
 	require.Less(t, time.Since(start), shutdownBound(time.Second), "exit within the deadline, the handlers' grace and the requeue")
-	jobs, err := d.ListJobs(context.Background(), driver.ListParams{Type: "sleep"})
+	jobs, err := d.ListJobs(context.Background(), sluicetype.ListParams{Type: "sleep"})
 	require.NoError(t, err)
 	for _, j := range jobs {
-		require.Equal(t, driver.StatusPending, j.Status)
+		require.Equal(t, sluicetype.StatusPending, j.Status)
 		require.Equal(t, 0, j.Attempts)
 		require.Empty(t, j.LockedBy, "no job left processing with a live lease")
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/handler/webhook"
 	"github.com/sluicehq/sluice/server"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Check applies to a file that package config accepted the rules of the
@@ -49,7 +50,7 @@ func Check(f *config.File) error {
 
 func checkQueue(f *config.File, name string) error {
 	path := "queues." + name
-	if err := driver.CheckName(name, driver.MaxQueueLen); err != nil {
+	if err := driver.CheckName(name, sluicetype.MaxQueueLen); err != nil {
 		return f.ErrorAt(path, err)
 	}
 	return inputError(f, path, sluice.CheckQueueConfig(Queue(f.Queues[name])))
@@ -71,7 +72,7 @@ func inputError(f *config.File, path string, err error) error {
 // checkQueueRef reports a queue that no worker here would run: with queues
 // configured, a job sent anywhere else would wait forever.
 func checkQueueRef(f *config.File, path, queue string) error {
-	if err := driver.CheckName(queue, driver.MaxQueueLen); err != nil {
+	if err := driver.CheckName(queue, sluicetype.MaxQueueLen); err != nil {
 		return f.ErrorAt(path, err)
 	}
 	if len(f.Queues) > 0 {
@@ -86,7 +87,7 @@ func checkQueueRef(f *config.File, path, queue string) error {
 func checkType(f *config.File, name string) error {
 	path := "types." + name
 	ft := f.Types[name]
-	if err := driver.CheckName(name, driver.MaxTypeLen); err != nil {
+	if err := driver.CheckName(name, sluicetype.MaxTypeLen); err != nil {
 		return f.ErrorAt(path, err)
 	}
 	// The settings as the library will run them: with its defaults.
@@ -110,8 +111,8 @@ func checkType(f *config.File, name string) error {
 	// cooldown; one the file sets must not be.
 	case f.IsSet(path+".circuit.max_cooldown") && ft.Circuit.MaxCooldown < t.Circuit.Cooldown:
 		return f.ErrorAt(path+".circuit.max_cooldown", fmt.Errorf("%s is shorter than the cooldown %s", ft.Circuit.MaxCooldown, t.Circuit.Cooldown))
-	case t.Dedupe != driver.DedupePermanent && t.Dedupe != driver.DedupeActive:
-		return f.ErrorAt(path+".dedupe", fmt.Errorf("invalid value %q: want %s or %s", t.Dedupe, driver.DedupePermanent, driver.DedupeActive))
+	case t.Dedupe != sluicetype.DedupePermanent && t.Dedupe != sluicetype.DedupeActive:
+		return f.ErrorAt(path+".dedupe", fmt.Errorf("invalid value %q: want %s or %s", t.Dedupe, sluicetype.DedupePermanent, sluicetype.DedupeActive))
 	}
 	return nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/handler/command"
 	"github.com/sluicehq/sluice/handler/webhook"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Load reads the config file at path and checks it, by package config's
@@ -121,10 +122,10 @@ func NewRuntime(f *config.File, d driver.Driver, open func(url string) (driver.D
 // Retention is the file's retention keyed by job status, as
 // sluice.Config.Retention takes it; a status the file leaves out is absent,
 // and keeps the library's default.
-func Retention(r config.Retention) map[driver.Status]time.Duration {
-	out := map[driver.Status]time.Duration{}
-	for st, d := range map[driver.Status]time.Duration{
-		driver.StatusSuccess: r.Success, driver.StatusFailed: r.Failed, driver.StatusCancelled: r.Cancelled,
+func Retention(r config.Retention) map[sluicetype.Status]time.Duration {
+	out := map[sluicetype.Status]time.Duration{}
+	for st, d := range map[sluicetype.Status]time.Duration{
+		sluicetype.StatusSuccess: r.Success, sluicetype.StatusFailed: r.Failed, sluicetype.StatusCancelled: r.Cancelled,
 	} {
 		if d != 0 {
 			out[st] = d

@@ -13,9 +13,9 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/cmd/sluice/internal/setup"
 	"github.com/sluicehq/sluice/config"
-	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/handler/command"
 	"github.com/sluicehq/sluice/handler/webhook"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // The rules of the packages a file describes, checked by Check, and the
@@ -118,7 +118,7 @@ func TestSpecExample(t *testing.T) {
 		Lease: 5 * time.Minute, MaxAttempts: 5, Backoff: sluice.Backoff{Base: time.Minute, Max: time.Hour}, Dedupe: "permanent",
 		Circuit: sluice.Circuit{Cooldown: sluice.DefaultCircuitCooldown, MaxCooldown: sluice.DefaultCircuitMaxCooldown}},
 		types["report"].WithDefaults())
-	require.Equal(t, map[driver.Status]time.Duration{"success": 7 * day, "failed": 30 * day, "cancelled": 7 * day},
+	require.Equal(t, map[sluicetype.Status]time.Duration{"success": 7 * day, "failed": 30 * day, "cancelled": 7 * day},
 		setup.Retention(f.Retention))
 }
 
@@ -147,7 +147,7 @@ retention: { failed: 60d }
 	require.Equal(t, time.UTC, tick.Location)
 	require.Empty(t, tick.Overlap, "the scheduler's default")
 	require.Nil(t, tick.Payload)
-	require.Equal(t, map[driver.Status]time.Duration{"failed": 60 * day}, setup.Retention(f.Retention),
+	require.Equal(t, map[sluicetype.Status]time.Duration{"failed": 60 * day}, setup.Retention(f.Retention),
 		"an unset status keeps the library's retention")
 
 	rt, err := setup.NewRuntime(f, nil, nil, nil)
