@@ -7,17 +7,9 @@ import (
 
 // Backoff is the retry delay policy of a job type.
 type Backoff struct {
-	Base time.Duration // delay after the first failed attempt; default 1m
-	Max  time.Duration // cap; default 1h
+	Base time.Duration // delay after the first failed attempt; default DefaultBackoffBase
+	Max  time.Duration // cap; default DefaultBackoffMax
 }
-
-// Default retry policy (docs/design.md "Retries").
-const (
-	DefaultBackoffBase = time.Minute
-	DefaultBackoffMax  = time.Hour
-	DefaultMaxAttempts = 5
-	DefaultLease       = 5 * time.Minute
-)
 
 func (b Backoff) withDefaults() Backoff {
 	if b.Base <= 0 {

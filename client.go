@@ -138,7 +138,7 @@ func (c *Client) queueList() []worker.Queue {
 			}
 		}
 		if lease == 0 {
-			lease = DefaultLease
+			lease = Type{}.WithDefaults().Lease
 		}
 		q := c.cfg.Queues[n]
 		out = append(out, worker.Queue{Name: n, Concurrency: q.Concurrency, Rate: q.Rate, Lease: lease,
@@ -197,11 +197,15 @@ func (c *Client) paceOf(q QueueConfig) time.Duration {
 	return time.Duration(float64(time.Second) / fastest)
 }
 
-func (c *Client) leaseFor(jobType string) time.Duration {
+func (c *Client) leaseFor(jobType string) time.Duration { return c.typeOf(jobType).Lease }
+
+// typeOf is the settings of a job type: the config's, or the defaults for
+// a type the client does not know.
+func (c *Client) typeOf(jobType string) Type {
 	if t, ok := c.cfg.Types[jobType]; ok {
-		return t.Lease
+		return t
 	}
-	return DefaultLease
+	return Type{}.WithDefaults()
 }
 
 // Driver returns the client's storage driver, for reads the root package

@@ -52,7 +52,7 @@ type Type struct {
 type Circuit struct {
 	Threshold   int
 	Cooldown    time.Duration // default DefaultCircuitCooldown
-	MaxCooldown time.Duration // default DefaultCircuitMaxCooldown
+	MaxCooldown time.Duration // default DefaultCircuitMaxCooldown, or Cooldown if longer
 }
 
 // policy is the breaker as the worker and the driver take it.
@@ -98,10 +98,18 @@ type QueueConfig struct {
 }
 
 // Defaults for what a Type, a QueueConfig or Config.Retention leaves out.
-// The config file and the CLI fill in the same ones.
+// Type.WithDefaults applies a type's, Config's the others; the config file
+// leaves them out too, so a type behaves the same whether it is configured
+// in Go or in YAML.
 const (
 	DefaultQueue       = "default"
 	DefaultConcurrency = 10
+
+	DefaultLease       = 5 * time.Minute
+	DefaultMaxAttempts = 5
+	// The retry policy (docs/design.md "Retries").
+	DefaultBackoffBase = time.Minute
+	DefaultBackoffMax  = time.Hour
 
 	DefaultCircuitCooldown    = 30 * time.Second
 	DefaultCircuitMaxCooldown = 10 * time.Minute
@@ -206,29 +214,7 @@ func (c Config) withDefaults() Config {
 	c.Retention = ret
 	types := make(map[string]Type, len(c.Types))
 	for name, t := range c.Types {
-		if t.Queue == "" {
-			t.Queue = DefaultQueue
-		}
-		if t.Lease <= 0 {
-			t.Lease = DefaultLease
-		}
-		if t.MaxAttempts <= 0 {
-			t.MaxAttempts = DefaultMaxAttempts
-		}
-		if t.Dedupe == "" {
-			t.Dedupe = sluicetype.DedupePermanent
-		}
-		t.Backoff = t.Backoff.withDefaults()
-		if t.Circuit.Cooldown == 0 {
-			t.Circuit.Cooldown = DefaultCircuitCooldown
-		}
-		if t.Circuit.MaxCooldown == 0 {
-			t.Circuit.MaxCooldown = max(DefaultCircuitMaxCooldown, t.Circuit.Cooldown)
-		}
-		if t.ClusterRate > 0 && t.ClusterBurst <= 0 {
-			t.ClusterBurst = defaultBurst(t.ClusterRate)
-		}
-		types[name] = t
+		types[name] = t.WithDefaults()
 	}
 	c.Types = types
 	queues := make(map[string]QueueConfig, len(c.Queues))
@@ -243,6 +229,37 @@ func (c Config) withDefaults() Config {
 	}
 	c.Queues = queues
 	return c
+}
+
+// WithDefaults is t with the defaults filled in where it leaves a field
+// zero: DefaultQueue, DefaultLease, DefaultMaxAttempts, permanent dedupe,
+// the default backoff and circuit cool-downs, and a cluster burst of a
+// tenth of a second's worth. NewClient applies it to every type, and an
+// enqueue of a type the client does not know gets Type{}.WithDefaults().
+func (t Type) WithDefaults() Type {
+	if t.Queue == "" {
+		t.Queue = DefaultQueue
+	}
+	if t.Lease <= 0 {
+		t.Lease = DefaultLease
+	}
+	if t.MaxAttempts <= 0 {
+		t.MaxAttempts = DefaultMaxAttempts
+	}
+	if t.Dedupe == "" {
+		t.Dedupe = sluicetype.DedupePermanent
+	}
+	t.Backoff = t.Backoff.withDefaults()
+	if t.Circuit.Cooldown == 0 {
+		t.Circuit.Cooldown = DefaultCircuitCooldown
+	}
+	if t.Circuit.MaxCooldown == 0 {
+		t.Circuit.MaxCooldown = max(DefaultCircuitMaxCooldown, t.Circuit.Cooldown)
+	}
+	if t.ClusterRate > 0 && t.ClusterBurst <= 0 {
+		t.ClusterBurst = defaultBurst(t.ClusterRate)
+	}
+	return t
 }
 
 func (c Config) validate() error {

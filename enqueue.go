@@ -171,26 +171,17 @@ func (c *Client) prepare(p EnqueueParams) (driver.InsertJob, error) {
 	if err := checkName("type", p.Type, sluicetype.MaxTypeLen); err != nil {
 		return driver.InsertJob{}, err
 	}
-	t, known := c.cfg.Types[p.Type]
+	t := c.typeOf(p.Type)
 	row := driver.InsertJob{Type: p.Type, Key: p.Key, Queue: p.Queue, Priority: p.Priority,
 		MaxAttempts: p.MaxAttempts, Dedupe: p.Dedupe, RunAt: p.RunAt, Delay: p.Delay, Partition: p.Partition}
 	if row.Queue == "" {
-		row.Queue = DefaultQueue
-		if known {
-			row.Queue = t.Queue
-		}
+		row.Queue = t.Queue
 	}
 	if row.MaxAttempts == 0 {
-		row.MaxAttempts = DefaultMaxAttempts
-		if known {
-			row.MaxAttempts = t.MaxAttempts
-		}
+		row.MaxAttempts = t.MaxAttempts
 	}
 	if row.Dedupe == "" {
-		row.Dedupe = sluicetype.DedupePermanent
-		if known {
-			row.Dedupe = t.Dedupe
-		}
+		row.Dedupe = t.Dedupe
 	}
 	switch {
 	case row.MaxAttempts < 1 || row.MaxAttempts > MaxMaxAttempts:

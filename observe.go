@@ -211,10 +211,7 @@ func summaryOf(err error) string {
 func (c *Client) scheduleLabels(s Schedule) (queue, typ string) {
 	queue = s.Queue
 	if queue == "" {
-		queue = DefaultQueue
-		if t, ok := c.cfg.Types[s.Type]; ok {
-			queue = t.Queue
-		}
+		queue = c.typeOf(s.Type).Queue
 	}
 	return queue, s.Type
 }

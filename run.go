@@ -87,7 +87,7 @@ func (c *Client) failure(row sluicetype.JobRow, t Type, err error) worker.Outcom
 	if row.Attempts >= row.MaxAttempts {
 		return worker.Outcome{Status: sluicetype.StatusFailed, Error: &msg, Summary: summary, Transient: true}
 	}
-	b := t.Backoff.withDefaults()
+	b := t.Backoff
 	delay := b.Delay(row.Attempts)
 	var ra *retryAfterError
 	if errors.As(err, &ra) {

@@ -256,11 +256,7 @@ func (c *Client) renewRunLock(ctx context.Context, lp driver.LeaseParams) (stop 
 func (c *Client) passWarnings(p RunParams) []string {
 	var out []string
 	for name, t := range c.cfg.Types {
-		q := t.Queue
-		if q == "" {
-			q = DefaultQueue
-		}
-		if q != p.Queue || (p.Type != "" && name != p.Type) || t.Timeout <= p.MaxDuration {
+		if t.Queue != p.Queue || (p.Type != "" && name != p.Type) || t.Timeout <= p.MaxDuration {
 			continue
 		}
 		out = append(out, fmt.Sprintf("type %s: timeout %s is longer than the pass's max_seconds %s; a job of it may keep the pass running until it ends",

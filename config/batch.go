@@ -4,9 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/sluicehq/sluice/batch"
-	"github.com/sluicehq/sluice/driver"
 )
 
 // Batch is one resumable keyset batch (see package batch).
@@ -20,8 +17,8 @@ type Batch struct {
 	Chunk    BatchChunk    `yaml:"chunk"`
 	Throttle BatchThrottle `yaml:"throttle"`
 	Retry    BatchRetry    `yaml:"retry"`
-	Parallel int           `yaml:"parallel"` // shards at once; default 1
-	Lease    time.Duration `yaml:"lease"`    // default batch.DefaultLease
+	Parallel int           `yaml:"parallel"` // shards at once; 0: 1
+	Lease    time.Duration `yaml:"lease"`    // 0: batch.DefaultLease
 }
 
 // BatchShards sets one of Values, Query or Column with From, To and Step.
@@ -82,23 +79,16 @@ type BatchRetry struct {
 	Max      time.Duration `yaml:"max"`
 }
 
+// validateBatch checks the batch's shape; the batch package's rules on its
+// names and SQL are checked where the batch is built.
 func (d *decoder) validateBatch(name string, b *Batch) error {
 	path := "batches." + name
-	if err := batch.CheckName(name); err != nil {
-		return d.fail(path, err)
-	}
-	if err := batch.CheckSource(b.Source); err != nil {
-		return d.fail(path+".source", err)
-	}
 	if len(b.Key) == 0 {
 		return d.failf(path+".key", "required: the columns that order the rows, such as [id] or [created_at, id]")
 	}
 	seen := map[string]bool{}
 	for i, k := range b.Key {
 		p := fmt.Sprintf("%s.key[%d]", path, i)
-		if err := batch.CheckIdent(k); err != nil {
-			return d.fail(p, err)
-		}
 		if seen[k] {
 			return d.failf(p, "column %s repeated", k)
 		}
@@ -144,20 +134,12 @@ func (d *decoder) validateBatchSink(path string, b *Batch) error {
 	case s.HTTP != nil:
 		return d.validateHTTP(path+".http", s.HTTP)
 	}
-	for i, st := range s.SQL {
-		if err := batch.CheckStatement(st, b.Key); err != nil {
-			return d.fail(fmt.Sprintf("%s.sql[%d]", path, i), err)
-		}
-	}
 	if c := s.Copy; c != nil {
 		if c.DB == "" {
 			return d.failf(path+".copy.db", "required: the destination's database URL")
 		}
 		if c.Table == "" {
 			return d.failf(path+".copy.table", "required: the destination table")
-		}
-		if err := (batch.CopySink{Table: c.Table, Columns: c.Columns}).CheckNames(); err != nil {
-			return d.fail(path+".copy", err)
 		}
 	}
 	return nil
@@ -192,15 +174,7 @@ func (d *decoder) validateBatchShards(path string, b *Batch) error {
 		if s.Values != nil && len(s.Values) == 0 {
 			return d.failf(path+".values", "empty list")
 		}
-		for i, v := range s.Values {
-			if err := batch.CheckName(v); err != nil {
-				return d.fail(fmt.Sprintf("%s.values[%d]", path, i), err)
-			}
-		}
 		return nil
-	}
-	if err := batch.CheckIdent(s.Column); err != nil {
-		return d.fail(path+".column", err)
 	}
 	var err error
 	if s.FromTime, err = parseTime(s.From); err != nil {
@@ -234,68 +208,8 @@ func (d *decoder) validateBatchChunk(path string, c *BatchChunk) error {
 	if c.Size < 0 || c.Min < 0 || c.Max < 0 || c.Target < 0 {
 		return d.failf(path, "must not be negative")
 	}
-	if c.Size > batch.MaxChunkLimit {
-		return d.failf(path+".size", "at most %d, got %d", batch.MaxChunkLimit, c.Size)
-	}
 	if c.Target == 0 && (c.Min != 0 || c.Max != 0) {
 		return d.failf(path, "min and max apply to an adaptive size: set target")
 	}
-	lo, hi := c.Min, c.Max
-	if lo == 0 {
-		lo = batch.DefaultMinChunk
-	}
-	if hi == 0 {
-		hi = batch.DefaultMaxChunk
-	}
-	if lo > hi || hi > batch.MaxChunkLimit {
-		return d.failf(path, "want min (%d) <= max (%d) <= %d", lo, hi, batch.MaxChunkLimit)
-	}
 	return nil
-}
-
-// Runtime builds the batch named name from its entry, with defaults left
-// for batch.Validate to fill. open opens a copy sink's destination URL.
-func (b Batch) Runtime(name string, open func(url string) (driver.Driver, error)) (*batch.Batch, error) {
-	out := &batch.Batch{
-		Name:                name,
-		Source:              b.Source,
-		Key:                 b.Key,
-		ChunkSize:           b.Chunk.Size,
-		TargetChunkDuration: b.Chunk.Target,
-		MinChunk:            b.Chunk.Min,
-		MaxChunk:            b.Chunk.Max,
-		Throttle: batch.Throttle{Sleep: b.Throttle.Sleep, MaxRowsPerSec: float64(b.Throttle.MaxRowsPerS),
-			Query: b.Throttle.Query, Threshold: float64(b.Throttle.Threshold), Poll: b.Throttle.PollInterval},
-		Retry:    batch.Retry{Attempts: b.Retry.Attempts, Base: b.Retry.Base, Max: b.Retry.Max},
-		Parallel: b.Parallel,
-		Lease:    b.Lease,
-	}
-	if s := b.Shards; s != nil {
-		switch {
-		case s.Values != nil:
-			out.Shards.Values = s.Values
-		case s.Query != "":
-			out.Shards.Query = s.Query
-		default:
-			out.Shards.Window = &batch.Window{Column: s.Column, From: s.FromTime, To: s.ToTime, Step: s.Step}
-		}
-	}
-	s := b.Sink
-	switch {
-	case s.HTTP != nil:
-		out.Sink = batch.HTTPSink{URL: s.HTTP.URL, Secret: s.HTTP.Secret, Timeout: s.HTTP.Timeout, Headers: s.HTTP.Headers}
-	case s.Copy != nil:
-		dest, err := open(s.Copy.DB)
-		if err != nil {
-			return nil, fmt.Errorf("batch %s: copy destination: %w", name, err)
-		}
-		c := batch.CopySink{Dest: dest, Table: s.Copy.Table, Columns: s.Copy.Columns}
-		if len(s.SQL) > 0 {
-			c.Then = batch.SQLSink{Statements: s.SQL}
-		}
-		out.Sink = c
-	default:
-		out.Sink = batch.SQLSink{Statements: s.SQL}
-	}
-	return out, nil
 }

@@ -50,28 +50,3 @@ batches:
 	require.Equal(t, "orders_archive", a.Sink.Copy.Table)
 	require.Len(t, a.Sink.SQL, 1, "statements as a list")
 }
-
-func TestRejectBadBatches(t *testing.T) {
-	const ok = "source: 'SELECT id FROM t'\n    key: [id]\n    sink: { sql: 'DELETE FROM t WHERE id IN ({ids})' }\n"
-	b := func(s string) string { return "batches:\n  b:\n    " + s }
-	requireRejected(t, b(ok+"    sorce: x"), "batches.b.sorce", "unknown key")
-	requireRejected(t, b("source: 'SELECT id FROM t ORDER BY id'\n    key: [id]\n    sink: { sql: x }"), "batches.b.source", "must not contain ORDER BY")
-	requireRejected(t, b("source: 'SELECT id FROM t limit 10'\n    key: [id]\n    sink: { sql: x }"), "batches.b.source", "must not contain LIMIT")
-	requireRejected(t, b("source: 'SELECT id FROM t'\n    sink: { sql: x }"), "batches.b.key", "required")
-	requireRejected(t, b("source: 'SELECT id FROM t'\n    key: [id, 'x; DROP TABLE t']\n    sink: { sql: x }"), "batches.b.key[1]", "plain identifier")
-	requireRejected(t, b("source: 'SELECT id FROM t'\n    key: [id]"), "batches.b.sink", "no sink")
-	requireRejected(t, b("source: 'SELECT id FROM t'\n    key: [id]\n    sink: { sql: x, http: { url: 'http://h' } }"), "batches.b.sink", "http is set with sql or copy")
-	requireRejected(t, b("source: 'SELECT id, at FROM t'\n    key: [at, id]\n    sink: { sql: ['DELETE FROM t WHERE id IN ({id})', 'DELETE FROM u WHERE id <= {max:id}'] }"),
-		"batches.b.sink.sql[1]", "{max:id} needs the batch's key to be [id] alone")
-	requireRejected(t, b("source: 'SELECT id FROM t'\n    key: [id]\n    sink: { copy: { table: a } }"), "batches.b.sink.copy.db", "required")
-	requireRejected(t, b("source: 'SELECT id FROM t'\n    key: [id]\n    sink: { copy: { db: 'sqlite:a.db', table: 'a; DROP' } }"), "batches.b.sink.copy", "plain identifiers")
-	requireRejected(t, b(ok+"    chunk: { target: 5 minutes }"), "batches.b.chunk.target", "invalid duration")
-	requireRejected(t, b(ok+"    chunk: { size: 10, target: 1s }"), "batches.b.chunk", "not both")
-	requireRejected(t, b(ok+"    chunk: { target: 1s, min: 100, max: 50 }"), "batches.b.chunk", "want min (100) <= max (50)")
-	requireRejected(t, b("source: 'SELECT id FROM t WHERE a = {shard}'\n    key: [id]\n    sink: { sql: x }\n    shards: { values: [1], query: 'SELECT 1' }"), "batches.b.shards", "exactly one")
-	requireRejected(t, b(ok+"    shards: { column: created_at, from: 2024-01-02, to: 2024-01-01, step: 1h }"), "batches.b.shards.to", "after from")
-	requireRejected(t, b(ok+"    shards: { column: created_at, from: yesterday, to: 2024-01-01, step: 1h }"), "batches.b.shards.from", "invalid time")
-	requireRejected(t, b(ok+"    shards: { values: [1] }"), "batches.b.shards", "need {shard}")
-	requireRejected(t, b(ok+"    throttle: { threshold: 3 }"), "batches.b.throttle.threshold", "needs throttle.query")
-	requireRejected(t, "batches:\n  'bad name':\n    "+ok, "batches.bad name", "name")
-}

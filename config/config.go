@@ -7,7 +7,17 @@
 //	sluice.yaml: types.report.timeout: invalid duration "10 minutes" (line 14)
 //
 // Values are returned already parsed (durations as time.Duration, CIDRs as
-// netip.Prefix, payloads as JSON) with defaults filled in.
+// netip.Prefix, payloads as JSON). A setting the file leaves out stays
+// zero, which the library reads as its default (sluice.Type.WithDefaults),
+// so that a job type behaves the same whether it is configured in Go or in
+// YAML; only the file's own settings (tracing, a schedule's time zone) get
+// their defaults here.
+//
+// The package checks what the file alone decides: syntax, types, ranges
+// and references between sections. The rules of the packages a file
+// describes (names, webhook URLs, batch SQL, the library's limits) are
+// checked where the program is assembled, which reports them at the
+// file's key with ErrorAt; package config imports none of those packages.
 //
 // # Environment variables
 //
@@ -37,13 +47,9 @@ import (
 	"os"
 	"strings"
 	"time"
-
-	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/sluicetype"
 )
 
-// File is a parsed and validated config file. Defaults are filled in.
+// File is a parsed and validated config file.
 type File struct {
 	DB string `yaml:"db"` // database URL; empty means the CLI's default
 	// ListenDB is a direct postgres:// URL to DB's database for the LISTEN
@@ -61,11 +67,13 @@ type File struct {
 	Tracing   Tracing             `yaml:"tracing"`
 
 	unresolved map[string]error // see Unresolved
+	name       string           // as given to Parse or Load, for ErrorAt
+	lines      map[string]int   // the line of every key path set, for ErrorAt
 }
 
 // History configures each job's attempt history.
 type History struct {
-	Keep int `yaml:"keep"` // attempts kept per job, the latest; default driver.DefaultKeepAttempts
+	Keep int `yaml:"keep"` // attempts kept per job, the latest; 0: the library's default (20)
 }
 
 // Tracing configures the OTLP export of sluice's spans. With no Endpoint
@@ -102,7 +110,7 @@ type Auth struct {
 
 // Queue configures the workers of one queue.
 type Queue struct {
-	Concurrency int  `yaml:"concurrency"` // default sluice.DefaultConcurrency
+	Concurrency int  `yaml:"concurrency"` // 0: sluice.DefaultConcurrency
 	Rate        Rate `yaml:"rate"`        // per process; zero means no limit
 	// ClusterRate caps the queue's job starts on all nodes together, as
 	// sluice.QueueConfig.ClusterRate; ClusterBurst is its bucket size.
@@ -142,24 +150,25 @@ func (r Rate) PerSecond() float64 {
 
 // Type configures one job type. Exactly one of HTTP and Command is set.
 type Type struct {
-	Queue   string `yaml:"queue"` // default sluice.DefaultQueue
+	Queue   string `yaml:"queue"` // empty: sluice.DefaultQueue
 	HTTP    *HTTP  `yaml:"http"`
 	Command Argv   `yaml:"command"`
 	// Timeout bounds each run; zero means no bound beyond the webhook's
 	// own timeout.
 	Timeout     time.Duration `yaml:"timeout"`
-	Lease       time.Duration `yaml:"lease"`        // default sluice.DefaultLease
-	MaxAttempts int           `yaml:"max_attempts"` // default sluice.DefaultMaxAttempts
+	Lease       time.Duration `yaml:"lease"`        // 0: sluice.DefaultLease
+	MaxAttempts int           `yaml:"max_attempts"` // 0: sluice.DefaultMaxAttempts
 	Backoff     Backoff       `yaml:"backoff"`
-	Dedupe      string        `yaml:"dedupe"` // "permanent" (default) or "active"
+	Dedupe      string        `yaml:"dedupe"` // "permanent" (empty: the default) or "active"
 	// MaxRunning caps the type's running jobs over every process; 0: none.
 	MaxRunning int `yaml:"max_running"`
 	// ClusterRate caps the type's job starts over every process and
 	// queue, as sluice.Type.ClusterRate; ClusterBurst is its bucket size.
 	ClusterRate  Rate `yaml:"cluster_rate"`
 	ClusterBurst int  `yaml:"cluster_burst"` // default: a tenth of a second's worth, at least 1
-	// PermanentExitCodes fail a command's job at once. Command types
-	// default to [65]; an explicit [] makes every failing exit transient.
+	// PermanentExitCodes fail a command's job at once. Nil means the
+	// command handler's default, [65]; an explicit [] makes every failing
+	// exit transient.
 	PermanentExitCodes []int `yaml:"permanent_exit_codes"`
 	// Circuit is the type's circuit breaker, as sluice.Circuit; threshold
 	// 0 (the default) means none.
@@ -169,8 +178,8 @@ type Type struct {
 // Circuit is a type's circuit breaker, as sluice.Circuit.
 type Circuit struct {
 	Threshold   int           `yaml:"threshold"`    // consecutive transient failures that open it
-	Cooldown    time.Duration `yaml:"cooldown"`     // default sluice.DefaultCircuitCooldown
-	MaxCooldown time.Duration `yaml:"max_cooldown"` // default sluice.DefaultCircuitMaxCooldown
+	Cooldown    time.Duration `yaml:"cooldown"`     // 0: sluice.DefaultCircuitCooldown
+	MaxCooldown time.Duration `yaml:"max_cooldown"` // 0: sluice.DefaultCircuitMaxCooldown, or Cooldown if longer
 }
 
 // HTTP is a webhook handler.
@@ -188,8 +197,8 @@ type Argv []string
 
 // Backoff is a type's retry delay policy, as sluice.Backoff.
 type Backoff struct {
-	Base time.Duration `yaml:"base"` // default sluice.DefaultBackoffBase
-	Max  time.Duration `yaml:"max"`  // default sluice.DefaultBackoffMax
+	Base time.Duration `yaml:"base"` // 0: sluice.DefaultBackoffBase
+	Max  time.Duration `yaml:"max"`  // 0: sluice.DefaultBackoffMax
 }
 
 // Schedule enqueues a job on a cron schedule.
@@ -204,51 +213,25 @@ type Schedule struct {
 	Type     string          `yaml:"type"`
 	Payload  json.RawMessage `yaml:"payload"`  // a YAML mapping, as JSON; nil when absent
 	Queue    string          `yaml:"queue"`    // empty means the type's queue
-	Overlap  string          `yaml:"overlap"`  // sluice.OverlapForbid or OverlapAllow; default sluice.DefaultOverlap
+	Overlap  string          `yaml:"overlap"`  // sluice.OverlapForbid or OverlapAllow; empty: sluice.DefaultOverlap
 	CatchUp  int             `yaml:"catch_up"` // missed slots to run after downtime
 }
 
-// Retention is how long finished jobs are kept, per status.
+// Retention is how long finished jobs are kept, per status; 0 is the
+// library's default (sluice.DefaultRetentionSuccess and its neighbours).
 type Retention struct {
-	Success   time.Duration `yaml:"success"`   // default sluice.DefaultRetentionSuccess
-	Failed    time.Duration `yaml:"failed"`    // default sluice.DefaultRetentionFailed
-	Cancelled time.Duration `yaml:"cancelled"` // default sluice.DefaultRetentionCancelled
+	Success   time.Duration `yaml:"success"`
+	Failed    time.Duration `yaml:"failed"`
+	Cancelled time.Duration `yaml:"cancelled"`
 }
 
-// Map returns the retention keyed by job status, as sluice.Config.Retention takes it.
-func (r Retention) Map() map[sluicetype.Status]time.Duration {
-	return map[sluicetype.Status]time.Duration{
-		sluicetype.StatusSuccess: r.Success, sluicetype.StatusFailed: r.Failed, sluicetype.StatusCancelled: r.Cancelled,
-	}
-}
-
-// What the file leaves out gets the library's defaults, so that a job
-// type behaves the same whether it is configured in Go or in YAML.
+// The file's own defaults: what no library package has a default for.
 func (f *File) setDefaults() {
-	f.Retention = Retention{
-		Success:   sluice.DefaultRetentionSuccess,
-		Failed:    sluice.DefaultRetentionFailed,
-		Cancelled: sluice.DefaultRetentionCancelled,
-	}
-	f.History.Keep = driver.DefaultKeepAttempts
 	f.Tracing = Tracing{Protocol: ProtocolHTTP, ServiceName: "sluice", Sampling: 1}
 }
 
-func (q *Queue) setDefaults() { q.Concurrency = sluice.DefaultConcurrency }
-
-func (t *Type) setDefaults() {
-	t.Queue = sluice.DefaultQueue
-	t.Lease = sluice.DefaultLease
-	t.MaxAttempts = sluice.DefaultMaxAttempts
-	t.Backoff = Backoff{Base: sluice.DefaultBackoffBase, Max: sluice.DefaultBackoffMax}
-	t.Dedupe = sluicetype.DedupePermanent
-	t.Circuit = Circuit{Cooldown: sluice.DefaultCircuitCooldown, MaxCooldown: sluice.DefaultCircuitMaxCooldown}
-}
-
-func (s *Schedule) setDefaults() {
-	s.Timezone = "UTC"
-	s.Overlap = sluice.DefaultOverlap
-}
+// Every node computes the same slots whatever its local time zone.
+func (s *Schedule) setDefaults() { s.Timezone = "UTC" }
 
 // Error is a problem in a config file.
 type Error struct {
@@ -296,7 +279,22 @@ func Parse(name string, data []byte) (*File, error) {
 	if len(d.unresolved) > 0 {
 		f.unresolved = d.unresolved
 	}
+	f.name, f.lines = name, d.lines
 	return f, nil
+}
+
+// ErrorAt is err as an *Error at the key path of the file, such as
+// "types.report.http.url", at the line of path or, for a key the file
+// leaves out, of its nearest ancestor. The checks of the packages a file
+// describes, made where the program is assembled, report through it.
+func (f *File) ErrorAt(path string, err error) error {
+	return &Error{File: f.name, Path: path, Line: lineOf(f.lines, path), Err: err}
+}
+
+// IsSet reports whether the key path was written in the file.
+func (f *File) IsSet(path string) bool {
+	_, ok := f.lines[path]
+	return ok
 }
 
 // Unresolved is the error of the first secret (an auth token, a webhook's

@@ -214,43 +214,26 @@ func (d *decoder) decode(n *yaml.Node, path string, v reflect.Value) error {
 		}
 		v.SetString(s.Value)
 		return nil
-	case reflect.Int:
-		s, err := d.scalar(n, path, "an integer")
+	case reflect.Int, reflect.Float64, reflect.Bool:
+		want := scalarKinds[v.Kind()]
+		s, err := d.scalar(n, path, want)
 		if err != nil {
 			return err
 		}
-		var i int
-		if retyped(n, s).Decode(&i) != nil {
-			return d.errorf(path, n.Line, "want an integer, got %q", s.Value)
+		x := reflect.New(v.Type())
+		if retyped(n, s).Decode(x.Interface()) != nil {
+			return d.errorf(path, n.Line, "want %s, got %q", want, s.Value)
 		}
-		v.SetInt(int64(i))
-		return nil
-	case reflect.Float64:
-		s, err := d.scalar(n, path, "a number")
-		if err != nil {
-			return err
-		}
-		var f float64
-		if retyped(n, s).Decode(&f) != nil {
-			return d.errorf(path, n.Line, "want a number, got %q", s.Value)
-		}
-		v.SetFloat(f)
-		return nil
-	case reflect.Bool:
-		s, err := d.scalar(n, path, "true or false")
-		if err != nil {
-			return err
-		}
-		var b bool
-		if retyped(n, s).Decode(&b) != nil {
-			return d.errorf(path, n.Line, "want true or false, got %q", s.Value)
-		}
-		v.SetBool(b)
+		v.Set(x.Elem())
 		return nil
 	}
 	// Only reachable by adding a field of a new kind to the structs.
 	panic(fmt.Sprintf("config: no decoder for %s at %s", v.Type(), path))
 }
+
+// scalarKinds names the values of the kinds YAML decodes for us, in
+// errors: "want an integer".
+var scalarKinds = map[reflect.Kind]string{reflect.Int: "an integer", reflect.Float64: "a number", reflect.Bool: "true or false"}
 
 func (d *decoder) decodeStruct(n *yaml.Node, path string, v reflect.Value) error {
 	if n.Kind != yaml.MappingNode {

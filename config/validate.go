@@ -1,7 +1,6 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -11,22 +10,22 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/cron"
 	"github.com/sluicehq/sluice/dburl"
-	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/handler/command"
-	"github.com/sluicehq/sluice/handler/webhook"
-	"github.com/sluicehq/sluice/server"
-	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // fail reports a problem found after decoding, at the line of path or of
 // its nearest ancestor in the file (a defaulted value has no line).
 func (d *decoder) fail(path string, err error) error {
+	return d.wrap(path, lineOf(d.lines, path), err)
+}
+
+// lineOf is the line of path in the file or, for a path the file leaves
+// out (a defaulted value), of its nearest ancestor; 0 when none is set.
+func lineOf(lines map[string]int, path string) int {
 	for p := path; p != ""; {
-		if line, ok := d.lines[p]; ok {
-			return d.wrap(path, line, err)
+		if line, ok := lines[p]; ok {
+			return line
 		}
 		i := strings.LastIndexAny(p, ".[")
 		if i < 0 {
@@ -34,7 +33,7 @@ func (d *decoder) fail(path string, err error) error {
 		}
 		p = p[:i]
 	}
-	return d.wrap(path, 0, err)
+	return 0
 }
 
 func (d *decoder) failf(path, format string, args ...any) error {
@@ -53,7 +52,9 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // validate checks what decoding could not: ranges, formats and references
 // between sections. Names are visited in sorted order so that a file with
-// several problems always reports the same one.
+// several problems always reports the same one. A value the file leaves
+// out is the library's default, which is valid: only what it sets is
+// checked.
 func (d *decoder) validate(f *File) error {
 	if f.DB != "" {
 		if _, err := dburl.Scheme(f.DB); err != nil {
@@ -78,27 +79,15 @@ func (d *decoder) validate(f *File) error {
 			return d.failf(fmt.Sprintf("auth.tokens[%d]", i), "empty token (is its environment variable set?)")
 		}
 	}
-	for i, h := range f.Auth.AllowedHosts {
-		if err := server.CheckAllowedHost(h); err != nil {
-			return d.fail(fmt.Sprintf("auth.allowed_hosts[%d]", i), err)
-		}
-	}
-	if f.Auth.PublicURL != "" {
-		if _, err := server.ParsePublicURL(f.Auth.PublicURL); err != nil {
-			return d.fail("auth.public_url", err)
-		}
-	}
 	for _, name := range sortedKeys(f.Queues) {
 		if err := d.validateQueue(name, f.Queues[name]); err != nil {
 			return err
 		}
 	}
 	for _, name := range sortedKeys(f.Types) {
-		t := f.Types[name]
-		if err := d.validateType(f, name, &t); err != nil {
+		if err := d.validateType(name, f.Types[name]); err != nil {
 			return err
 		}
-		f.Types[name] = t
 	}
 	for _, name := range sortedKeys(f.Schedules) {
 		s := f.Schedules[name]
@@ -114,7 +103,7 @@ func (d *decoder) validate(f *File) error {
 		}
 		f.Batches[name] = b
 	}
-	if f.History.Keep < 1 {
+	if d.set("history.keep") && f.History.Keep < 1 {
 		return d.failf("history.keep", "must be at least 1, got %d", f.History.Keep)
 	}
 	if err := d.validateTracing(f.Tracing); err != nil {
@@ -124,7 +113,7 @@ func (d *decoder) validate(f *File) error {
 		key string
 		d   time.Duration
 	}{{"success", f.Retention.Success}, {"failed", f.Retention.Failed}, {"cancelled", f.Retention.Cancelled}} {
-		if r.d <= 0 {
+		if d.set("retention."+r.key) && r.d <= 0 {
 			return d.failf("retention."+r.key, "must be positive, got %s", r.d)
 		}
 	}
@@ -165,56 +154,17 @@ func CheckListen(addr string) error {
 
 func (d *decoder) validateQueue(name string, q Queue) error {
 	path := "queues." + name
-	if err := driver.CheckName(name, sluicetype.MaxQueueLen); err != nil {
-		return d.fail(path, err)
-	}
-	if q.Concurrency < 1 {
+	if d.set(path+".concurrency") && q.Concurrency < 1 {
 		return d.failf(path+".concurrency", "must be at least 1, got %d", q.Concurrency)
 	}
 	if q.ClusterBurst < 0 || (q.ClusterBurst > 0 && q.ClusterRate.IsZero()) {
 		return d.failf(path+".cluster_burst", "must be positive and go with a cluster_rate, got %d", q.ClusterBurst)
 	}
-	if err := sluice.CheckQueueConfig(q.SluiceQueue()); err != nil {
-		var in *sluice.InputError
-		if errors.As(err, &in) {
-			return d.failf(path+"."+in.Field, "%s", in.Msg)
-		}
-		return d.fail(path, err)
-	}
 	return nil
 }
 
-// checkQueue reports a queue that no worker here would run: with queues
-// configured, a job sent anywhere else would wait forever.
-func (d *decoder) checkQueue(f *File, path, queue string) error {
-	if err := driver.CheckName(queue, sluicetype.MaxQueueLen); err != nil {
-		return d.fail(path, err)
-	}
-	if len(f.Queues) > 0 {
-		if _, ok := f.Queues[queue]; !ok {
-			return d.failf(path, "queue %q is not defined under queues (defined: %s)", queue,
-				strings.Join(sortedKeys(f.Queues), ", "))
-		}
-	}
-	return nil
-}
-
-func (d *decoder) validateType(f *File, name string, t *Type) error {
+func (d *decoder) validateType(name string, t Type) error {
 	path := "types." + name
-	if err := driver.CheckName(name, sluicetype.MaxTypeLen); err != nil {
-		return d.fail(path, err)
-	}
-	if err := d.checkQueue(f, path+".queue", t.Queue); err != nil {
-		return err
-	}
-	if err := sluice.CheckTypeConfig(sluice.Type{MaxRunning: t.MaxRunning,
-		ClusterRate: t.ClusterRate.PerSecond(), ClusterBurst: t.ClusterBurst}); err != nil {
-		var in *sluice.InputError
-		if errors.As(err, &in) {
-			return d.failf(path+"."+in.Field, "%s", in.Msg)
-		}
-		return d.fail(path, err)
-	}
 	switch {
 	case t.HTTP == nil && t.Command == nil:
 		return d.failf(path, "no handler: set http: {url: ...} or command: [argv...]")
@@ -234,9 +184,6 @@ func (d *decoder) validateType(f *File, name string, t *Type) error {
 		if t.Command[0] == "" {
 			return d.failf(path+".command[0]", "empty program name")
 		}
-		if t.PermanentExitCodes == nil {
-			t.PermanentExitCodes = []int{command.ExitDataErr}
-		}
 		for i, c := range t.PermanentExitCodes {
 			if c < 1 || c > 255 {
 				return d.failf(fmt.Sprintf("%s.permanent_exit_codes[%d]", path, i), "exit code %d out of range 1-255", c)
@@ -246,24 +193,18 @@ func (d *decoder) validateType(f *File, name string, t *Type) error {
 	switch {
 	case t.Timeout < 0:
 		return d.failf(path+".timeout", "must not be negative, got %s", t.Timeout)
-	case t.Lease <= 0:
+	case d.set(path+".lease") && t.Lease <= 0:
 		return d.failf(path+".lease", "must be positive, got %s", t.Lease)
-	case t.MaxAttempts < 1:
+	case d.set(path+".max_attempts") && t.MaxAttempts < 1:
 		return d.failf(path+".max_attempts", "must be at least 1, got %d", t.MaxAttempts)
-	case t.Backoff.Base <= 0:
+	case d.set(path+".backoff.base") && t.Backoff.Base <= 0:
 		return d.failf(path+".backoff.base", "must be positive, got %s", t.Backoff.Base)
-	case t.Backoff.Max <= 0:
+	case d.set(path+".backoff.max") && t.Backoff.Max <= 0:
 		return d.failf(path+".backoff.max", "must be positive, got %s", t.Backoff.Max)
-	case t.Backoff.Base > t.Backoff.Max:
-		return d.failf(path+".backoff", "base %s is longer than max %s", t.Backoff.Base, t.Backoff.Max)
 	case t.Circuit.Threshold < 0:
 		return d.failf(path+".circuit.threshold", "must not be negative, got %d", t.Circuit.Threshold)
-	case t.Circuit.Cooldown <= 0:
+	case d.set(path+".circuit.cooldown") && t.Circuit.Cooldown <= 0:
 		return d.failf(path+".circuit.cooldown", "must be positive, got %s", t.Circuit.Cooldown)
-	case t.Circuit.MaxCooldown < t.Circuit.Cooldown:
-		return d.failf(path+".circuit.max_cooldown", "%s is shorter than the cooldown %s", t.Circuit.MaxCooldown, t.Circuit.Cooldown)
-	case t.Dedupe != sluicetype.DedupePermanent && t.Dedupe != sluicetype.DedupeActive:
-		return d.failf(path+".dedupe", "invalid value %q: want %s or %s", t.Dedupe, sluicetype.DedupePermanent, sluicetype.DedupeActive)
 	}
 	return nil
 }
@@ -272,9 +213,6 @@ func (d *decoder) validateHTTP(path string, h *HTTP) error {
 	if h.URL == "" {
 		return d.failf(path+".url", "required")
 	}
-	if err := webhook.CheckURL(h.URL); err != nil {
-		return d.fail(path+".url", err)
-	}
 	if h.Timeout < 0 {
 		return d.failf(path+".timeout", "must not be negative, got %s", h.Timeout)
 	}
@@ -282,11 +220,6 @@ func (d *decoder) validateHTTP(path string, h *HTTP) error {
 		// Sending unsigned requests because a variable was empty would
 		// be a silent downgrade; leaving the key out is the way to ask.
 		return d.failf(path+".secret", "empty secret (is its environment variable set?); remove the key to send unsigned requests")
-	}
-	for _, name := range sortedKeys(h.Headers) {
-		if err := webhook.CheckHeader(name, h.Headers[name]); err != nil && d.unresolved[path+".headers."+name] == nil {
-			return d.fail(path+".headers."+name, err)
-		}
 	}
 	return nil
 }
@@ -310,14 +243,6 @@ func (d *decoder) validateSchedule(f *File, name string, s *Schedule) error {
 	}
 	if _, ok := f.Types[s.Type]; !ok {
 		return d.failf(path+".type", "type %q is not defined under types", s.Type)
-	}
-	if s.Queue != "" {
-		if err := d.checkQueue(f, path+".queue", s.Queue); err != nil {
-			return err
-		}
-	}
-	if s.Overlap != sluice.OverlapForbid && s.Overlap != sluice.OverlapAllow {
-		return d.failf(path+".overlap", "invalid value %q: want %s or %s", s.Overlap, sluice.OverlapForbid, sluice.OverlapAllow)
 	}
 	if s.CatchUp < 0 {
 		return d.failf(path+".catch_up", "must not be negative, got %d", s.CatchUp)

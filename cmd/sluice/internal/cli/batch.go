@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,7 +16,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/batch"
-	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/cmd/sluice/internal/setup"
 	"github.com/sluicehq/sluice/dburl"
 	"github.com/sluicehq/sluice/driver"
 )
@@ -34,26 +33,14 @@ func (a *app) batchCommand() *cobra.Command {
 	return cmd
 }
 
-// batchDriver loads the config and opens the migrated database.
-func (a *app) batchDriver(cmd *cobra.Command) (*config.File, driver.Driver, error) {
+// batchOf opens the migrated database and builds the named batch from
+// the config.
+func (a *app) batchOf(cmd *cobra.Command, name string) (*batch.Batch, driver.Driver, error) {
 	f, err := a.loadConfig()
 	if err != nil {
 		return nil, nil, err
 	}
-	d, err := a.open()
-	if err != nil {
-		return nil, nil, err
-	}
-	if _, err := driver.CheckSchema(cmd.Context(), d); err != nil {
-		return nil, nil, err
-	}
-	return f, d, nil
-}
-
-// batchOf opens the migrated database and builds the named batch from
-// the config.
-func (a *app) batchOf(cmd *cobra.Command, name string) (*batch.Batch, driver.Driver, error) {
-	f, d, err := a.batchDriver(cmd)
+	d, err := a.migrated(cmd.Context())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -66,7 +53,7 @@ func (a *app) batchOf(cmd *cobra.Command, name string) (*batch.Batch, driver.Dri
 		sort.Strings(names)
 		return nil, nil, usagef("no batch %q in the config (batches: %s)", name, strings.Join(names, ", "))
 	}
-	b, err := c.Runtime(name, a.openDest)
+	b, err := setup.Batch(name, c, a.openDest)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -231,16 +218,12 @@ func (a *app) batchStatusCommand() *cobra.Command {
 		Use:   "status [NAME]",
 		Short: "Show the checkpoints of one batch or of all",
 		Args:  cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			_, d, err := a.batchDriver(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: a.withDriver(func(ctx context.Context, d driver.Driver, args []string) error {
 			name := ""
 			if len(args) == 1 {
 				name = args[0]
 			}
-			cps, err := batch.Checkpoints(cmd.Context(), d, name)
+			cps, err := batch.Checkpoints(ctx, d, name)
 			if err != nil {
 				return err
 			}
@@ -248,22 +231,20 @@ func (a *app) batchStatusCommand() *cobra.Command {
 				if cps == nil {
 					cps = []batch.Checkpoint{}
 				}
-				return json.NewEncoder(a.stdout).Encode(cps)
+				return writeJSON(a.stdout, cps)
 			}
 			if len(cps) == 0 {
 				fmt.Fprintln(a.stdout, "no checkpoints")
 				return nil
 			}
-			w := newTable(a.stdout)
-			fmt.Fprintln(w, "BATCH\tSHARD\tSTATUS\tROWS\tCHUNKS\tCHUNK SIZE\tUPDATED\tCURSOR\tLAST ERROR")
-			for _, c := range cps {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", c.Batch, c.Shard, c.Status, c.RowsDone, c.ChunksDone,
-					c.ChunkSize, c.UpdatedAt.UTC().Format(time.RFC3339), c.Cursor, oneLine(c.LastError))
-			}
-			return w.Flush()
-		},
+			return writeTable(a.stdout, "BATCH\tSHARD\tSTATUS\tROWS\tCHUNKS\tCHUNK SIZE\tUPDATED\tCURSOR\tLAST ERROR", cps,
+				func(w io.Writer, c batch.Checkpoint) {
+					fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", c.Batch, c.Shard, c.Status, c.RowsDone, c.ChunksDone,
+						c.ChunkSize, c.UpdatedAt.UTC().Format(time.RFC3339), c.Cursor, oneLine(c.LastError))
+				})
+		}),
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
+	jsonFlag(cmd, &asJSON, "print a JSON array")
 	return cmd
 }
 
@@ -272,18 +253,14 @@ func (a *app) batchSetCommand(verb, short string, fn func(ctx context.Context, d
 		Use:   verb + " NAME",
 		Short: short,
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			_, d, err := a.batchDriver(cmd)
-			if err != nil {
-				return err
-			}
-			n, err := fn(cmd.Context(), d, args[0])
+		RunE: a.withDriver(func(ctx context.Context, d driver.Driver, args []string) error {
+			n, err := fn(ctx, d, args[0])
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(a.stdout, "batch %s: %s %d shards\n", args[0], pastTense[verb], n)
 			return nil
-		},
+		}),
 	}
 }
 
@@ -335,7 +312,7 @@ func (a *app) batchEnqueueCommand() *cobra.Command {
 					dups++
 				}
 			}
-			return json.NewEncoder(a.stdout).Encode(map[string]int{"inserted": len(rs) - dups, "duplicates": dups})
+			return writeJSON(a.stdout, map[string]int{"inserted": len(rs) - dups, "duplicates": dups})
 		},
 	}
 	// A tenant's backfill run as a batch shares a fair queue with the

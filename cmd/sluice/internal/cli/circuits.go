@@ -1,11 +1,12 @@
 package cli
 
 import (
-	"encoding/json"
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -16,12 +17,8 @@ func (a *app) circuitCommand() *cobra.Command {
 		Use:   "list",
 		Short: "Every circuit breaker that has a row: its state, failure count, openings and cool-down end",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.client(cmd.Context())
-			if err != nil {
-				return err
-			}
-			cs, err := c.Circuits(cmd.Context())
+		RunE: a.withClient(func(ctx context.Context, c *sluice.Client, _ []string) error {
+			cs, err := c.Circuits(ctx)
 			if err != nil {
 				return err
 			}
@@ -29,16 +26,16 @@ func (a *app) circuitCommand() *cobra.Command {
 				cs = []sluicetype.Circuit{}
 			}
 			if asJSON {
-				return json.NewEncoder(a.stdout).Encode(map[string]any{"circuits": cs})
+				return writeJSON(a.stdout, map[string]any{"circuits": cs})
 			}
 			if len(cs) == 0 {
 				fmt.Fprintln(a.stdout, "no circuit has counted a failure")
 				return nil
 			}
 			return writeCircuits(a.stdout, cs)
-		},
+		}),
 	}
-	list.Flags().BoolVar(&asJSON, "json", false, "JSON output")
+	jsonFlag(list, &asJSON, "JSON output")
 	cmd.AddCommand(list)
 	for _, open := range []bool{true, false} {
 		verb, short := "close", "close a type's circuit on every worker and clear its failure count"
@@ -49,23 +46,18 @@ func (a *app) circuitCommand() *cobra.Command {
 			Use:   verb + " TYPE",
 			Short: short,
 			Args:  cobra.ExactArgs(1),
-			RunE: func(cmd *cobra.Command, args []string) error {
-				c, err := a.client(cmd.Context())
-				if err != nil {
-					return err
-				}
-				var st sluicetype.Circuit
+			RunE: a.withClient(func(ctx context.Context, c *sluice.Client, args []string) error {
+				set := c.CloseCircuit
 				if open {
-					st, err = c.OpenCircuit(cmd.Context(), args[0])
-				} else {
-					st, err = c.CloseCircuit(cmd.Context(), args[0])
+					set = c.OpenCircuit
 				}
+				st, err := set(ctx, args[0])
 				if err != nil {
 					return err
 				}
 				fmt.Fprintf(a.stdout, "circuit %s: %s\n", args[0], st.State)
 				return nil
-			},
+			}),
 		})
 	}
 	return cmd

@@ -18,6 +18,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/cmd/sluice/internal/setup"
 	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/dburl"
 	"github.com/sluicehq/sluice/driver"
@@ -142,7 +143,7 @@ func (a *app) rootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			if err := a.setup(); err != nil {
+			if err := a.applyGlobalFlags(); err != nil {
 				return err
 			}
 			if usesDatabase(cmd) {
@@ -206,8 +207,8 @@ func usesDatabase(cmd *cobra.Command) bool {
 	return false
 }
 
-// setup applies the global flags and environment.
-func (a *app) setup() error {
+// applyGlobalFlags applies the global flags and environment.
+func (a *app) applyGlobalFlags() error {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(a.logLevel)); err != nil {
 		return usagef("--log-level %q: want debug, info, warn or error", a.logLevel)
@@ -321,22 +322,15 @@ func (a *app) openDB(create bool) (driver.Driver, error) {
 // that an enqueue takes a type's queue, attempts and dedupe exactly as the
 // API of `sluice serve` does; it runs no workers.
 func (a *app) client(ctx context.Context) (*sluice.Client, error) {
-	d, err := a.open()
+	d, err := a.migrated(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := driver.CheckSchema(ctx, d); err != nil {
-		return nil, err
-	}
-	types, err := a.cfg.SluiceTypes()
+	types, err := setup.Types(a.cfg)
 	if err != nil {
 		return nil, err
 	}
 	// The queues too, so that an admin command knows the config's queues
 	// (sluice queues pause refuses one that nothing knows).
-	queues := map[string]sluice.QueueConfig{}
-	for name, q := range a.cfg.Queues {
-		queues[name] = q.SluiceQueue()
-	}
-	return sluice.NewClient(sluice.Config{Driver: d, Logger: a.log, Types: types, Queues: queues, DisableMaintenance: true})
+	return sluice.NewClient(sluice.Config{Driver: d, Logger: a.log, Types: types, Queues: setup.Queues(a.cfg), DisableMaintenance: true})
 }

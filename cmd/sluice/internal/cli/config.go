@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/cmd/sluice/internal/setup"
 	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/driver"
 )
@@ -32,7 +33,7 @@ func (a *app) loadConfig() (*config.File, error) {
 		a.cfg = &config.File{}
 		return a.cfg, nil
 	}
-	f, err := config.Load(path)
+	f, err := setup.Load(path)
 	if err != nil {
 		var ce *config.Error
 		if errors.As(err, &ce) {
@@ -51,14 +52,11 @@ func (a *app) workerClient(ctx context.Context) (*sluice.Client, error) {
 	if err := a.cfg.Unresolved("types"); err != nil {
 		return nil, usagef("%v", err)
 	}
-	d, err := a.open()
+	d, err := a.migrated(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := driver.CheckSchema(ctx, d); err != nil {
-		return nil, err
-	}
-	rt, err := a.cfg.Runtime(d, a.openDest, a.log)
+	rt, err := setup.NewRuntime(a.cfg, d, a.openDest, a.log)
 	if err != nil {
 		return nil, err
 	}

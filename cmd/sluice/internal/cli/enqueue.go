@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -61,7 +60,7 @@ priority, delay, run_at, max_attempts, dedupe, partition) and enqueue them all o
 			if err != nil {
 				return err
 			}
-			return json.NewEncoder(a.stdout).Encode(r)
+			return writeJSON(a.stdout, r)
 		},
 	}
 	f := cmd.Flags()
@@ -165,5 +164,5 @@ func (a *app) enqueueNDJSON(ctx context.Context, path string) error {
 			inserted++
 		}
 	}
-	return json.NewEncoder(a.stdout).Encode(map[string]int{"inserted": inserted, "duplicates": dups})
+	return writeJSON(a.stdout, map[string]int{"inserted": inserted, "duplicates": dups})
 }

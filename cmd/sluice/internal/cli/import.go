@@ -15,7 +15,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/cmd/sluice/internal/setup"
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/sluicetype"
 )
@@ -216,13 +217,19 @@ func (a *app) runImport(ctx context.Context, o importOptions) error {
 		imported_at DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)), PRIMARY KEY (source, source_id)) CHARACTER SET utf8mb4`); err != nil {
 		return fmt.Errorf("import: create %s: %w", ledger, err)
 	}
+	// The settings of the config's types as the library runs them, its
+	// defaults filled in; a type the config does not know is absent.
+	settings := map[string]sluice.Type{}
+	for name, t := range known.Types {
+		settings[name] = setup.Type(t).WithDefaults()
+	}
 	var res struct{ copied, before, keyTaken int }
 	var batch []importRow
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
 		}
-		err := copyBatch(ctx, db, prefix, ledger, o.table, known.Types, batch, &res.copied, &res.before, &res.keyTaken)
+		err := copyBatch(ctx, db, prefix, ledger, o.table, settings, batch, &res.copied, &res.before, &res.keyTaken)
 		batch = batch[:0]
 		return err
 	}
@@ -454,7 +461,7 @@ func describeCounts(counts map[string]int) string {
 // copyBatch copies rows in one transaction: each row not in the ledger is
 // inserted, with its key kept (a key a sluice job already holds is not
 // copied: that job stands), and recorded in the ledger.
-func copyBatch(ctx context.Context, db *sql.DB, prefix, ledger, source string, types map[string]config.Type,
+func copyBatch(ctx context.Context, db *sql.DB, prefix, ledger, source string, types map[string]sluice.Type,
 	rows []importRow, copied, before, keyTaken *int) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {

@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
 	"time"
 
@@ -27,45 +29,38 @@ func (a *app) jobsListCommand() *cobra.Command {
 		Use:   "list",
 		Short: "List jobs newest first; page with --after-id",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		// Before the client opens: a bad flag exits 2 without touching
+		// the database.
+		PreRunE: func(*cobra.Command, []string) error {
 			if p.Limit < 1 || p.Limit > 1000 {
 				return usagef("--limit %d: want 1 to 1000", p.Limit)
 			}
-			c, err := a.client(cmd.Context())
-			if err != nil {
-				return err
-			}
-			jobs, err := c.Jobs(cmd.Context(), p)
+			return nil
+		},
+		RunE: a.withClient(func(ctx context.Context, c *sluice.Client, _ []string) error {
+			jobs, err := c.Jobs(ctx, p)
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				enc := json.NewEncoder(a.stdout)
-				for _, j := range jobs {
-					if err := enc.Encode(j); err != nil {
-						return err
+				return writeJSONLines(a.stdout, jobs)
+			}
+			if err := writeTable(a.stdout, "ID\tSTATUS\tQUEUE\tTYPE\tKEY\tATTEMPTS\tNEXT RUN / FINISHED\tLAST ERROR", jobs,
+				func(w io.Writer, j sluicetype.JobRow) {
+					when := j.NextRunAt
+					if j.FinishedAt != nil {
+						when = *j.FinishedAt
 					}
-				}
-				return nil
-			}
-			w := newTable(a.stdout)
-			fmt.Fprintln(w, "ID\tSTATUS\tQUEUE\tTYPE\tKEY\tATTEMPTS\tNEXT RUN / FINISHED\tLAST ERROR")
-			for _, j := range jobs {
-				when := j.NextRunAt
-				if j.FinishedAt != nil {
-					when = *j.FinishedAt
-				}
-				fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", j.ID, j.Status, j.Queue, j.Type, j.Key,
-					j.Attempts, j.MaxAttempts, when.Format(time.RFC3339), firstLine(j.LastError, 60))
-			}
-			if err := w.Flush(); err != nil {
+					fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", j.ID, j.Status, j.Queue, j.Type, j.Key,
+						j.Attempts, j.MaxAttempts, when.Format(time.RFC3339), firstLine(j.LastError, 60))
+				}); err != nil {
 				return err
 			}
 			if len(jobs) == p.Limit {
 				fmt.Fprintf(a.stderr, "more: --after-id %d\n", jobs[len(jobs)-1].ID)
 			}
 			return nil
-		},
+		}),
 	}
 	f := cmd.Flags()
 	f.StringVar((*string)(&p.Status), "status", "", "pending, processing, success, failed or cancelled")
@@ -74,7 +69,7 @@ func (a *app) jobsListCommand() *cobra.Command {
 	f.StringVar(&p.KeyPrefix, "key-prefix", "", "business keys starting with this")
 	f.IntVar(&p.Limit, "limit", 50, "rows per page (at most 1000)")
 	f.Int64Var(&p.AfterID, "after-id", 0, "list jobs older than this id (the last id of the previous page)")
-	f.BoolVar(&asJSON, "json", false, "one JSON object per line")
+	jsonFlag(cmd, &asJSON, "one JSON object per line")
 	return cmd
 }
 
@@ -91,15 +86,17 @@ func firstLine(s string, n int) string {
 	return s
 }
 
-// jobClient checks a job id argument before it opens the database, so that
-// a bad id exits 2 without touching it.
-func (a *app) jobClient(cmd *cobra.Command, arg string) (*sluice.Client, int64, error) {
-	id, err := parseID(arg)
-	if err != nil {
-		return nil, 0, err
+// withJob is the RunE of a command on the job whose id is its argument:
+// the id is checked before the client opens, so that a bad id exits 2
+// without touching the database.
+func (a *app) withJob(run func(ctx context.Context, c *sluice.Client, id int64) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		id, err := parseID(args[0])
+		if err != nil {
+			return err
+		}
+		return a.withClient(func(ctx context.Context, c *sluice.Client, _ []string) error { return run(ctx, c, id) })(cmd, args)
 	}
-	c, err := a.client(cmd.Context())
-	return c, id, err
 }
 
 func parseID(s string) (int64, error) {
@@ -116,17 +113,13 @@ func (a *app) jobsShowCommand() *cobra.Command {
 		Use:   "show ID",
 		Short: "Show one job with all its columns",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, id, err := a.jobClient(cmd, args[0])
-			if err != nil {
-				return err
-			}
-			j, err := c.Job(cmd.Context(), id)
+		RunE: a.withJob(func(ctx context.Context, c *sluice.Client, id int64) error {
+			j, err := c.Job(ctx, id)
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				return json.NewEncoder(a.stdout).Encode(j)
+				return writeJSON(a.stdout, j)
 			}
 			b, err := json.MarshalIndent(j, "", "  ")
 			if err != nil {
@@ -134,9 +127,9 @@ func (a *app) jobsShowCommand() *cobra.Command {
 			}
 			fmt.Fprintln(a.stdout, string(b))
 			return nil
-		},
+		}),
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "compact JSON")
+	jsonFlag(cmd, &asJSON, "compact JSON")
 	return cmd
 }
 
@@ -146,31 +139,30 @@ func (a *app) jobsRetryCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "retry ID | retry --failed [--type T]",
 		Short: "Move failed or cancelled jobs back to pending",
-		RunE: func(cmd *cobra.Command, args []string) error {
+		PreRunE: func(_ *cobra.Command, args []string) error {
 			if failed == (len(args) == 1) || len(args) > 1 {
 				return usagef("retry takes one job ID, or --failed (with an optional --type)")
 			}
-			if failed {
-				c, err := a.client(cmd.Context())
-				if err != nil {
-					return err
-				}
-				n, err := c.RetryFailed(cmd.Context(), typ)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(a.stdout, "retried %d jobs\n", n)
-				return nil
-			}
-			c, id, err := a.jobClient(cmd, args[0])
-			if err != nil {
-				return err
-			}
-			if err := c.Retry(cmd.Context(), id); err != nil {
-				return err
-			}
-			fmt.Fprintf(a.stdout, "job %d is pending again\n", id)
 			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if failed {
+				return a.withClient(func(ctx context.Context, c *sluice.Client, _ []string) error {
+					n, err := c.RetryFailed(ctx, typ)
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(a.stdout, "retried %d jobs\n", n)
+					return nil
+				})(cmd, args)
+			}
+			return a.withJob(func(ctx context.Context, c *sluice.Client, id int64) error {
+				if err := c.Retry(ctx, id); err != nil {
+					return err
+				}
+				fmt.Fprintf(a.stdout, "job %d is pending again\n", id)
+				return nil
+			})(cmd, args)
 		},
 	}
 	cmd.Flags().BoolVar(&failed, "failed", false, "retry every failed job")
@@ -183,49 +175,45 @@ func (a *app) jobsCancelCommand() *cobra.Command {
 		Use:   "cancel ID",
 		Short: "Cancel a pending or failed job",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, id, err := a.jobClient(cmd, args[0])
-			if err != nil {
-				return err
-			}
-			if err := c.Cancel(cmd.Context(), id); err != nil {
+		RunE: a.withJob(func(ctx context.Context, c *sluice.Client, id int64) error {
+			if err := c.Cancel(ctx, id); err != nil {
 				return err
 			}
 			fmt.Fprintf(a.stdout, "job %d cancelled\n", id)
 			return nil
-		},
+		}),
 	}
 }
 
 func (a *app) jobsPurgeCommand() *cobra.Command {
 	var status sluicetype.Status
 	var older string
+	var age time.Duration
 	cmd := &cobra.Command{
 		Use:   "purge --status S --older-than 7d",
 		Short: "Delete finished jobs, in chunks",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		PreRunE: func(*cobra.Command, []string) error {
 			if status == "" || older == "" {
 				return usagef("purge needs --status and --older-than")
 			}
 			if !sluicetype.IsFinal(status) {
 				return usagef("--status %q: want success, failed or cancelled", status)
 			}
-			d, err := dur.Parse(older)
-			if err != nil {
+			var err error
+			if age, err = dur.Parse(older); err != nil {
 				return usagef("--older-than: %v", err)
 			}
-			c, err := a.client(cmd.Context())
-			if err != nil {
-				return err
-			}
-			n, err := c.Purge(cmd.Context(), status, d)
+			return nil
+		},
+		RunE: a.withClient(func(ctx context.Context, c *sluice.Client, _ []string) error {
+			n, err := c.Purge(ctx, status, age)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(a.stdout, "deleted %d jobs\n", n)
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().StringVar((*string)(&status), "status", "", "success, failed or cancelled")
 	cmd.Flags().StringVar(&older, "older-than", "", "finished longer ago than this, e.g. 7d")

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/cmd/sluice/internal/setup"
 	"github.com/sluicehq/sluice/dburl"
 )
 
@@ -35,7 +36,7 @@ func (a *app) migrateCommand() *cobra.Command {
 			}
 			// The config's types go to sluice_types, where plain-SQL
 			// enqueues find their queue, max_attempts and dedupe.
-			types, err := a.cfg.SluiceTypes()
+			types, err := setup.Types(a.cfg)
 			if err != nil {
 				return err
 			}

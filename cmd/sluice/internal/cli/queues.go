@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
+	"github.com/sluicehq/sluice"
 	"github.com/spf13/cobra"
 )
 
@@ -17,22 +19,17 @@ func (a *app) queuesCommand() *cobra.Command {
 			Use:   verb + " NAME",
 			Short: verb + " a queue on every worker (takes effect within about a second)",
 			Args:  cobra.ExactArgs(1),
-			RunE: func(cmd *cobra.Command, args []string) error {
-				c, err := a.client(cmd.Context())
-				if err != nil {
-					return err
-				}
+			RunE: a.withClient(func(ctx context.Context, c *sluice.Client, args []string) error {
+				set := c.ResumeQueue
 				if pause {
-					err = c.PauseQueue(cmd.Context(), args[0])
-				} else {
-					err = c.ResumeQueue(cmd.Context(), args[0])
+					set = c.PauseQueue
 				}
-				if err != nil {
+				if err := set(ctx, args[0]); err != nil {
 					return err
 				}
 				fmt.Fprintf(a.stdout, "queue %s: %sd\n", args[0], verb)
 				return nil
-			},
+			}),
 		})
 	}
 	return cmd

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -42,7 +41,7 @@ pass returns, as under sluice work.`,
 			if err != nil {
 				return err
 			}
-			return json.NewEncoder(a.stdout).Encode(r)
+			return writeJSON(a.stdout, r)
 		},
 	}
 	f := cmd.Flags()

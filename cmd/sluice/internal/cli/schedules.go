@@ -1,12 +1,16 @@
 package cli
 
 import (
-	"encoding/json"
+	"cmp"
+	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/cmd/sluice/internal/setup"
 	"github.com/sluicehq/sluice/cron"
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/scheduler"
@@ -20,20 +24,13 @@ func (a *app) schedulesCommand() *cobra.Command {
 		Use:   "list",
 		Short: "Each schedule with its next run times, last slot, fires and skips",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := a.loadConfig()
+		// The config was loaded with the database (app.resolve).
+		RunE: a.withClient(func(ctx context.Context, c *sluice.Client, _ []string) error {
+			scheds, err := setup.Schedules(a.cfg)
 			if err != nil {
 				return err
 			}
-			scheds, err := f.SluiceSchedules()
-			if err != nil {
-				return err
-			}
-			c, err := a.client(cmd.Context())
-			if err != nil {
-				return err
-			}
-			now, err := c.Driver().Now(cmd.Context())
+			now, err := c.Driver().Now(ctx)
 			if err != nil {
 				return err
 			}
@@ -50,8 +47,9 @@ func (a *app) schedulesCommand() *cobra.Command {
 			}
 			var rows []row
 			for _, s := range scheds {
-				r := row{Name: s.Name, Cron: s.Spec.String(), Timezone: s.Spec.Location().String(), Type: s.Type, Overlap: s.Overlap}
-				st, err := c.Driver().ScheduleState(cmd.Context(), driver.ScheduleStateParams{Name: s.Name})
+				r := row{Name: s.Name, Cron: s.Spec.String(), Timezone: s.Spec.Location().String(), Type: s.Type,
+					Overlap: cmp.Or(s.Overlap, scheduler.DefaultOverlap)}
+				st, err := c.Driver().ScheduleState(ctx, driver.ScheduleStateParams{Name: s.Name})
 				if err != nil {
 					return err
 				}
@@ -71,17 +69,9 @@ func (a *app) schedulesCommand() *cobra.Command {
 				rows = append(rows, r)
 			}
 			if asJSON {
-				enc := json.NewEncoder(a.stdout)
-				for _, r := range rows {
-					if err := enc.Encode(r); err != nil {
-						return err
-					}
-				}
-				return nil
+				return writeJSONLines(a.stdout, rows)
 			}
-			w := newTable(a.stdout)
-			fmt.Fprintln(w, "NAME\tCRON\tTIMEZONE\tTYPE\tOVERLAP\tNEXT RUNS (UTC)\tFIRES\tSKIPS")
-			for _, r := range rows {
+			return writeTable(a.stdout, "NAME\tCRON\tTIMEZONE\tTYPE\tOVERLAP\tNEXT RUNS (UTC)\tFIRES\tSKIPS", rows, func(w io.Writer, r row) {
 				next := ""
 				for i, n := range r.Next {
 					if i > 0 {
@@ -90,11 +80,10 @@ func (a *app) schedulesCommand() *cobra.Command {
 					next += n.UTC().Format(time.DateTime)
 				}
 				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", r.Name, r.Cron, r.Timezone, r.Type, r.Overlap, next, r.Fires, r.Skips)
-			}
-			return w.Flush()
-		},
+			})
+		}),
 	}
-	list.Flags().BoolVar(&asJSON, "json", false, "one JSON object per line")
+	jsonFlag(list, &asJSON, "one JSON object per line")
 	list.Flags().IntVar(&count, "next", 3, "how many next run times to show")
 	cmd.AddCommand(list)
 	return cmd

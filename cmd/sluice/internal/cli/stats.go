@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"encoding/json"
+	"context"
 	"fmt"
 	"io"
 	"time"
@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/cmd/sluice/internal/setup"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -18,33 +19,27 @@ func (a *app) statsCommand() *cobra.Command {
 		Use:   "stats",
 		Short: "Per-queue counts of pending, processing and failed jobs, and per queue and type the jobs done and failed for good and the attempts retried in the last hour and day, with queue latency p50/p95 per type, and the pending jobs of types no handler serves",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.client(cmd.Context())
-			if err != nil {
-				return err
-			}
-			snap, err := c.StatsSnapshot(cmd.Context())
+		RunE: a.withClient(func(ctx context.Context, c *sluice.Client, _ []string) error {
+			snap, err := c.StatsSnapshot(ctx)
 			if err != nil {
 				return err
 			}
 			st := snap.Queues
 			for i := range st {
 				if q, ok := a.cfg.Queues[st[i].Queue]; ok {
-					q.SluiceQueue().ApplyTo(&st[i])
+					setup.Queue(q).ApplyTo(&st[i])
 				}
 			}
 			if asJSON {
-				return json.NewEncoder(a.stdout).Encode(snap)
+				return writeJSON(a.stdout, snap)
 			}
-			w := newTable(a.stdout)
-			fmt.Fprintln(w, "QUEUE\tPENDING\tPROCESSING\tFAILED\tOLDEST PENDING\tPAUSED\tDONE 1H\tFAILED 1H\tRETRIED 1H\tDONE 24H\tFAILED 24H\tRETRIED 24H")
-			for _, s := range st {
+			header := "QUEUE\tPENDING\tPROCESSING\tFAILED\tOLDEST PENDING\tPAUSED\tDONE 1H\tFAILED 1H\tRETRIED 1H\tDONE 24H\tFAILED 24H\tRETRIED 24H"
+			if err := writeTable(a.stdout, header, st, func(w io.Writer, s sluicetype.QueueStats) {
 				h, d := sluice.FiguresOf(s.FinishedHour), sluice.FiguresOf(s.FinishedDay)
 				fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\t%v\t%d\t%d\t%d\t%d\t%d\t%d\n", s.Queue, s.Pending, s.Processing, s.Failed,
 					(time.Duration(s.OldestPendingAge * float64(time.Second))).Round(time.Second), s.Paused,
 					h.Done, h.Failed, h.Retried, d.Done, d.Failed, d.Retried)
-			}
-			if err := w.Flush(); err != nil {
+			}); err != nil {
 				return err
 			}
 			if err := writeTypes(a.stdout, snap.Types); err != nil {
@@ -60,9 +55,9 @@ func (a *app) statsCommand() *cobra.Command {
 				return err
 			}
 			return a.printPartitions(st)
-		},
+		}),
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "JSON output")
+	jsonFlag(cmd, &asJSON, "JSON output")
 	return cmd
 }
 
@@ -94,12 +89,7 @@ func writeSection[T any](out io.Writer, header string, items []T, row func(w io.
 	if len(items) == 0 {
 		return nil
 	}
-	w := newTable(out)
-	fmt.Fprintln(w, "\n"+header)
-	for _, it := range items {
-		row(w, it)
-	}
-	return w.Flush()
+	return writeTable(out, "\n"+header, items, row)
 }
 
 // latencyText shows percentiles to the millisecond; "-" when no attempt

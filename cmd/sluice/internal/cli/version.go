@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -18,13 +17,12 @@ func (a *app) versionCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			bi := buildinfo.Get()
 			if asJSON {
-				enc := json.NewEncoder(a.stdout)
-				return enc.Encode(bi)
+				return writeJSON(a.stdout, bi)
 			}
 			fmt.Fprintf(a.stdout, "sluice %s %s %s\n", bi, bi.GoVersion, bi.Platform)
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print version, commit, date, modified, go_version and platform as JSON")
+	jsonFlag(cmd, &asJSON, "print version, commit, date, modified, go_version and platform as JSON")
 	return cmd
 }
