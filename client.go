@@ -79,7 +79,8 @@ func NewClient(cfg Config) (*Client, error) {
 			concurrency += q.Concurrency
 		}
 		c.beat = &nodes.Heartbeat{Driver: cfg.Driver, Node: sluicetype.Node{ID: cfg.NodeID, Concurrency: concurrency},
-			Running: c.pool.Running, Rollup: c.rollup, Logger: cfg.Logger, Clock: cfg.Clock}
+			Running: c.pool.Running, Rollup: c.rollup, Logger: cfg.Logger, Clock: cfg.Clock,
+			Serve: c.serveTypes, ServeEvery: ServeEvery}
 	}
 	if len(cfg.Queues) > 0 && !cfg.DisableMaintenance {
 		c.maint = maintenance.New(maintenance.Config{

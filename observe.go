@@ -87,6 +87,14 @@ func (c *Client) readGauges(ctx context.Context) (metrics.Gauges, error) {
 	for _, cs := range circuits {
 		g.Circuits[cs.Type] = cs.State != sluicetype.CircuitClosed
 	}
+	waiting, err := c.WaitingForHandler(ctx)
+	if err != nil {
+		return metrics.Gauges{}, err
+	}
+	g.WaitingForHandler = make(map[string]int64, len(waiting))
+	for _, w := range waiting {
+		g.WaitingForHandler[w.Type] = w.Pending
+	}
 	return g, nil
 }
 

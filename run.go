@@ -29,10 +29,10 @@ func (c *Client) run(ctx context.Context, row sluicetype.JobRow) worker.Outcome 
 func (c *Client) runTraced(ctx context.Context, row sluicetype.JobRow) worker.Outcome {
 	t, ok := c.cfg.Types[row.Type]
 	if !ok || t.Handler == nil {
-		// Given back uncharged, so that a process without the handler (an
-		// old one in a rolling deploy) never burns the job's attempts;
-		// counted, so that a type no process serves shows on /metrics.
-		c.metrics.NoHandler(row.Queue, row.Type)
+		// Workers and passes claim only the types they have handlers for
+		// (handledTypes), so no claim lands here; were one to, the job is
+		// given back uncharged rather than burning its attempts.
+		c.log.Warn("claimed a job of a type this process has no handler for; given back", "job_id", row.ID, "type", row.Type)
 		msg := fmt.Sprintf("no handler for job type %q in this process (%s); waiting %s for one", row.Type, c.cfg.NodeID, NoHandlerDelay)
 		return worker.Outcome{Status: sluicetype.StatusPending, Refund: true, Delay: NoHandlerDelay, Error: &msg}
 	}

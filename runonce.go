@@ -150,6 +150,11 @@ func (c *Client) RunOnce(ctx context.Context, p RunParams) (RunResult, error) {
 	if _, err := c.Rescue(ctx); err != nil {
 		return RunResult{}, err
 	}
+	// The pass serves its types as a worker does, so that a cron-only
+	// setup does not show its jobs as waiting for a handler.
+	if err := c.serveTypes(ctx); err != nil {
+		c.log.Warn("run pass: stamping the served job types failed", "err", err)
+	}
 
 	var mu sync.Mutex
 	res := RunResult{OK: true, Warnings: c.passWarnings(p)}

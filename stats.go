@@ -291,10 +291,13 @@ type StatsSnapshot struct {
 	Queues      []sluicetype.QueueStats `json:"queues"`
 	RateBuckets []sluicetype.RateBucket `json:"rate_buckets"`
 	Types       []TypeStats             `json:"types"`
+	// WaitingForHandler: see Client.WaitingForHandler.
+	WaitingForHandler []sluicetype.TypeCount `json:"waiting_for_handler"`
 }
 
-// StatsSnapshot reads Stats, Circuits, RateBuckets and TypeStats at once,
-// the clock and the day's roll-ups once for both the queues and the types.
+// StatsSnapshot reads Stats, Circuits, RateBuckets, TypeStats and
+// WaitingForHandler at once, the clock and the day's roll-ups once for
+// both the queues and the types.
 func (c *Client) StatsSnapshot(ctx context.Context) (StatsSnapshot, error) {
 	var s StatsSnapshot
 	var day Rollups
@@ -309,5 +312,8 @@ func (c *Client) StatsSnapshot(ctx context.Context) (StatsSnapshot, error) {
 		return StatsSnapshot{}, err
 	}
 	s.Types = day.Types(day.Now.Add(-time.Hour), day.Now.Add(-24*time.Hour))
+	if s.WaitingForHandler, err = c.WaitingForHandler(ctx); err != nil {
+		return StatsSnapshot{}, err
+	}
 	return s, nil
 }

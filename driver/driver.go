@@ -212,6 +212,17 @@ type Driver interface {
 	// settings is not written. Rows of other types stay.
 	SyncTypes(ctx context.Context, p SyncTypesParams) (int, error)
 
+	// ServeTypes stamps the rows of p.Types in sluice_types (written by
+	// SyncTypes) as served now, by the database's clock: a process that
+	// runs their jobs calls it at start and then every minute. A type
+	// without a row is left alone.
+	ServeTypes(ctx context.Context, p ServeTypesParams) error
+
+	// UnservedTypes counts the pending jobs, by type in type order, of the
+	// types no process has served (ServeTypes) within p.Within: jobs that
+	// wait for a handler nothing runs.
+	UnservedTypes(ctx context.Context, p UnservedTypesParams) ([]sluicetype.TypeCount, error)
+
 	// DropTables drops every table whose name starts with p.Prefix, exactly
 	// (a LIKE pattern would take '_' as a wildcard). Tests and the bench
 	// clean up their own prefixes with it.

@@ -2,6 +2,7 @@ package driver
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/sluicehq/sluice/sluicetype"
 )
@@ -36,4 +37,15 @@ func (s TypeSettings) Check() error {
 // SyncTypesParams is the settings SyncTypes records.
 type SyncTypesParams struct {
 	Types []TypeSettings
+}
+
+// ServeTypesParams names the types whose handlers a process runs.
+type ServeTypesParams struct {
+	Types []string
+}
+
+// UnservedTypesParams says how recently a process must have served a type
+// (ServeTypes) for its pending jobs not to count as waiting for a handler.
+type UnservedTypesParams struct {
+	Within time.Duration
 }

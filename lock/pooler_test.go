@@ -11,7 +11,7 @@ import (
 // The advisory-lock backend is refused behind a transaction pooler, where
 // the lock would belong to whichever session the pooler lent out, and the
 // refusal names the lease backend that works there. It is refused before
-// connecting, so no pooler is needed here (hatest/pgbouncer runs the lease
+// connecting, so no pooler is needed here (systemtest/ha/pgbouncer runs the lease
 // backend through a real one).
 func TestPostgresRefusesTransactionPooler(t *testing.T) {
 	_, err := lock.Open("postgres://postgres:secret@127.0.0.1:1/db?pooler=transaction", lock.Options{})

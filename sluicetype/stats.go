@@ -205,3 +205,10 @@ func (r *RescueResult) CountRescued(status Status, queue, typ string) {
 	r.Failed++
 	r.failedBy(QueueType{queue, typ}, 1)
 }
+
+// TypeCount is how many pending jobs of Type wait: for the types that no
+// process with a handler for them has served lately (Client.WaitingForHandler).
+type TypeCount struct {
+	Type    string `json:"type"`
+	Pending int64  `json:"pending"`
+}

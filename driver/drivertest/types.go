@@ -181,4 +181,34 @@ func exerciseTypes(t *testing.T, open Opener) {
 		require.NoError(t, err)
 		require.Equal(t, 5, b.get(id).MaxAttempts, "no bad settings were written")
 	})
+
+	t.Run("UnservedTypesCountJobsWaitingForAHandler", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		settings := func(typ string) driver.TypeSettings {
+			return driver.TypeSettings{Type: typ, Queue: "default", MaxAttempts: 5, Dedupe: sluicetype.DedupePermanent}
+		}
+		b.syncTypes(settings("a"), settings("b"))
+		b.insert(newJob("a"), newJob("a"), newJob("b"), newJob("c"))
+		finished := b.insertOne(newJob("b"))
+		_, err := b.d.DB().ExecContext(b.ctx, "UPDATE "+b.jobsTable()+" SET status = 'success' WHERE id = "+fmt.Sprint(finished))
+		require.NoError(t, err)
+		unserved := func(within time.Duration) []sluicetype.TypeCount {
+			t.Helper()
+			got, err := b.d.UnservedTypes(b.ctx, driver.UnservedTypesParams{Within: within})
+			require.NoError(t, err)
+			return got
+		}
+		require.Equal(t, []sluicetype.TypeCount{{Type: "a", Pending: 2}, {Type: "b", Pending: 1}, {Type: "c", Pending: 1}},
+			unserved(time.Hour), "no type was served yet: every pending job waits, finished ones do not count")
+
+		// c has no settings row: ServeTypes leaves it alone, and its jobs
+		// still wait (no process that synced its types serves it).
+		require.NoError(t, b.d.ServeTypes(b.ctx, driver.ServeTypesParams{Types: []string{"a", "c"}}))
+		require.Equal(t, []sluicetype.TypeCount{{Type: "b", Pending: 1}, {Type: "c", Pending: 1}}, unserved(time.Hour))
+
+		time.Sleep(50 * time.Millisecond)
+		require.Equal(t, []sluicetype.TypeCount{{Type: "a", Pending: 2}, {Type: "b", Pending: 1}, {Type: "c", Pending: 1}},
+			unserved(time.Millisecond), "a served 50 ms ago is not served within the last 1 ms")
+	})
 }

@@ -12,17 +12,18 @@ import (
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
-// ExerciseUpgrade runs the newest migration on tables that hold rows the
-// version before it accepted, as an upgrade meets them. d is a driver on
-// fresh tables, not migrated, and migrateTo applies its migrations up to a
-// version. The rows include what the newest schema refuses at insert (a
-// payload that is not a JSON object): they stay, and run.
-func ExerciseUpgrade(t *testing.T, d driver.Driver, migrateTo func(ctx context.Context, version int) error) {
+// ExerciseUpgrade migrates tables at version from, the last before the
+// type settings (issue 24), to the newest, on rows that version accepted,
+// as an upgrade meets them. d is a driver on fresh tables, not migrated,
+// and migrateTo applies its migrations up to a version. The rows include
+// what the newer schema refuses at insert (a payload that is not a JSON
+// object): they stay, and run.
+func ExerciseUpgrade(t *testing.T, d driver.Driver, from int, migrateTo func(ctx context.Context, version int) error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	_, latest, err := d.SchemaVersion(ctx)
 	require.NoError(t, err)
-	require.NoError(t, migrateTo(ctx, latest-1))
+	require.NoError(t, migrateTo(ctx, from))
 	b := &bundle{t: t, ctx: ctx, d: d}
 	table := b.jobsTable()
 
@@ -37,7 +38,7 @@ func ExerciseUpgrade(t *testing.T, d driver.Driver, migrateTo func(ctx context.C
 
 	m, err := d.Migrate(ctx)
 	require.NoError(t, err)
-	require.Equal(t, driver.MigrateResult{From: latest - 1, To: latest}, m)
+	require.Equal(t, driver.MigrateResult{From: from, To: latest}, m)
 
 	old := b.get(legacy)
 	require.JSONEq(t, `[1,2]`, string(old.Payload), "rows are kept as they were")

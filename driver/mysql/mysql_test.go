@@ -365,7 +365,7 @@ func skipUnreachable(t *testing.T, err error) {
 }
 
 // TestGaleraOff: a server that is not a Galera node (the test server) is
-// not taken for one; hatest/galera checks the other side on a cluster.
+// not taken for one; systemtest/ha/galera checks the other side on a cluster.
 func TestGaleraOff(t *testing.T) {
 	if d := open(t, false); d.Galera() {
 		t.Fatalf("server %s reported as a Galera node", d.ServerVersion())
@@ -619,12 +619,12 @@ func TestPurgeReadsOnlyDueRows(t *testing.T) {
 	}
 }
 
-// TestUpgradeToLatest: the newest migration keeps the rows of the version
+// TestUpgradeToLatest: the type-settings migration keeps the rows of the version
 // before, those it now refuses at insert too, and replaces the CHECK
 // constraints the server named with ones named after their columns.
 func TestUpgradeToLatest(t *testing.T) {
 	d, prefix := openUnmigrated(t)
-	drivertest.ExerciseUpgrade(t, d, func(ctx context.Context, v int) error { return mysql.MigrateTo(ctx, d, v) })
+	drivertest.ExerciseUpgrade(t, d, 12, func(ctx context.Context, v int) error { return mysql.MigrateTo(ctx, d, v) })
 	rows, err := d.DB().Query(`SELECT constraint_name FROM information_schema.table_constraints
 		WHERE constraint_schema = DATABASE() AND table_name = ? AND constraint_type = 'CHECK' ORDER BY constraint_name`, prefix+"jobs")
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 	"github.com/sluicehq/sluice/internal/testdb"
 )
 
-// TestUpgradeToLatest: the newest migration keeps the rows of the version
+// TestUpgradeToLatest: the type-settings migration keeps the rows of the version
 // before, those it now refuses at insert too.
 func TestUpgradeToLatest(t *testing.T) {
 	prefix := testdb.Prefix()
@@ -21,7 +21,7 @@ func TestUpgradeToLatest(t *testing.T) {
 		testdb.Drop(d, prefix)
 		d.Close()
 	})
-	drivertest.ExerciseUpgrade(t, d, func(ctx context.Context, v int) error {
+	drivertest.ExerciseUpgrade(t, d, 11, func(ctx context.Context, v int) error {
 		return postgres.MigrateTo(ctx, d, v)
 	})
 }

@@ -37,7 +37,7 @@ var Required = []string{
 	"bucket_lock_many", "bucket_init_many", "bucket_put_many",
 	"fair_parts", "fair_parts_first", "claim_pick", "claim_pick_part", "claim_ids", "partition_stats",
 	"delete", "list_payload", "list_ids", "list_status",
-	"types_list", "types_put",
+	"types_list", "types_put", "types_serve", "types_unserved",
 }
 
 // Dialect is what Base needs to know about a database beyond its SQL files.

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // SyncTypes writes the rows of p.Types that sluice_types does not already
@@ -59,6 +60,42 @@ func (b *Base) listTypes(ctx context.Context) (map[string]driver.TypeSettings, e
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read type settings: %w", err)
+	}
+	return out, nil
+}
+
+// ServeTypes stamps served_at on the rows of p.Types, one short UPDATE
+// each: a process serves a handful of types, once a minute.
+func (b *Base) ServeTypes(ctx context.Context, p driver.ServeTypesParams) error {
+	for _, typ := range p.Types {
+		err := driver.RetryTransient(ctx, b.Transient, func() error {
+			_, err := b.Write.ExecContext(ctx, b.Q["types_serve"], typ)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("mark type %s served: %w", typ, err)
+		}
+	}
+	return nil
+}
+
+// UnservedTypes counts pending jobs of the types not served within p.Within.
+func (b *Base) UnservedTypes(ctx context.Context, p driver.UnservedTypesParams) ([]sluicetype.TypeCount, error) {
+	rows, err := b.Read.QueryContext(ctx, b.Q["types_unserved"], b.Duration(-p.Within))
+	if err != nil {
+		return nil, fmt.Errorf("count jobs waiting for a handler: %w", err)
+	}
+	defer rows.Close()
+	var out []sluicetype.TypeCount
+	for rows.Next() {
+		var c sluicetype.TypeCount
+		if err := rows.Scan(&c.Type, &c.Pending); err != nil {
+			return nil, fmt.Errorf("count jobs waiting for a handler: %w", err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count jobs waiting for a handler: %w", err)
 	}
 	return out, nil
 }

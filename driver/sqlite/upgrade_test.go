@@ -11,11 +11,11 @@ import (
 	"github.com/sluicehq/sluice/driver/sqlite"
 )
 
-// TestUpgradeToLatest: the newest migration, which rebuilds sluice_jobs,
+// TestUpgradeToLatest: the type-settings migration, which rebuilds sluice_jobs,
 // keeps its rows, their ids' sequence and their keys.
 func TestUpgradeToLatest(t *testing.T) {
 	d, err := sqlite.Open(filepath.Join(t.TempDir(), "sluice.db"), sqlite.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { d.Close() })
-	drivertest.ExerciseUpgrade(t, d, func(ctx context.Context, v int) error { return sqlite.MigrateTo(ctx, d, v) })
+	drivertest.ExerciseUpgrade(t, d, 9, func(ctx context.Context, v int) error { return sqlite.MigrateTo(ctx, d, v) })
 }

@@ -42,7 +42,6 @@ type Metrics struct {
 	series []string            // every series name registered, for Exported
 
 	enqueued, deduplicated, completed, leaseLost *prometheus.CounterVec
-	noHandler                                    *prometheus.CounterVec
 	fires, skips, lockAcquired, lockBusy         *prometheus.CounterVec
 	batchRows, batchChunks                       *prometheus.CounterVec
 	rescued                                      prometheus.Counter
@@ -52,6 +51,7 @@ type Metrics struct {
 	pending, processing, failed, oldestPending   *prometheus.GaugeVec
 	circuitOpen                                  *prometheus.GaugeVec
 	paused, shardStalled, heartbeatAge           *prometheus.GaugeVec
+	waitingForHandler                            *prometheus.GaugeVec
 	handler                                      http.Handler
 
 	gaugesOnce sync.Once
@@ -93,7 +93,6 @@ func New(db *sql.DB) *Metrics {
 	m.deduplicated = c("sluice_jobs_deduplicated_total", "Enqueues that found their business key taken and returned the existing job.", "queue", "type")
 	m.completed = c("sluice_jobs_completed_total", "Finished attempts by outcome: success, retry (failed, will run again), failed (for good), cancelled (by an operator).", "queue", "type", "outcome")
 	m.rescued = c0("sluice_leases_rescued_total", "Jobs whose lease expired and that the maintenance leader returned to pending or failed.")
-	m.noHandler = c("sluice_jobs_no_handler_total", "Jobs claimed by a worker with no handler for their type, given back uncharged to wait for one (a rolling deploy, or a type missing from the config).", "queue", "type")
 	m.leaseLost = c("sluice_leases_lost_total", "Fenced updates that changed no row: the job's lease had moved on, so this worker's outcome was dropped.", "queue", "type")
 	m.loginFailed = c("sluice_login_failures_total", "Dashboard logins refused: wrong_token (checked and wrong), throttled (refused unchecked by the brake on failed attempts).", "outcome")
 	m.fires = c("sluice_schedule_fires_total", "Schedule slots that enqueued a job on this node.", "queue", "type")
@@ -111,6 +110,7 @@ func New(db *sql.DB) *Metrics {
 	m.failed = g("sluice_queue_failed", "Failed jobs per queue, refreshed on an interval.", "queue")
 	m.oldestPending = g("sluice_queue_oldest_pending_age_seconds", "Seconds the oldest runnable pending job has waited.", "queue")
 	m.circuitOpen = g("sluice_circuit_open", "1 while a job type's circuit breaker is open or half-open (no job starts but one probe), 0 while closed; refreshed on an interval.", "type")
+	m.waitingForHandler = g("sluice_jobs_waiting_for_handler", "Pending jobs per type that no process with a handler for the type has served in the last hour (sluice.HandlerWindow): a type missing from every worker's config, or a typo at enqueue; refreshed on an interval. A type with no waiting jobs has no series.", "type")
 	m.paused = g("sluice_queue_paused", "1 for each queue an operator has paused (sluice queues pause); a queue that is not paused has no series.", "queue")
 	// No labels, but a vector so that Reset can remove it: absent() then
 	// tells "no worker has a row".
@@ -158,10 +158,6 @@ func attempted(o sluicetype.Outcome) bool { return o != sluicetype.OutcomeCancel
 func (m *Metrics) Claimed(queue string, took time.Duration) {
 	m.claimDuration.WithLabelValues(queue).Observe(took.Seconds())
 }
-
-// NoHandler counts a claimed job given back because this process has no
-// handler for its type.
-func (m *Metrics) NoHandler(queue, typ string) { m.noHandler.WithLabelValues(queue, typ).Inc() }
 
 // LeaseLost counts a fenced update that changed no row.
 func (m *Metrics) LeaseLost(queue, typ string) { m.leaseLost.WithLabelValues(queue, typ).Inc() }
@@ -221,12 +217,15 @@ type Gauges struct {
 	// Circuits is, per job type with a breaker (configured or opened by
 	// hand), whether its circuit is open or half-open.
 	Circuits map[string]bool
+	// WaitingForHandler is, per job type no process has served lately,
+	// its pending jobs.
+	WaitingForHandler map[string]int64
 }
 
 // SetGauges replaces the refreshed gauges; queues, flags and batches not
 // in gs disappear.
 func (m *Metrics) SetGauges(gs Gauges) {
-	for _, v := range []*prometheus.GaugeVec{m.pending, m.processing, m.failed, m.oldestPending, m.paused, m.shardStalled, m.heartbeatAge, m.circuitOpen} {
+	for _, v := range []*prometheus.GaugeVec{m.pending, m.processing, m.failed, m.oldestPending, m.paused, m.shardStalled, m.heartbeatAge, m.circuitOpen, m.waitingForHandler} {
 		v.Reset()
 	}
 	for _, q := range gs.Queues {
@@ -239,6 +238,9 @@ func (m *Metrics) SetGauges(gs Gauges) {
 		if p {
 			m.paused.WithLabelValues(q).Set(1)
 		}
+	}
+	for typ, n := range gs.WaitingForHandler {
+		m.waitingForHandler.WithLabelValues(typ).Set(float64(n))
 	}
 	for b, d := range gs.ShardStalled {
 		m.shardStalled.WithLabelValues(b).Set(d.Seconds())

@@ -25,6 +25,13 @@ type Heartbeat struct {
 	Every   time.Duration
 	Logger  *slog.Logger
 	Clock   clock.Clock // the client's; StartedAt is read from it
+	// Serve, when set, stamps the job types the process serves; it runs
+	// on the first beat and then on the first beat ServeEvery after the
+	// last one that succeeded.
+	Serve      func(context.Context) error
+	ServeEvery time.Duration
+
+	lastServed time.Time
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -63,6 +70,15 @@ func (h *Heartbeat) beat(ctx context.Context) {
 	}
 	if err := h.Rollup.Flush(ctx, h.Driver); err != nil && ctx.Err() == nil {
 		h.Logger.Warn("flushing roll-ups failed; kept for the next try", "err", err)
+	}
+	if h.Serve != nil && (h.lastServed.IsZero() || h.Clock.Since(h.lastServed) >= h.ServeEvery) {
+		if err := h.Serve(ctx); err != nil {
+			if ctx.Err() == nil {
+				h.Logger.Warn("stamping the served job types failed; tried again on the next beat", "err", err)
+			}
+			return
+		}
+		h.lastServed = h.Clock.Now()
 	}
 }
 

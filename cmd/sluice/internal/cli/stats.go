@@ -16,7 +16,7 @@ func (a *app) statsCommand() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "stats",
-		Short: "Per-queue counts of pending, processing and failed jobs, and per queue and type the jobs done and failed for good and the attempts retried in the last hour and day, with queue latency p50/p95 per type",
+		Short: "Per-queue counts of pending, processing and failed jobs, and per queue and type the jobs done and failed for good and the attempts retried in the last hour and day, with queue latency p50/p95 per type, and the pending jobs of types no handler serves",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := a.client(cmd.Context())
@@ -50,6 +50,9 @@ func (a *app) statsCommand() *cobra.Command {
 			if err := writeTypes(a.stdout, snap.Types); err != nil {
 				return err
 			}
+			if err := writeWaiting(a.stdout, snap.WaitingForHandler); err != nil {
+				return err
+			}
 			if err := writeCircuits(a.stdout, snap.Circuits); err != nil {
 				return err
 			}
@@ -73,6 +76,14 @@ func writeTypes(out io.Writer, types []sluice.TypeStats) error {
 		h, d := sluice.FiguresOf(t.FinishedHour), sluice.FiguresOf(t.FinishedDay)
 		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", t.Type,
 			h.Done, h.Failed, h.Retried, p50h, p95h, d.Done, d.Failed, d.Retried, p50d, p95d)
+	})
+}
+
+// writeWaiting lists the types whose pending jobs no process with a
+// handler has served within sluice.HandlerWindow; nothing when none wait.
+func writeWaiting(out io.Writer, waiting []sluicetype.TypeCount) error {
+	return writeSection(out, "WAITING FOR A HANDLER\tPENDING", waiting, func(w io.Writer, t sluicetype.TypeCount) {
+		fmt.Fprintf(w, "%s\t%d\n", t.Type, t.Pending)
 	})
 }
 

@@ -101,9 +101,10 @@ func TestTyposRefused(t *testing.T) {
 	}
 }
 
-// Issue 24 item 9: a job of a type no handler serves is not charged an
-// attempt by a pass that claims it; it waits, visible in its last_error
-// and in sluice_jobs_no_handler_total. Its enqueue is warned about, and a
+// Issue 24 item 9: a pass or a worker claims only the types it has a
+// handler for, so a job of a type no handler serves is never claimed nor
+// charged: it waits, shown by `sluice stats` (and --json), GET /v1/stats
+// and sluice_jobs_waiting_for_handler. Its enqueue is warned about, and a
 // worker with no types says so.
 func TestJobsWithoutHandler(t *testing.T) {
 	for _, name := range testdb.Names {
@@ -121,26 +122,35 @@ func TestJobsWithoutHandler(t *testing.T) {
 
 			r = run(t, env, "", "--config", cfg, "run", "--max-seconds", "5")
 			require.Equal(t, 0, r.Code, r.Stderr)
-			require.JSONEq(t, `{"ok":true,"done":1,"retried":0,"failed":0,"requeued":1}`, r.Stdout)
+			require.JSONEq(t, `{"ok":true,"done":1,"retried":0,"failed":0,"requeued":0}`, r.Stdout)
 			require.Contains(t, r.Stderr, "job finished", "a success is logged at the default level")
 			j := onlyJob(t, d, "send_email")
 			require.Equal(t, sluicetype.StatusPending, j.Status)
-			require.Equal(t, 0, j.Attempts, "no attempt burnt")
-			require.Contains(t, j.LastError, `no handler for job type "send_email" in this process`)
-			require.True(t, j.NextRunAt.After(time.Now().Add(10*time.Second)), "it waits before the next claim: %s", j.NextRunAt)
+			require.Equal(t, 0, j.Attempts, "never claimed, no attempt burnt")
+			require.Empty(t, j.LastError)
+
+			r = run(t, env, "", "--config", cfg, "stats")
+			require.Equal(t, 0, r.Code, r.Stderr)
+			require.Regexp(t, `(?m)^WAITING FOR A HANDLER +PENDING\n^send_email +1$`, r.Stdout)
+			require.NotRegexp(t, `(?m)^greet `, r.Stdout, "the pass served greet")
+			r = run(t, env, "", "--config", cfg, "stats", "--json")
+			require.Equal(t, 0, r.Code, r.Stderr)
+			require.Contains(t, r.Stdout, `"waiting_for_handler":[{"type":"send_email","pending":1}]`)
 
 			addr := testdb.FreeAddr(t)
 			startWorker(t, env, "--config", cfg, "serve", "--no-workers", "--listen", addr)
 			base := "http://" + addr
 			require.Eventually(t, func() bool { return proctest.Healthy(base) }, 15*time.Second, 50*time.Millisecond)
-			r = run(t, env, "", "--config", cfg, "enqueue", "send_email", "--key", "second")
-			require.Equal(t, 0, r.Code, r.Stderr)
 			code, _, body := httpDo(t, "POST", base+"/v1/run?max_seconds=5")
 			require.Equal(t, http.StatusOK, code, body)
-			require.JSONEq(t, `{"ok":true,"done":0,"retried":0,"failed":0,"requeued":1}`, body)
+			require.JSONEq(t, `{"ok":true,"done":0,"retried":0,"failed":0,"requeued":0}`, body)
+			code, _, body = httpDo(t, "GET", base+"/v1/stats")
+			require.Equal(t, http.StatusOK, code, body)
+			require.Contains(t, body, `"waiting_for_handler":[{"type":"send_email","pending":1}]`)
 			code, _, body = httpDo(t, "GET", base+"/metrics")
 			require.Equal(t, http.StatusOK, code)
-			require.Contains(t, body, `sluice_jobs_no_handler_total{queue="default",type="send_email"} 1`)
+			require.Contains(t, body, `sluice_jobs_waiting_for_handler{type="send_email"} 1`)
+			require.NotContains(t, body, `sluice_jobs_waiting_for_handler{type="greet"}`)
 
 			empty := filepath.Join(t.TempDir(), "sluice.yaml")
 			require.NoError(t, os.WriteFile(empty, []byte("db: "+tg.URL+"\n"), 0o644))

@@ -1,7 +1,7 @@
-// Package crashtest kills real worker processes in the middle of a run and
+// Package crash kills real worker processes in the middle of a run and
 // checks, from an execution log, that no job is lost and that only jobs the
 // killed process held ran twice.
-package crashtest
+package crash
 
 import (
 	"context"

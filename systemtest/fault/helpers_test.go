@@ -1,4 +1,4 @@
-// Package faulttest injects faults around real `sluice work` processes
+// Package fault injects faults around real `sluice work` processes
 // (database restarts, killed connections, locks, hanging webhooks, a full
 // disk, shutdown under load) and checks, from an execution log and the
 // jobs table, that no job is lost and that only jobs in flight at the
@@ -8,7 +8,7 @@
 // instance on a free port, one per kind shared by this package's tests:
 // the shared test servers are used by other packages in parallel and must
 // never be restarted or have their connections killed.
-package faulttest
+package fault
 
 import (
 	"context"
@@ -36,7 +36,7 @@ var bin string
 // TestMain builds the real binary once: every fault is injected around
 // processes that run exactly as a user runs them.
 func TestMain(m *testing.M) {
-	testdb.MainExclusive(m, "faulttest", &bin, stopServers)
+	testdb.MainExclusive(m, "systemtest/fault", &bin, stopServers)
 }
 
 // unavailable skips a fault whose environment (a throwaway server, a

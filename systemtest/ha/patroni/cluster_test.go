@@ -45,7 +45,7 @@ var bin string
 // TestMain builds the real binary once: the failover is injected under
 // processes that run exactly as a user runs them.
 func TestMain(m *testing.M) {
-	testdb.MainExclusive(m, "hatest/patroni", &bin)
+	testdb.MainExclusive(m, "systemtest/ha/patroni", &bin)
 }
 
 const pgBin = "/usr/lib/postgresql/15/bin"

@@ -41,7 +41,7 @@ var bin string
 // the tests. The cluster forms while the binary builds: joining nodes by
 // state transfer takes a minute or more on a loaded machine.
 func TestMain(m *testing.M) {
-	testdb.Exclusive("hatest/galera")
+	testdb.Exclusive("systemtest/ha/galera")
 	if installed() == nil {
 		go func() {
 			start := time.Now()

@@ -39,7 +39,7 @@ var bin string
 
 // TestMain builds the real binary once, for the process tests.
 func TestMain(m *testing.M) {
-	testdb.MainExclusive(m, "hatest/pgbouncer", &bin)
+	testdb.MainExclusive(m, "systemtest/ha/pgbouncer", &bin)
 }
 
 // unavailable skips t loudly, or fails it in CI, when pgbouncer or the

@@ -1,0 +1,1 @@
+UPDATE sluice_types SET served_at = now() WHERE type = $1
