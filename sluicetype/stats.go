@@ -206,8 +206,8 @@ func (r *RescueResult) CountRescued(status Status, queue, typ string) {
 	r.failedBy(QueueType{queue, typ}, 1)
 }
 
-// TypeCount is how many pending jobs of Type wait: in
-// Client.WaitingForHandler, for a handler no process has run lately.
+// TypeCount is how many pending jobs of Type wait: for the types that no
+// process with a handler for them has served lately (Client.WaitingForHandler).
 type TypeCount struct {
 	Type    string `json:"type"`
 	Pending int64  `json:"pending"`
