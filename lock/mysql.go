@@ -65,11 +65,9 @@ func openMySQL(rawURL string, opts Options) (*mysqlLocker, error) {
 	}
 	db := sql.OpenDB(conn)
 	db.SetConnMaxIdleTime(time.Minute)
-	return &mysqlLocker{db: db, id: opts.ID, dbName: cfg.DBName, q: mysqlQueries{
-		record: d.Query("lock_record"),
-		fence:  d.Query("lock_fence"),
-		busy:   d.Query("lock_holder"),
-	}}, nil
+	var q mysqlQueries
+	q.record, q.fence, q.busy = d.LockQueries()
+	return &mysqlLocker{db: db, id: opts.ID, dbName: cfg.DBName, q: q}, nil
 }
 
 // key is the server-wide lock name. Named locks are not scoped to a

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/driver/sqlcommon"
+	"github.com/sluicehq/sluice/driver/internal/sqlcommon"
 )
 
 const (
@@ -42,7 +42,7 @@ func (d *Driver) insertAll(ctx context.Context, tx *sql.Tx, jobs []driver.Insert
 	// statement is atomic, and BEGIN and COMMIT would cost two round trips.
 	single := len(jobs) <= insertChunk && !slices.ContainsFunc(jobs, func(j driver.InsertJob) bool { return j.Key != "" })
 	var out []driver.InsertResult
-	err := driver.RetryTransient(ctx, d.Transient, func() error {
+	err := sqlcommon.RetryTransient(ctx, d.Transient, func() error {
 		if single {
 			var err error
 			out, err = d.insert(ctx, d.Write, jobs)
@@ -144,7 +144,7 @@ func (d *Driver) insertChunk(ctx context.Context, q driver.Querier, jobs []drive
 	return nil
 }
 
-// insertRows runs insert.sql for jobs[idx...] and returns the ids of the
+// insertRows runs Insert for jobs[idx...] and returns the ids of the
 // inserted keyed rows by key, and those of the keyless rows.
 func (d *Driver) insertRows(ctx context.Context, q driver.Querier, jobs []driver.InsertJob, idx []int) (map[string]int64, []int64, error) {
 	n := len(idx)
@@ -168,7 +168,7 @@ func (d *Driver) insertRows(ctx context.Context, q driver.Querier, jobs []driver
 		if j.Key != "" {
 			keys[k] = &j.Key
 		}
-		priorities[k], maxAttempts[k], delays[k] = int64(j.Priority), int64(j.MaxAttempts), driver.Micros(j.Delay)
+		priorities[k], maxAttempts[k], delays[k] = int64(j.Priority), int64(j.MaxAttempts), sqlcommon.Micros(j.Delay)
 		if !j.RunAt.IsZero() {
 			runAts[k] = &j.RunAt
 		}
@@ -176,7 +176,7 @@ func (d *Driver) insertRows(ctx context.Context, q driver.Querier, jobs []driver
 			traceParents[k] = &j.TraceParent
 		}
 	}
-	rows, err := q.QueryContext(ctx, d.Q["insert"], queues, types, keys, dedupes, payloads, priorities, maxAttempts, runAts, delays, traceParents, partitions)
+	rows, err := q.QueryContext(ctx, d.q.Insert, queues, types, keys, dedupes, payloads, priorities, maxAttempts, runAts, delays, traceParents, partitions)
 	if err != nil {
 		return nil, nil, fmt.Errorf("insert: %w", err)
 	}
@@ -207,7 +207,7 @@ func (d *Driver) keyHolders(ctx context.Context, q driver.Querier, jobs []driver
 	for k, i := range idx {
 		keys[k] = jobs[i].Key
 	}
-	rows, err := q.QueryContext(ctx, d.Q["key_holder"], keys)
+	rows, err := q.QueryContext(ctx, d.q.KeyHolder, keys)
 	if err != nil {
 		return nil, fmt.Errorf("find holders of %d keys: %w", len(keys), err)
 	}
@@ -233,29 +233,19 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) ([]driver.JobR
 	if p.Limit <= 0 {
 		return nil, nil
 	}
-	q, args := d.Q["claim"], []any{p.Token, driver.Micros(p.Lease), p.Queue, p.Limit}
-	if p.Type != "" {
-		q, args = d.Q["claim_type"], []any{p.Token, driver.Micros(p.Lease), p.Queue, p.Type, p.Limit}
-	}
 	if p.Fair || p.Limits.Active() {
-		// A transaction of a few statements: sqlcommon.ClaimFair.
-		var jobs []driver.JobRow
-		err := d.InTx(ctx, nil, func(tx *sql.Tx) (err error) {
-			jobs, err = d.ClaimFair(ctx, tx, p, d.ClaimIDsReturning)
-			return err
-		})
-		if err != nil {
-			return nil, fmt.Errorf("claim %s: %w", p.Queue, err)
-		}
-		return jobs, nil
+		// A transaction of a few statements.
+		return d.ClaimFairReturning(ctx, p)
 	}
+	q := sqlcommon.TypeFilter(d.q.Claim, 5, p.Types, d.Placeholder)
+	args := append([]any{p.Token, sqlcommon.Micros(p.Lease), p.Queue, p.Limit}, sqlcommon.Args(p.Types)...)
 	var jobs []driver.JobRow
-	err := driver.RetryTransient(ctx, d.Transient, func() error {
+	err := sqlcommon.RetryTransient(ctx, d.Transient, func() error {
 		rows, err := d.Write.QueryContext(ctx, q, args...)
 		if err != nil {
 			return err
 		}
-		jobs, err = driver.ScanJobs(rows)
+		jobs, err = sqlcommon.ScanJobs(rows)
 		return err
 	})
 	if err != nil {
@@ -290,7 +280,7 @@ func (d *Driver) Complete(ctx context.Context, p driver.CompleteParams) ([]int64
 		keeps                   = make([]int32, n)
 	)
 	for k, c := range sorted {
-		ids[k], tokens[k], statuses[k], delays[k] = c.ID, c.Token, string(c.Status), driver.Micros(c.Delay)
+		ids[k], tokens[k], statuses[k], delays[k] = c.ID, c.Token, string(c.Status), sqlcommon.Micros(c.Delay)
 		if c.Refund {
 			refunds[k] = 1
 		}
@@ -304,18 +294,18 @@ func (d *Driver) Complete(ctx context.Context, p driver.CompleteParams) ([]int64
 			resultTexts[k] = &s
 		}
 		if c.Attempt != nil {
-			s := driver.EncodeAttempt(c.Attempt)
+			s := sqlcommon.EncodeAttempt(c.Attempt)
 			entries[k] = &s
 		}
 		keeps[k] = int32(driver.KeepAttempts(c.KeepAttempts))
 	}
 	// Only a batch with a history entry pays for the history column.
-	q, args := d.Q["complete_batch"], []any{ids, tokens, statuses, delays, refunds, finals, errorTexts, resultTexts}
+	q, args := d.q.CompleteBatch, []any{ids, tokens, statuses, delays, refunds, finals, errorTexts, resultTexts}
 	if slices.ContainsFunc(entries, func(e *string) bool { return e != nil }) {
-		q, args = d.Q["complete_batch_history"], append(args, entries, keeps)
+		q, args = d.q.CompleteBatchHistory, append(args, entries, keeps)
 	}
 	done := make(map[int64]bool, n)
-	err := driver.RetryTransient(ctx, d.Transient, func() error {
+	err := sqlcommon.RetryTransient(ctx, d.Transient, func() error {
 		clear(done)
 		rows, err := d.Write.QueryContext(ctx, q, args...)
 		if err != nil {

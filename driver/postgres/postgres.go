@@ -32,7 +32,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/driver/sqlcommon"
+	"github.com/sluicehq/sluice/driver/internal/sqlcommon"
 )
 
 //go:embed migrations/*.sql queries/*.sql
@@ -46,10 +46,21 @@ const (
 	connectTimeout = 10 * time.Second
 )
 
+// queries is PostgreSQL's catalogue: the statements of every dialect and
+// those only PostgreSQL runs, in queries/*.sql under their field names.
+type queries struct {
+	sqlcommon.Queries
+	KeyHolder                           string // jobs.sql
+	CompleteBatch, CompleteBatchHistory string // complete.sql
+	LeaseAcquire                        string // leases.sql
+	SchemaExists                        string // schema.sql
+}
+
 // Driver is the PostgreSQL driver.
 type Driver struct {
 	sqlcommon.Base
-	migrations []driver.Migration
+	q          *queries
+	migrations []sqlcommon.Migration
 	// migrateLock keys the advisory lock that keeps migrations of the same
 	// prefix apart while letting other prefixes migrate at once.
 	migrateLock int64
@@ -154,11 +165,10 @@ func Open(url string, opts Options) (driver.Driver, error) {
 	if err := driver.ValidatePrefix(prefix); err != nil {
 		return nil, err
 	}
-	q, migs, err := sqlcommon.LoadFiles(files, "postgres", prefix, append(sqlcommon.Required,
-		"insert", "key_holder", "claim", "claim_type", "complete_batch", "complete_batch_history", "lease_acquire", "schema_set", "schema_exists",
-		"runnable", "runnable_type")...)
+	q := new(queries)
+	migs, err := sqlcommon.LoadFiles(q, files, prefix)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	uc, err := ParseURL(url)
 	if err != nil {
@@ -200,13 +210,14 @@ func Open(url string, opts Options) (driver.Driver, error) {
 		Base: sqlcommon.Base{
 			Dialect: sqlcommon.Dialect{
 				Placeholder:     func(n int) string { return fmt.Sprintf("$%d", n) },
-				Duration:        func(d time.Duration) any { return driver.Micros(d) },
+				Duration:        func(d time.Duration) any { return sqlcommon.Micros(d) },
 				Time:            func(t time.Time) any { return t },
 				Transient:       isTransient,
 				UniqueViolation: func(err error) bool { return sqlState(err) == "23505" },
 			},
-			Read: db, Write: db, Q: q,
+			Read: db, Write: db, Q: &q.Queries,
 		},
+		q:           q,
 		migrations:  migs,
 		migrateLock: int64(h.Sum64()),
 		connConfig:  listenCfg,
@@ -298,26 +309,26 @@ func (d *Driver) Migrate(ctx context.Context) (driver.MigrateResult, error) {
 	// A failed statement would abort the transaction, so the version table
 	// is looked up rather than read and its absence caught.
 	var exists bool
-	if err := tx.QueryRowContext(ctx, d.Q["schema_exists"]).Scan(&exists); err != nil {
+	if err := tx.QueryRowContext(ctx, d.q.SchemaExists).Scan(&exists); err != nil {
 		return driver.MigrateResult{}, fmt.Errorf("migrate: look up version table: %w", err)
 	}
 	cur := 0
 	if exists {
-		err := tx.QueryRowContext(ctx, d.Q["schema_version"]).Scan(&cur)
+		err := tx.QueryRowContext(ctx, d.q.SchemaVersion).Scan(&cur)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return driver.MigrateResult{}, fmt.Errorf("migrate: read version: %w", err)
 		}
 	}
-	return sqlcommon.ApplyMigrationsTx(ctx, tx, d.migrations, cur, d.Q["schema_set"])
+	return sqlcommon.ApplyMigrationsTx(ctx, tx, d.migrations, cur, d.q.SchemaSet)
 }
 
 // Runnable reports whether a claim on the queue (and type, if set) would
 // find a job now. Workers ask it only when the driver does not listen.
 func (d *Driver) Runnable(ctx context.Context, p driver.RunnableParams) (bool, error) {
-	return d.ProbeRunnable(ctx, p.Queue, p.Type)
+	return d.ProbeRunnable(ctx, p)
 }
 
 // AcquireLease takes or renews a named lease with one upsert.
 func (d *Driver) AcquireLease(ctx context.Context, p driver.LeaseParams) (driver.Lease, error) {
-	return d.UpsertLease(ctx, p)
+	return d.UpsertLease(ctx, p, d.q.LeaseAcquire)
 }

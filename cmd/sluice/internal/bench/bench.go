@@ -370,7 +370,7 @@ func (r *runner) enqueue(ctx context.Context, c *sluice.Client) (float64, error)
 		// pending jobs by partition (sluice_jobs_pending; sluice_jobs_fair
 		// on MySQL); PostgreSQL picks that index once it has statistics of
 		// the partitions, which autovacuum gathers on a live table.
-		if _, err := r.d.DB().ExecContext(ctx, r.sql.query("bench_analyze")); err != nil {
+		if _, err := r.d.DB().ExecContext(ctx, r.sql.analyze); err != nil {
 			return 0, fmt.Errorf("analyze after enqueue: %w", err)
 		}
 	}

@@ -11,28 +11,24 @@ import (
 // dialect holds the statements the bench runs beyond the driver
 // interface: preloading finished rows in bulk and reading results back.
 // Those that need a database's own row generators and time arithmetic
-// are the driver's (its bench_*.sql query files), so that the bench never
+// are the driver's (its queries/bench.sql), so that the bench never
 // picks SQL by database name.
 type dialect struct {
 	driver.Dialect
-	prefix string
-	query  func(name string) string
+	prefix                       string
+	preload, analyze, latencySQL string
 }
 
-// benchQueries are the driver query files the bench runs.
-var benchQueries = []string{"bench_preload", "bench_analyze", "bench_latencies"}
-
 func newDialect(d driver.Driver, prefix string) (dialect, error) {
-	qd, ok := d.(interface{ Query(name string) string })
+	qd, ok := d.(interface {
+		BenchQueries() (preload, analyze, latencies string)
+	})
 	if !ok {
-		return dialect{}, fmt.Errorf("the %s driver does not expose its queries", d.Name())
+		return dialect{}, fmt.Errorf("the %s driver does not expose its bench queries", d.Name())
 	}
-	for _, name := range benchQueries {
-		if qd.Query(name) == "" {
-			return dialect{}, fmt.Errorf("the %s driver has no %s query", d.Name(), name)
-		}
-	}
-	return dialect{Dialect: d.Dialect(), prefix: prefix, query: qd.Query}, nil
+	q := dialect{Dialect: d.Dialect(), prefix: prefix}
+	q.preload, q.analyze, q.latencySQL = qd.BenchQueries()
+	return q, nil
 }
 
 func (q dialect) jobs() string { return q.prefix + "jobs" }
@@ -49,7 +45,7 @@ func (r *runner) preload(ctx context.Context) error {
 	defer stop()
 	// Their finished_at is spread over the last minutes, one millisecond
 	// apart, well inside the retention, so that the purger leaves them alone.
-	stmt := r.sql.query("bench_preload")
+	stmt := r.sql.preload
 	for done.Load() < int64(r.cfg.FinishedRows) {
 		n := min(int64(preloadChunk), int64(r.cfg.FinishedRows)-done.Load())
 		if _, err := r.d.DB().ExecContext(ctx, stmt, queue, preloadType, done.Load(), n); err != nil {
@@ -57,7 +53,7 @@ func (r *runner) preload(ctx context.Context) error {
 		}
 		done.Add(n)
 	}
-	if _, err := r.d.DB().ExecContext(ctx, r.sql.query("bench_analyze")); err != nil {
+	if _, err := r.d.DB().ExecContext(ctx, r.sql.analyze); err != nil {
 		return fmt.Errorf("analyze after preload: %w", err)
 	}
 	return nil
@@ -80,7 +76,7 @@ func (q dialect) succeeded(ctx context.Context, d driver.Driver) (int64, error) 
 // from next_run_at to finished_at on the database clock: what riverpeer
 // reads as finalized_at - scheduled_at.
 func (q dialect) latencies(ctx context.Context, d driver.Driver, add func(us int64)) error {
-	rows, err := d.DB().QueryContext(ctx, q.query("bench_latencies"), jobType)
+	rows, err := d.DB().QueryContext(ctx, q.latencySQL, jobType)
 	if err != nil {
 		return err
 	}

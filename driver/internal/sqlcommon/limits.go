@@ -1,0 +1,215 @@
+package sqlcommon
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/sluicehq/sluice/driver"
+)
+
+// The circuit breakers and rate buckets (driver.Limits) are decided here
+// from rows that circuit_lock and bucket_lock lock until the transaction
+// ends (SQLite's write transactions are exclusive already).
+
+func scanCircuit(row interface{ Scan(...any) error }) (driver.Circuit, error) {
+	var c driver.Circuit
+	var until, updated Time
+	err := row.Scan(&c.Type, &c.State, &c.Failures, &c.Opens, &c.Manual, &until, &c.Probe, &updated)
+	c.Until, c.UpdatedAt = until.Time, updated.Time
+	return c, err
+}
+
+// Circuit reads a type's breaker; a type without a row is closed.
+func (b *Base) Circuit(ctx context.Context, p driver.CircuitParams) (driver.Circuit, error) {
+	c, err := scanCircuit(b.Read.QueryRowContext(ctx, b.Q.CircuitGet, p.Type))
+	if errors.Is(err, sql.ErrNoRows) {
+		return driver.Circuit{Type: p.Type, State: driver.CircuitClosed}, nil
+	}
+	if err != nil {
+		return driver.Circuit{}, fmt.Errorf("read circuit of type %s: %w", p.Type, err)
+	}
+	return c, nil
+}
+
+// ListCircuits reads every breaker row.
+func (b *Base) ListCircuits(ctx context.Context) ([]driver.Circuit, error) {
+	rows, err := b.Read.QueryContext(ctx, b.Q.CircuitList)
+	if err != nil {
+		return nil, fmt.Errorf("list circuits: %w", err)
+	}
+	defer rows.Close()
+	var out []driver.Circuit
+	for rows.Next() {
+		c, err := scanCircuit(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list circuits: %w", err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list circuits: %w", err)
+	}
+	return out, nil
+}
+
+// changeCircuit runs change on a type's breaker row, locked and created
+// closed if missing, with the database time, and writes back what it
+// returns when write is true.
+func (b *Base) changeCircuit(ctx context.Context, typ string, change func(c driver.Circuit, now time.Time) (driver.Circuit, bool)) (driver.Circuit, error) {
+	var out driver.Circuit
+	err := b.InTx(ctx, nil, func(tx *sql.Tx) error {
+		now, err := b.txNow(ctx, tx)
+		if err != nil {
+			return err
+		}
+		c, err := scanCircuit(tx.QueryRowContext(ctx, b.Q.CircuitLock, typ))
+		if errors.Is(err, sql.ErrNoRows) {
+			if _, err := tx.ExecContext(ctx, b.Q.CircuitInit, typ, b.Time(now), b.Time(now)); err != nil {
+				return err
+			}
+			c, err = scanCircuit(tx.QueryRowContext(ctx, b.Q.CircuitLock, typ))
+		}
+		if err != nil {
+			return err
+		}
+		next, write := change(c, now)
+		if write {
+			if _, err := tx.ExecContext(ctx, b.Q.CircuitPut, next.State, next.Failures, next.Opens, next.Manual,
+				b.Time(next.Until), next.Probe, b.Time(now), typ); err != nil {
+				return err
+			}
+			next.UpdatedAt = now
+		}
+		out = next
+		return nil
+	})
+	if err != nil {
+		return driver.Circuit{}, fmt.Errorf("circuit of type %s: %w", typ, err)
+	}
+	return out, nil
+}
+
+// txNow reads the database clock inside tx, so that a transition and the
+// time it is decided at come from the same snapshot of the world.
+func (b *Base) txNow(ctx context.Context, tx *sql.Tx) (time.Time, error) {
+	var t Time
+	if err := tx.QueryRowContext(ctx, b.Q.Now).Scan(&t); err != nil {
+		return time.Time{}, fmt.Errorf("read database clock: %w", err)
+	}
+	return t.Time, nil
+}
+
+// RecordCircuit applies one attempt's outcome as p.Policy.Next decides.
+func (b *Base) RecordCircuit(ctx context.Context, p driver.RecordCircuitParams) (driver.Circuit, error) {
+	return b.changeCircuit(ctx, p.Type, func(c driver.Circuit, now time.Time) (driver.Circuit, bool) {
+		next := p.Policy.Next(c, p.Failed, p.Probe, now)
+		if next.State == c.State && next.Failures == c.Failures && next.Opens == c.Opens && next.Probe == c.Probe {
+			return c, false // nothing to write: a closed circuit's successes cost one locked read
+		}
+		return next, true
+	})
+}
+
+// ProbeCircuit hands the probe to p.Token if the cool-down (or the last
+// probe's deadline) is over.
+func (b *Base) ProbeCircuit(ctx context.Context, p driver.ProbeCircuitParams) (bool, error) {
+	won := false
+	_, err := b.changeCircuit(ctx, p.Type, func(c driver.Circuit, now time.Time) (driver.Circuit, bool) {
+		if c.State == driver.CircuitClosed || c.Manual || now.Before(c.Until) {
+			return c, false
+		}
+		c.State, c.Probe, c.Until = driver.CircuitHalfOpen, p.Token, now.Add(p.TTL)
+		won = true
+		return c, true
+	})
+	return won, err
+}
+
+// SetCircuit opens a breaker by hand, or closes it.
+func (b *Base) SetCircuit(ctx context.Context, p driver.SetCircuitParams) (driver.Circuit, error) {
+	return b.changeCircuit(ctx, p.Type, func(c driver.Circuit, now time.Time) (driver.Circuit, bool) {
+		if p.Open {
+			return driver.Circuit{Type: c.Type, State: driver.CircuitOpen, Opens: max(c.Opens, 1), Manual: true, Until: now}, true
+		}
+		return driver.Circuit{Type: c.Type, State: driver.CircuitClosed, Until: now}, true
+	})
+}
+
+// changeBucket refills the named bucket to the database time, locked and
+// created full if missing, and lets change adjust its tokens.
+func (b *Base) changeBucket(ctx context.Context, name string, rate float64, burst int, change func(tokens float64) float64) error {
+	err := b.InTx(ctx, nil, func(tx *sql.Tx) error {
+		now, err := b.txNow(ctx, tx)
+		if err != nil {
+			return err
+		}
+		var tokens float64
+		var at Time
+		err = tx.QueryRowContext(ctx, b.Q.BucketLock, name).Scan(&tokens, &at)
+		if errors.Is(err, sql.ErrNoRows) {
+			if _, err := tx.ExecContext(ctx, b.Q.BucketInit, name, float64(burst), b.Time(now)); err != nil {
+				return err
+			}
+			err = tx.QueryRowContext(ctx, b.Q.BucketLock, name).Scan(&tokens, &at)
+		}
+		if err != nil {
+			return err
+		}
+		tokens, now = refill(tokens, at.Time, now, driver.Rate{PerSecond: rate, Burst: burst})
+		tokens = change(tokens)
+		_, err = tx.ExecContext(ctx, b.Q.BucketPut, tokens, b.Time(now), name)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("rate bucket %s: %w", name, err)
+	}
+	return nil
+}
+
+// TakeTokens takes up to p.Want whole tokens.
+func (b *Base) TakeTokens(ctx context.Context, p driver.TakeTokensParams) (int, error) {
+	took := 0
+	err := b.changeBucket(ctx, p.Name, p.Rate, p.Burst, func(tokens float64) float64 {
+		took = min(p.Want, int(math.Floor(tokens)))
+		took = max(took, 0)
+		return tokens - float64(took)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return took, nil
+}
+
+// ReturnTokens puts back tokens taken but not used.
+func (b *Base) ReturnTokens(ctx context.Context, p driver.ReturnTokensParams) error {
+	return b.changeBucket(ctx, p.Name, p.Rate, p.Burst, func(tokens float64) float64 {
+		return min(tokens+float64(p.N), float64(p.Burst))
+	})
+}
+
+// ListRateBuckets reads every bucket as last written.
+func (b *Base) ListRateBuckets(ctx context.Context) ([]driver.RateBucket, error) {
+	rows, err := b.Read.QueryContext(ctx, b.Q.BucketList)
+	if err != nil {
+		return nil, fmt.Errorf("list rate buckets: %w", err)
+	}
+	defer rows.Close()
+	var out []driver.RateBucket
+	for rows.Next() {
+		var r driver.RateBucket
+		var at Time
+		if err := rows.Scan(&r.Name, &r.Tokens, &at); err != nil {
+			return nil, fmt.Errorf("list rate buckets: %w", err)
+		}
+		r.UpdatedAt = at.Time
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list rate buckets: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,230 @@
+package sqlcommon
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/sluicehq/sluice/driver"
+)
+
+// AddStats adds every row, counts and latency slots, to its bucket in one
+// transaction, so a flush is counted whole or not at all.
+func (b *Base) AddStats(ctx context.Context, p driver.AddStatsParams) error {
+	n := len(p.Rows) + len(p.Latency)
+	if n == 0 {
+		return nil
+	}
+	err := RetryTransient(ctx, b.Transient, func() error {
+		tx, err := b.Write.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if err := b.addStatsTx(ctx, tx, p.Rows); err != nil {
+			return err
+		}
+		if err := b.addLatencyTx(ctx, tx, p.Latency); err != nil {
+			return err
+		}
+		return tx.Commit()
+	})
+	if err != nil {
+		return fmt.Errorf("add %d roll-up rows: %w", n, err)
+	}
+	return nil
+}
+
+func (b *Base) addStatsTx(ctx context.Context, tx *sql.Tx, rows []driver.StatRow) error {
+	for _, r := range rows {
+		if _, err := tx.ExecContext(ctx, b.Q.StatsAdd, r.Queue, r.Type, r.Outcome, b.Time(r.Bucket.UTC()), r.Count); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ReadStats returns the buckets at or after since, oldest first.
+func (b *Base) ReadStats(ctx context.Context, p driver.ReadStatsParams) ([]driver.StatRow, error) {
+	since := p.Since
+	rows, err := b.Read.QueryContext(ctx, b.Q.StatsRead, b.Time(since.UTC()))
+	if err != nil {
+		return nil, fmt.Errorf("read roll-ups: %w", err)
+	}
+	out, err := scanStats(rows)
+	if err != nil {
+		return nil, fmt.Errorf("read roll-ups: %w", err)
+	}
+	return out, nil
+}
+
+func scanStats(rows *sql.Rows) ([]driver.StatRow, error) {
+	defer rows.Close()
+	var out []driver.StatRow
+	for rows.Next() {
+		var r driver.StatRow
+		var bucket Time
+		if err := rows.Scan(&r.Queue, &r.Type, &r.Outcome, &bucket, &r.Count); err != nil {
+			return nil, err
+		}
+		r.Bucket = bucket.Time
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// CompactStats rewrites the day of buckets before the hour of before as
+// hourly buckets, in both roll-up tables: it reads them, deletes them and
+// inserts their sums, in one transaction. Rewriting a whole day each pass
+// makes it idempotent (already hourly rows are summed into themselves)
+// and bounded, and a leader that was down for under a day catches up.
+func (b *Base) CompactStats(ctx context.Context, p driver.CompactStatsParams) error {
+	hi := p.Before.UTC().Truncate(time.Hour)
+	lo := hi.Add(-24 * time.Hour)
+	err := RetryTransient(ctx, b.Transient, func() error {
+		tx, err := b.Write.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if err := b.compactCountsTx(ctx, tx, lo, hi); err != nil {
+			return err
+		}
+		if err := b.compactLatencyTx(ctx, tx, lo, hi); err != nil {
+			return err
+		}
+		return tx.Commit()
+	})
+	if err != nil {
+		return fmt.Errorf("compact roll-ups before %s: %w", hi.Format(time.RFC3339), err)
+	}
+	return nil
+}
+
+// compactCountsTx folds sluice_stats's buckets in [lo, hi) to hours.
+func (b *Base) compactCountsTx(ctx context.Context, tx *sql.Tx, lo, hi time.Time) error {
+	rows, err := tx.QueryContext(ctx, b.Q.StatsRange, b.Time(lo), b.Time(hi))
+	if err != nil {
+		return err
+	}
+	old, err := scanStats(rows)
+	if err != nil {
+		return err
+	}
+	type key struct {
+		queue, typ string
+		outcome    driver.Outcome
+		hour       time.Time
+	}
+	sums := map[key]int64{}
+	var order []key
+	for _, r := range old {
+		k := key{r.Queue, r.Type, r.Outcome, r.Bucket.UTC().Truncate(time.Hour)}
+		if _, ok := sums[k]; !ok {
+			order = append(order, k)
+		}
+		sums[k] += r.Count
+	}
+	if len(order) == len(old) {
+		return nil // every bucket is hourly already
+	}
+	if _, err := tx.ExecContext(ctx, b.Q.StatsDeleteRange, b.Time(lo), b.Time(hi)); err != nil {
+		return err
+	}
+	hourly := make([]driver.StatRow, len(order))
+	for i, k := range order {
+		hourly[i] = driver.StatRow{Queue: k.queue, Type: k.typ, Outcome: k.outcome, Bucket: k.hour, Count: sums[k]}
+	}
+	return b.addStatsTx(ctx, tx, hourly)
+}
+
+// UpsertNode writes a heartbeat row; last_seen comes from the database clock.
+func (b *Base) UpsertNode(ctx context.Context, n driver.Node) error {
+	err := RetryTransient(ctx, b.Transient, func() error {
+		_, err := b.Write.ExecContext(ctx, b.Q.NodeUpsert, n.ID, n.Version, b.Time(n.StartedAt.UTC()), n.Concurrency, n.Running)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("node heartbeat %s: %w", n.ID, err)
+	}
+	return nil
+}
+
+// DeleteNode removes a node's heartbeat row.
+func (b *Base) DeleteNode(ctx context.Context, id string) error {
+	if _, err := b.Write.ExecContext(ctx, b.Q.NodeDelete, id); err != nil {
+		return fmt.Errorf("delete node %s: %w", id, err)
+	}
+	return nil
+}
+
+// ListNodes reads every heartbeat row.
+func (b *Base) ListNodes(ctx context.Context) ([]driver.Node, error) {
+	rows, err := b.Read.QueryContext(ctx, b.Q.NodeList)
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	defer rows.Close()
+	var out []driver.Node
+	for rows.Next() {
+		var n driver.Node
+		var started, seen Time
+		if err := rows.Scan(&n.ID, &n.Version, &started, &seen, &n.Concurrency, &n.Running); err != nil {
+			return nil, fmt.Errorf("list nodes: %w", err)
+		}
+		n.StartedAt, n.LastSeen = started.Time, seen.Time
+		out = append(out, n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	return out, nil
+}
+
+// PurgeNodes deletes heartbeat rows older than staleAfter.
+func (b *Base) PurgeNodes(ctx context.Context, p driver.PurgeNodesParams) (int64, error) {
+	staleAfter := p.StaleAfter
+	res, err := b.Write.ExecContext(ctx, b.Q.NodePurge, b.Duration(-staleAfter))
+	if err != nil {
+		return 0, fmt.Errorf("purge stale nodes: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("purge stale nodes: %w", err)
+	}
+	return n, nil
+}
+
+// ListLeases reads every named lease.
+func (b *Base) ListLeases(ctx context.Context) ([]driver.Lease, error) {
+	rows, err := b.Read.QueryContext(ctx, b.Q.LeaseList)
+	if err != nil {
+		return nil, fmt.Errorf("list leases: %w", err)
+	}
+	defer rows.Close()
+	var out []driver.Lease
+	for rows.Next() {
+		var l driver.Lease
+		var since, until Time
+		if err := rows.Scan(&l.Name, &l.Holder, &l.Fence, &since, &until); err != nil {
+			return nil, fmt.Errorf("list leases: %w", err)
+		}
+		l.Since, l.Until = since.Time, until.Time
+		out = append(out, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list leases: %w", err)
+	}
+	return out, nil
+}
+
+// Queries returns the dialect's statements, with the table prefix
+// applied: the query-plan tests EXPLAIN them, and the bench runs its own.
+func (b *Base) Queries() *Queries { return b.Q }
+
+// BenchQueries returns the statements cmd/sluice bench runs beyond the
+// driver interface, with the table prefix applied.
+func (b *Base) BenchQueries() (preload, analyze, latencies string) {
+	return b.Q.BenchPreload, b.Q.BenchAnalyze, b.Q.BenchLatencies
+}

@@ -1,0 +1,4 @@
+-- Cron schedules: the statements every dialect runs as written here.
+
+-- name: ScheduleList
+SELECT name, last_slot, last_job_id, version, fires, skips, updated_at FROM sluice_schedules ORDER BY name

@@ -1,0 +1,26 @@
+-- The database clock, the schema version and migrations, dropping tables,
+-- and type settings.
+
+-- name: Now
+SELECT now()
+
+-- name: SchemaExists
+SELECT to_regclass('sluice_schema') IS NOT NULL
+
+-- name: SchemaSet
+INSERT INTO sluice_schema (id, version) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET version = excluded.version
+
+-- name: DropList
+-- Every table and function of the schema, as a DROP statement and the name
+-- it drops (see DropTables). Functions go too: the insert trigger's
+-- function outlives its table.
+SELECT 'DROP TABLE IF EXISTS ' || quote_ident(tablename) || ' CASCADE', tablename
+FROM pg_tables WHERE schemaname = current_schema()
+UNION ALL
+SELECT 'DROP FUNCTION IF EXISTS ' || quote_ident(p.proname) || ' CASCADE', p.proname
+FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = current_schema()
+
+-- name: TypesPut
+INSERT INTO sluice_types (type, queue, max_attempts, dedupe, updated_at) VALUES ($1, $2, $3, $4, now())
+ON CONFLICT (type) DO UPDATE SET queue = excluded.queue, max_attempts = excluded.max_attempts,
+  dedupe = excluded.dedupe, updated_at = excluded.updated_at
