@@ -123,7 +123,6 @@ func (d *Driver) lockJobs(ctx context.Context, tx *sql.Tx, q string, args []any,
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	defer rows.Close()
 	var jobs []driver.JobRow
 	var now sqlcommon.Time
 	var s sqlcommon.JobScanner
@@ -132,13 +131,14 @@ func (d *Driver) lockJobs(ctx context.Context, tx *sql.Tx, q string, args []any,
 		dest = append(dest, flag)
 	}
 	dest = append(dest, s.Dest()...)
-	for rows.Next() {
+	err = sqlcommon.EachRow(rows, func(rows *sql.Rows) error {
 		if err := rows.Scan(dest...); err != nil {
-			return nil, time.Time{}, err
+			return err
 		}
 		jobs = append(jobs, s.Row())
-	}
-	return jobs, now.Time, rows.Err()
+		return nil
+	})
+	return jobs, now.Time, err
 }
 
 // claimLocked claims jobs, which the transaction has locked, at now, the

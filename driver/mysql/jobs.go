@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -131,23 +132,11 @@ func (d *Driver) keyHolders(ctx context.Context, q driver.Querier, keys []string
 		for i, k := range part {
 			args[i] = k
 		}
-		rows, err := q.QueryContext(ctx, d.InList(d.q.KeyHolders, 1, len(part)), args...)
+		found, err := sqlcommon.QueryMap[string, int64](ctx, q, "find key holders", d.InList(d.q.KeyHolders, 1, len(part)), args)
 		if err != nil {
-			return nil, fmt.Errorf("find key holders: %w", err)
+			return nil, err
 		}
-		for rows.Next() {
-			var key string
-			var id int64
-			if err := rows.Scan(&key, &id); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("find key holders: %w", err)
-			}
-			held[key] = id
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("find key holders: %w", err)
-		}
+		maps.Copy(held, found)
 	}
 	return held, nil
 }
@@ -375,15 +364,7 @@ func (d *Driver) completeChunk(ctx context.Context, cs []driver.Completion) ([]i
 // completeOne needs no transaction: one fenced statement says by itself
 // whether the lease was still held.
 func (d *Driver) completeOne(ctx context.Context, c driver.Completion) ([]int64, error) {
-	var n int64
-	err := sqlcommon.RetryTransient(ctx, d.Transient, func() error {
-		res, err := d.Write.ExecContext(ctx, d.q.Complete, d.CompletionArgs(c)...)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
+	n, err := d.ExecCount(ctx, d.q.Complete, d.CompletionArgs(c)...)
 	if err != nil {
 		return nil, fmt.Errorf("complete job %d: %w", c.ID, err)
 	}
@@ -409,7 +390,7 @@ func (d *Driver) Rescue(ctx context.Context, p driver.RescueParams) (driver.Resc
 		return r, fmt.Errorf("rescue expired leases: %w", err)
 	}
 	if remaining := limit - r.Failed; remaining > 0 {
-		pending, err := d.execCount(ctx, d.q.Rescue, keep, keep, remaining)
+		pending, err := d.ExecCount(ctx, d.q.Rescue, keep, keep, remaining)
 		if err != nil {
 			return r, fmt.Errorf("rescue expired leases: %w", err)
 		}
@@ -435,18 +416,15 @@ func (d *Driver) rescueFailed(ctx context.Context, limit, keep int) (driver.Resc
 		}
 		var ids []any
 		var jobs []driver.QueueType
-		for rows.Next() {
+		err = sqlcommon.EachRow(rows, func(rows *sql.Rows) error {
 			var id int64
 			var k driver.QueueType
-			if err := rows.Scan(&id, &k.Queue, &k.Type); err != nil {
-				rows.Close()
-				return err
-			}
+			err := rows.Scan(&id, &k.Queue, &k.Type)
 			ids = append(ids, id)
 			jobs = append(jobs, k)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil || len(ids) == 0 {
+			return err
+		})
+		if err != nil || len(ids) == 0 {
 			return err
 		}
 		args := append([]any{keep, keep}, ids...)
@@ -462,18 +440,4 @@ func (d *Driver) rescueFailed(ctx context.Context, limit, keep int) (driver.Resc
 		return nil
 	})
 	return r, err
-}
-
-// execCount runs a statement, retried on deadlock, and returns its row count.
-func (d *Driver) execCount(ctx context.Context, q string, args ...any) (int64, error) {
-	var n int64
-	err := sqlcommon.RetryTransient(ctx, d.Transient, func() error {
-		res, err := d.Write.ExecContext(ctx, q, args...)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
-	return n, err
 }

@@ -180,21 +180,14 @@ func parseURL(rawURL string) (*mysql.Config, bool, error) {
 // Open connects to the database at url, checks the server and loads the
 // queries. It does not migrate.
 func Open(rawURL string, opts Options) (*Driver, error) {
-	prefix := opts.Prefix
-	if prefix == "" {
-		prefix = driver.DefaultPrefix
-	}
-	if err := driver.ValidatePrefix(prefix); err != nil {
-		return nil, err
+	q := new(queries)
+	prefix, migs, err := sqlcommon.LoadFiles(q, files, opts.Prefix)
+	if err != nil {
+		return nil, fmt.Errorf("mysql: %w", err)
 	}
 	cfg, forceUpdate, err := parseURL(rawURL)
 	if err != nil {
 		return nil, err
-	}
-	q := new(queries)
-	migs, err := sqlcommon.LoadFiles(q, files, prefix)
-	if err != nil {
-		return nil, fmt.Errorf("mysql: %w", err)
 	}
 	migs[namedChecksVersion-1].Prepare = dropServerNamedChecks(prefix, "jobs", "schema")
 	connector, err := mysql.NewConnector(cfg)
@@ -302,26 +295,19 @@ func dropServerNamedChecks(prefix string, tables ...string) func(context.Context
 			// MariaDB, <table>_chk_1 on MySQL. The JSON checks MariaDB adds
 			// to a JSON column are named after the column, and stay.
 			serverNamed := regexp.MustCompile(`^(CONSTRAINT|` + regexp.QuoteMeta(name) + `_chk)_[0-9]+$`)
-			rows, err := q.QueryContext(ctx, `SELECT constraint_name FROM information_schema.table_constraints
-				WHERE constraint_schema = DATABASE() AND table_name = ? AND constraint_type = 'CHECK'
-				ORDER BY constraint_name`, name)
-			if err != nil {
-				return nil, fmt.Errorf("list the CHECK constraints of %s: %w", name, err)
-			}
 			var drops []string
-			for rows.Next() {
+			err := sqlcommon.QueryEach(ctx, q, "list the CHECK constraints of "+name, `SELECT constraint_name FROM information_schema.table_constraints
+				WHERE constraint_schema = DATABASE() AND table_name = ? AND constraint_type = 'CHECK'
+				ORDER BY constraint_name`, []any{name}, func(rows *sql.Rows) error {
 				var c string
-				if err := rows.Scan(&c); err != nil {
-					rows.Close()
-					return nil, fmt.Errorf("list the CHECK constraints of %s: %w", name, err)
-				}
-				if serverNamed.MatchString(c) {
+				err := rows.Scan(&c)
+				if err == nil && serverNamed.MatchString(c) {
 					drops = append(drops, "DROP CONSTRAINT `"+c+"`")
 				}
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return nil, fmt.Errorf("list the CHECK constraints of %s: %w", name, err)
+				return err
+			})
+			if err != nil {
+				return nil, err
 			}
 			if len(drops) > 0 {
 				stmts = append(stmts, "ALTER TABLE `"+name+"` "+strings.Join(drops, ", "))

@@ -176,27 +176,24 @@ func (d *Driver) insertRows(ctx context.Context, q driver.Querier, jobs []driver
 			traceParents[k] = &j.TraceParent
 		}
 	}
-	rows, err := q.QueryContext(ctx, d.q.Insert, queues, types, keys, dedupes, payloads, priorities, maxAttempts, runAts, delays, traceParents, partitions)
-	if err != nil {
-		return nil, nil, fmt.Errorf("insert: %w", err)
-	}
-	defer rows.Close()
 	inserted := map[string]int64{}
 	keyless := make([]int64, 0, n)
-	for rows.Next() {
+	args := []any{queues, types, keys, dedupes, payloads, priorities, maxAttempts, runAts, delays, traceParents, partitions}
+	err := sqlcommon.QueryEach(ctx, q, "insert", d.q.Insert, args, func(rows *sql.Rows) error {
 		var id int64
 		var key sql.NullString
 		if err := rows.Scan(&id, &key); err != nil {
-			return nil, nil, fmt.Errorf("insert: %w", err)
+			return err
 		}
 		if key.Valid {
 			inserted[key.String] = id
 		} else {
 			keyless = append(keyless, id)
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, nil, fmt.Errorf("insert: %w", err)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	return inserted, keyless, nil
 }
@@ -207,24 +204,7 @@ func (d *Driver) keyHolders(ctx context.Context, q driver.Querier, jobs []driver
 	for k, i := range idx {
 		keys[k] = jobs[i].Key
 	}
-	rows, err := q.QueryContext(ctx, d.q.KeyHolder, keys)
-	if err != nil {
-		return nil, fmt.Errorf("find holders of %d keys: %w", len(keys), err)
-	}
-	defer rows.Close()
-	holders := make(map[string]int64, len(keys))
-	for rows.Next() {
-		var id int64
-		var key string
-		if err := rows.Scan(&id, &key); err != nil {
-			return nil, fmt.Errorf("find holders of %d keys: %w", len(keys), err)
-		}
-		holders[key] = id
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("find holders of %d keys: %w", len(keys), err)
-	}
-	return holders, nil
+	return sqlcommon.QueryMap[string, int64](ctx, q, fmt.Sprintf("find holders of %d keys", len(keys)), d.q.KeyHolder, []any{keys})
 }
 
 // Claim runs one UPDATE over a SKIP LOCKED subquery. Outside an explicit
@@ -240,12 +220,8 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) ([]driver.JobR
 	q := sqlcommon.TypeFilter(d.q.Claim, 5, p.Types, d.Placeholder)
 	args := append([]any{p.Token, sqlcommon.Micros(p.Lease), p.Queue, p.Limit}, sqlcommon.Args(p.Types)...)
 	var jobs []driver.JobRow
-	err := sqlcommon.RetryTransient(ctx, d.Transient, func() error {
-		rows, err := d.Write.QueryContext(ctx, q, args...)
-		if err != nil {
-			return err
-		}
-		jobs, err = sqlcommon.ScanJobs(rows)
+	err := sqlcommon.RetryTransient(ctx, d.Transient, func() (err error) {
+		jobs, err = sqlcommon.QueryJobs(ctx, d.Write, q, args...)
 		return err
 	})
 	if err != nil {
@@ -304,22 +280,14 @@ func (d *Driver) Complete(ctx context.Context, p driver.CompleteParams) ([]int64
 	if slices.ContainsFunc(entries, func(e *string) bool { return e != nil }) {
 		q, args = d.q.CompleteBatchHistory, append(args, entries, keeps)
 	}
-	done := make(map[int64]bool, n)
+	var done map[int64]bool
 	err := sqlcommon.RetryTransient(ctx, d.Transient, func() error {
-		clear(done)
 		rows, err := d.Write.QueryContext(ctx, q, args...)
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				return err
-			}
-			done[id] = true
-		}
-		return rows.Err()
+		done, err = sqlcommon.IDSet(rows, n)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("complete %d jobs: %w", n, err)

@@ -158,15 +158,8 @@ func ParseURL(rawURL string) (URLConfig, error) {
 // direct URL, and behind pooler=transaction only with Options.ListenURL.
 // Otherwise it is only a driver.Prober, so that idle workers probe.
 func Open(url string, opts Options) (driver.Driver, error) {
-	prefix := opts.Prefix
-	if prefix == "" {
-		prefix = driver.DefaultPrefix
-	}
-	if err := driver.ValidatePrefix(prefix); err != nil {
-		return nil, err
-	}
 	q := new(queries)
-	migs, err := sqlcommon.LoadFiles(q, files, prefix)
+	prefix, migs, err := sqlcommon.LoadFiles(q, files, opts.Prefix)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}

@@ -65,12 +65,10 @@ type Options struct {
 // Open opens the database at path (":memory:" for a private in-memory one).
 // Extra modernc DSN parameters may follow a '?', such as _pragma=synchronous(FULL).
 func Open(path string, opts Options) (*Driver, error) {
-	prefix := opts.Prefix
-	if prefix == "" {
-		prefix = driver.DefaultPrefix
-	}
-	if err := driver.ValidatePrefix(prefix); err != nil {
-		return nil, err
+	q := new(queries)
+	_, migs, err := sqlcommon.LoadFiles(q, files, opts.Prefix)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
 	}
 	file, rawQuery, _ := strings.Cut(path, "?")
 	if file == "" {
@@ -87,11 +85,6 @@ func Open(path string, opts Options) (*Driver, error) {
 	extra, err := url.ParseQuery(rawQuery)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: parameters of %q: %w", path, err)
-	}
-	q := new(queries)
-	migs, err := sqlcommon.LoadFiles(q, files, prefix)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: %w", err)
 	}
 
 	// NORMAL is durable against process crashes in WAL mode; a power cut
@@ -284,23 +277,9 @@ func (d *Driver) completePlain(ctx context.Context, tx *sql.Tx, token string, id
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	done := make(map[int64]bool, len(ids))
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		done[id] = true
-	}
-	if err := rows.Err(); err != nil {
+	done, err := sqlcommon.IDSet(rows, len(ids))
+	if err != nil {
 		return nil, err
 	}
-	var lost []int64
-	for _, id := range ids {
-		if !done[id] {
-			lost = append(lost, id)
-		}
-	}
-	return lost, nil
+	return sqlcommon.Missing(ids, done), nil
 }

@@ -63,6 +63,21 @@ func (b *Base) ProbeRunnable(ctx context.Context, p driver.RunnableParams) (bool
 	return true, nil
 }
 
+// ExecCount runs q on the writer, retried whole on transient errors, and
+// returns the number of rows it changed.
+func (b *Base) ExecCount(ctx context.Context, q string, args ...any) (int64, error) {
+	var n int64
+	err := RetryTransient(ctx, b.Transient, func() error {
+		res, err := b.Write.ExecContext(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return n, err
+}
+
 // DB is the pool for callers' own transactions.
 func (b *Base) DB() *sql.DB { return b.Write }
 
@@ -204,15 +219,7 @@ func (b *Base) Heartbeat(ctx context.Context, p driver.HeartbeatParams) ([]int64
 	for _, id := range p.IDs {
 		args = append(args, id)
 	}
-	var n int64
-	err := RetryTransient(ctx, b.Transient, func() error {
-		res, err := b.Write.ExecContext(ctx, b.InList(b.Q.Heartbeat, 3, len(p.IDs)), args...)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
+	n, err := b.ExecCount(ctx, b.InList(b.Q.Heartbeat, 3, len(p.IDs)), args...)
 	if err != nil {
 		return nil, fmt.Errorf("heartbeat: %w", err)
 	}
@@ -232,25 +239,11 @@ func (b *Base) lostOf(ctx context.Context, token string, ids []int64) ([]int64, 
 	if err != nil {
 		return nil, fmt.Errorf("check leases: %w", err)
 	}
-	defer rows.Close()
-	held := make(map[int64]bool, len(ids))
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("check leases: %w", err)
-		}
-		held[id] = true
-	}
-	if err := rows.Err(); err != nil {
+	held, err := IDSet(rows, len(ids))
+	if err != nil {
 		return nil, fmt.Errorf("check leases: %w", err)
 	}
-	var lost []int64
-	for _, id := range ids {
-		if !held[id] {
-			lost = append(lost, id)
-		}
-	}
-	return lost, nil
+	return Missing(ids, held), nil
 }
 
 // CompletionArgs are the arguments of Complete, in its order: the
@@ -375,16 +368,13 @@ func (b *Base) Rescue(ctx context.Context, p driver.RescueParams) (driver.Rescue
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
+		return EachRow(rows, func(rows *sql.Rows) error {
 			var status driver.Status
 			var queue, typ string
-			if err := rows.Scan(&status, &queue, &typ); err != nil {
-				return err
-			}
+			err := rows.Scan(&status, &queue, &typ)
 			r.CountRescued(status, queue, typ)
-		}
-		return rows.Err()
+			return err
+		})
 	})
 	if err != nil {
 		return r, fmt.Errorf("rescue expired leases: %w", err)
@@ -412,15 +402,7 @@ func (b *Base) Purge(ctx context.Context, p driver.PurgeParams) (int64, error) {
 		}
 		args = []any{p.Status, b.Duration(-p.OlderThan), bound, limit}
 	}
-	var n int64
-	err := RetryTransient(ctx, b.Transient, func() error {
-		res, err := b.Write.ExecContext(ctx, b.Q.Purge, args...)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
+	n, err := b.ExecCount(ctx, b.Q.Purge, args...)
 	if err != nil {
 		return 0, fmt.Errorf("purge %s jobs: %w", p.Status, err)
 	}
@@ -440,20 +422,10 @@ func (b *Base) Retry(ctx context.Context, p driver.RetryParams) (int64, error) {
 	var total int64
 	after := int64(0)
 	for {
-		rows, err := b.Read.QueryContext(ctx, b.Q.RetryIDs, driver.StatusFailed, p.Type, p.Type, after)
+		ids, err := QueryAll(ctx, b.Read, "retry failed jobs", b.Q.RetryIDs, []any{driver.StatusFailed, p.Type, p.Type, after}, ScanID)
 		if err != nil {
-			return total, fmt.Errorf("retry failed jobs: %w", err)
+			return total, err
 		}
-		var ids []int64
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return total, fmt.Errorf("retry failed jobs: %w", err)
-			}
-			ids = append(ids, id)
-		}
-		rows.Close()
 		if len(ids) == 0 {
 			return total, nil
 		}
@@ -512,20 +484,15 @@ func (b *Base) checkChanged(ctx context.Context, res sql.Result, id int64, op st
 // Stats counts live jobs per queue. Each part of Stats reads one
 // partial index, so finished rows are never scanned.
 func (b *Base) Stats(ctx context.Context) ([]driver.QueueStats, error) {
-	rows, err := b.Read.QueryContext(ctx, b.Q.Stats)
-	if err != nil {
-		return nil, fmt.Errorf("stats: %w", err)
-	}
-	defer rows.Close()
 	byQueue := map[string]*driver.QueueStats{}
 	var order []string
-	for rows.Next() {
+	err := QueryEach(ctx, b.Read, "stats", b.Q.Stats, nil, func(rows *sql.Rows) error {
 		var queue string
 		var status driver.Status
 		var n int64
 		var oldest Time
 		if err := rows.Scan(&queue, &status, &n, &oldest); err != nil {
-			return nil, fmt.Errorf("stats: %w", err)
+			return err
 		}
 		s := byQueue[queue]
 		if s == nil {
@@ -541,9 +508,10 @@ func (b *Base) Stats(ctx context.Context) ([]driver.QueueStats, error) {
 		case driver.StatusFailed:
 			s.Failed = n
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("stats: %w", err)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	out := make([]driver.QueueStats, 0, len(order))
 	for _, q := range order {
@@ -563,20 +531,17 @@ func (b *Base) SetQueuePaused(ctx context.Context, p driver.SetQueuePausedParams
 
 // PausedQueues returns the queues whose paused flag is set.
 func (b *Base) PausedQueues(ctx context.Context) (map[string]bool, error) {
-	rows, err := b.Read.QueryContext(ctx, b.Q.QueuesPaused)
-	if err != nil {
-		return nil, fmt.Errorf("read paused queues: %w", err)
-	}
-	defer rows.Close()
 	out := map[string]bool{}
-	for rows.Next() {
+	err := QueryEach(ctx, b.Read, "read paused queues", b.Q.QueuesPaused, nil, func(rows *sql.Rows) error {
 		var q string
-		if err := rows.Scan(&q); err != nil {
-			return nil, fmt.Errorf("read paused queues: %w", err)
-		}
+		err := rows.Scan(&q)
 		out[q] = true
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // GetLease reads a lease row; a missing row is a free lease.
@@ -624,15 +589,7 @@ func (b *Base) UpsertLease(ctx context.Context, p driver.LeaseParams, acquire st
 // its fencing number keeps growing across holders.
 func (b *Base) ReleaseLease(ctx context.Context, p driver.ReleaseLeaseParams) (bool, error) {
 	name, holder := p.Name, p.Holder
-	var n int64
-	err := RetryTransient(ctx, b.Transient, func() error {
-		res, err := b.Write.ExecContext(ctx, b.Q.LeaseRelease, name, holder)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
+	n, err := b.ExecCount(ctx, b.Q.LeaseRelease, name, holder)
 	if err != nil {
 		return false, fmt.Errorf("release lease %s: %w", name, err)
 	}
@@ -666,24 +623,17 @@ func (b *Base) DropTables(ctx context.Context, p driver.DropTablesParams) error 
 	if err := driver.ValidatePrefix(prefix); err != nil {
 		return err
 	}
-	rows, err := b.Write.QueryContext(ctx, b.Q.DropList)
-	if err != nil {
-		return fmt.Errorf("list tables: %w", err)
-	}
 	var stmts []string
-	for rows.Next() {
+	err := QueryEach(ctx, b.Write, "list tables", b.Q.DropList, nil, func(rows *sql.Rows) error {
 		var stmt, name string
-		if err := rows.Scan(&stmt, &name); err != nil {
-			rows.Close()
-			return fmt.Errorf("list tables: %w", err)
-		}
+		err := rows.Scan(&stmt, &name)
 		if strings.HasPrefix(name, prefix) {
 			stmts = append(stmts, stmt)
 		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("list tables: %w", err)
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	for _, stmt := range stmts {
 		if _, err := b.Write.ExecContext(ctx, stmt); err != nil {

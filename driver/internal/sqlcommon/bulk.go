@@ -253,16 +253,7 @@ func (b *Base) queryIDs(ctx context.Context, q string, args []any) ([]int64, err
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
+	return ScanAll(rows, ScanID)
 }
 
 func (b *Base) bulkChunk(ctx context.Context, action string, ids []int64) (int64, error) {
@@ -271,15 +262,7 @@ func (b *Base) bulkChunk(ctx context.Context, action string, ids []int64) (int64
 	for i, id := range ids {
 		args[i] = id
 	}
-	var n int64
-	err := RetryTransient(ctx, b.Transient, func() error {
-		res, err := b.Write.ExecContext(ctx, b.InList(q, 1, len(ids)), args...)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
+	n, err := b.ExecCount(ctx, b.InList(q, 1, len(ids)), args...)
 	if err == nil || action != driver.BulkRetry || !b.UniqueViolation(err) {
 		return n, err
 	}

@@ -193,12 +193,18 @@ func Args[T any](vs []T) []any {
 }
 
 // LoadFiles loads the files a dialect embeds in fsys: its statements into
-// queries (see LoadQueries) and its migrations, under prefix.
-func LoadFiles(queries any, fsys fs.FS, prefix string) ([]Migration, error) {
-	if err := LoadQueries(queries, fsys, prefix); err != nil {
-		return nil, err
+// queries (see LoadQueries) and its migrations, under the table prefix
+// that Prefix makes of prefix, which it returns.
+func LoadFiles(queries any, fsys fs.FS, prefix string) (string, []Migration, error) {
+	prefix, err := Prefix(prefix)
+	if err != nil {
+		return "", nil, err
 	}
-	return LoadMigrations(fsys, "migrations", prefix)
+	if err := LoadQueries(queries, fsys, prefix); err != nil {
+		return "", nil, err
+	}
+	migs, err := LoadMigrations(fsys, "migrations", prefix)
+	return prefix, migs, err
 }
 
 // EachQuery calls fn with the name and text of every statement of

@@ -25,23 +25,9 @@ func scanCheckpoint(sc interface{ Scan(...any) error }) (driver.Checkpoint, erro
 
 // ListCheckpoints reads every batch cursor.
 func (b *Base) ListCheckpoints(ctx context.Context) ([]driver.Checkpoint, error) {
-	rows, err := b.Read.QueryContext(ctx, b.Q.CheckpointList)
-	if err != nil {
-		return nil, fmt.Errorf("list checkpoints: %w", err)
-	}
-	defer rows.Close()
-	var out []driver.Checkpoint
-	for rows.Next() {
-		c, err := scanCheckpoint(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list checkpoints: %w", err)
-		}
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list checkpoints: %w", err)
-	}
-	return out, nil
+	return QueryAll(ctx, b.Read, "list checkpoints", b.Q.CheckpointList, nil, func(rows *sql.Rows) (driver.Checkpoint, error) {
+		return scanCheckpoint(rows)
+	})
 }
 
 // GetCheckpoint reads one shard's cursor.
@@ -135,15 +121,7 @@ func (b *Base) SetCheckpointStatus(ctx context.Context, p driver.SetCheckpointSt
 		args = append(args, f)
 	}
 	q := b.InList(b.Q.CheckpointStatus, 3, len(p.From))
-	var n int64
-	err := RetryTransient(ctx, b.Transient, func() error {
-		res, err := b.Write.ExecContext(ctx, q, args...)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
+	n, err := b.ExecCount(ctx, q, args...)
 	if err != nil {
 		return 0, fmt.Errorf("set batch %s %s: %w", p.Batch, p.Status, err)
 	}
@@ -153,15 +131,7 @@ func (b *Base) SetCheckpointStatus(ctx context.Context, p driver.SetCheckpointSt
 // DeleteCheckpoints removes a batch's cursors.
 func (b *Base) DeleteCheckpoints(ctx context.Context, p driver.DeleteCheckpointsParams) (int64, error) {
 	batch := p.Batch
-	var n int64
-	err := RetryTransient(ctx, b.Transient, func() error {
-		res, err := b.Write.ExecContext(ctx, b.Q.CheckpointDelete, batch)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
+	n, err := b.ExecCount(ctx, b.Q.CheckpointDelete, batch)
 	if err != nil {
 		return 0, fmt.Errorf("reset batch %s: %w", batch, err)
 	}

@@ -252,21 +252,12 @@ func (b *Base) typeCapRoom(ctx context.Context, tx *sql.Tx, caps map[string]int)
 		left[t] = n
 		args = append(args, t)
 	}
-	rows, err := tx.QueryContext(ctx, b.Bind(b.Q.RunningTypes, len(args)), args...)
+	running, err := QueryMap[string, int](ctx, tx, "count running jobs by type", b.Bind(b.Q.RunningTypes, len(args)), args)
 	if err != nil {
-		return nil, fmt.Errorf("count running jobs by type: %w", err)
+		return nil, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var t string
-		var n int
-		if err := rows.Scan(&t, &n); err != nil {
-			return nil, fmt.Errorf("count running jobs by type: %w", err)
-		}
+	for t, n := range running {
 		left[t] -= n
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("count running jobs by type: %w", err)
 	}
 	return left, nil
 }
@@ -376,20 +367,11 @@ func (b *Base) partitions(ctx context.Context, tx *sql.Tx, q, queue, last string
 	if q == b.Q.FairPartsFirst {
 		args = []any{queue, queue, n} // it starts at the first partition
 	}
-	rows, err := tx.QueryContext(ctx, b.Bind(q, 0), args...)
-	if err != nil {
-		return nil, fmt.Errorf("find partitions with pending jobs: %w", err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
+	return QueryAll(ctx, tx, "find partitions with pending jobs", b.Bind(q, 0), args, func(rows *sql.Rows) (string, error) {
 		var pt string
-		if err := rows.Scan(&pt); err != nil {
-			return nil, fmt.Errorf("find partitions with pending jobs: %w", err)
-		}
-		out = append(out, pt)
-	}
-	return out, rows.Err()
+		err := rows.Scan(&pt)
+		return pt, err
+	})
 }
 
 // runningParts counts the running jobs of each of parts in queue.
@@ -402,20 +384,7 @@ func (b *Base) runningParts(ctx context.Context, tx *sql.Tx, queue string, parts
 	for _, pt := range parts {
 		args = append(args, pt)
 	}
-	rows, err := tx.QueryContext(ctx, b.Bind(b.Q.RunningParts, len(parts)), args...)
-	if err != nil {
-		return nil, fmt.Errorf("count running jobs by partition: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var pt string
-		var n int
-		if err := rows.Scan(&pt, &n); err != nil {
-			return nil, fmt.Errorf("count running jobs by partition: %w", err)
-		}
-		out[pt] = n
-	}
-	return out, rows.Err()
+	return QueryMap[string, int](ctx, tx, "count running jobs by partition", b.Bind(b.Q.RunningParts, len(parts)), args)
 }
 
 // pickQuery fills the template q (ClaimPick or ClaimPickPart, whose
@@ -448,20 +417,11 @@ func (b *Base) pickQuery(q string, args []any, types, capped []string, n int) (s
 
 // pick runs a bound pick query.
 func (b *Base) pick(ctx context.Context, tx *sql.Tx, q string, args []any) ([]candidate, error) {
-	rows, err := tx.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("pick jobs: %w", err)
-	}
-	defer rows.Close()
-	var out []candidate
-	for rows.Next() {
+	return QueryAll(ctx, tx, "pick jobs", q, args, func(rows *sql.Rows) (candidate, error) {
 		var c candidate
-		if err := rows.Scan(&c.id, &c.typ, &c.part); err != nil {
-			return nil, fmt.Errorf("pick jobs: %w", err)
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+		err := rows.Scan(&c.id, &c.typ, &c.part)
+		return c, err
+	})
 }
 
 // ClaimFairReturning is the fair or limited claim of the databases whose
@@ -485,27 +445,18 @@ func (b *Base) claimIDsReturning(ctx context.Context, tx *sql.Tx, p driver.Claim
 	for _, id := range ids {
 		args = append(args, id)
 	}
-	rows, err := tx.QueryContext(ctx, b.Bind(b.Q.ClaimIDs, len(ids)), args...)
+	jobs, err := QueryJobs(ctx, tx, b.Bind(b.Q.ClaimIDs, len(ids)), args...)
 	if err != nil {
 		return nil, fmt.Errorf("claim picked jobs: %w", err)
 	}
-	return ScanJobs(rows)
+	return jobs, nil
 }
 
 // PartitionStats is driver.Driver's PartitionStats.
 func (b *Base) PartitionStats(ctx context.Context, p driver.PartitionStatsParams) ([]driver.PartitionStats, error) {
-	rows, err := b.Read.QueryContext(ctx, b.Bind(b.Q.PartitionStats, 0), p.Limit)
-	if err != nil {
-		return nil, fmt.Errorf("partition stats: %w", err)
-	}
-	defer rows.Close()
-	var out []driver.PartitionStats
-	for rows.Next() {
+	return QueryAll(ctx, b.Read, "partition stats", b.Bind(b.Q.PartitionStats, 0), []any{p.Limit}, func(rows *sql.Rows) (driver.PartitionStats, error) {
 		var s driver.PartitionStats
-		if err := rows.Scan(&s.Queue, &s.Partition, &s.Pending, &s.Running); err != nil {
-			return nil, fmt.Errorf("partition stats: %w", err)
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
+		err := rows.Scan(&s.Queue, &s.Partition, &s.Pending, &s.Running)
+		return s, err
+	})
 }

@@ -12,6 +12,15 @@ import (
 	"github.com/sluicehq/sluice/driver"
 )
 
+// Prefix is a driver's table prefix: p, or driver.DefaultPrefix when p
+// is empty, checked.
+func Prefix(p string) (string, error) {
+	if p == "" {
+		p = driver.DefaultPrefix
+	}
+	return p, driver.ValidatePrefix(p)
+}
+
 // ApplyPrefix rewrites the default table prefix in sql.
 func ApplyPrefix(sql, prefix string) string {
 	if prefix == driver.DefaultPrefix || prefix == "" {

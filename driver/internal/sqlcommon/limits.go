@@ -37,23 +37,9 @@ func (b *Base) Circuit(ctx context.Context, p driver.CircuitParams) (driver.Circ
 
 // ListCircuits reads every breaker row.
 func (b *Base) ListCircuits(ctx context.Context) ([]driver.Circuit, error) {
-	rows, err := b.Read.QueryContext(ctx, b.Q.CircuitList)
-	if err != nil {
-		return nil, fmt.Errorf("list circuits: %w", err)
-	}
-	defer rows.Close()
-	var out []driver.Circuit
-	for rows.Next() {
-		c, err := scanCircuit(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list circuits: %w", err)
-		}
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list circuits: %w", err)
-	}
-	return out, nil
+	return QueryAll(ctx, b.Read, "list circuits", b.Q.CircuitList, nil, func(rows *sql.Rows) (driver.Circuit, error) {
+		return scanCircuit(rows)
+	})
 }
 
 // changeCircuit runs change on a type's breaker row, locked and created
@@ -193,23 +179,11 @@ func (b *Base) ReturnTokens(ctx context.Context, p driver.ReturnTokensParams) er
 
 // ListRateBuckets reads every bucket as last written.
 func (b *Base) ListRateBuckets(ctx context.Context) ([]driver.RateBucket, error) {
-	rows, err := b.Read.QueryContext(ctx, b.Q.BucketList)
-	if err != nil {
-		return nil, fmt.Errorf("list rate buckets: %w", err)
-	}
-	defer rows.Close()
-	var out []driver.RateBucket
-	for rows.Next() {
+	return QueryAll(ctx, b.Read, "list rate buckets", b.Q.BucketList, nil, func(rows *sql.Rows) (driver.RateBucket, error) {
 		var r driver.RateBucket
 		var at Time
-		if err := rows.Scan(&r.Name, &r.Tokens, &at); err != nil {
-			return nil, fmt.Errorf("list rate buckets: %w", err)
-		}
+		err := rows.Scan(&r.Name, &r.Tokens, &at)
 		r.UpdatedAt = at.Time
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list rate buckets: %w", err)
-	}
-	return out, nil
+		return r, err
+	})
 }

@@ -48,30 +48,15 @@ func (b *Base) addStatsTx(ctx context.Context, tx *sql.Tx, rows []driver.StatRow
 // ReadStats returns the buckets at or after since, oldest first.
 func (b *Base) ReadStats(ctx context.Context, p driver.ReadStatsParams) ([]driver.StatRow, error) {
 	since := p.Since
-	rows, err := b.Read.QueryContext(ctx, b.Q.StatsRead, b.Time(since.UTC()))
-	if err != nil {
-		return nil, fmt.Errorf("read roll-ups: %w", err)
-	}
-	out, err := scanStats(rows)
-	if err != nil {
-		return nil, fmt.Errorf("read roll-ups: %w", err)
-	}
-	return out, nil
+	return QueryAll(ctx, b.Read, "read roll-ups", b.Q.StatsRead, []any{b.Time(since.UTC())}, scanStat)
 }
 
-func scanStats(rows *sql.Rows) ([]driver.StatRow, error) {
-	defer rows.Close()
-	var out []driver.StatRow
-	for rows.Next() {
-		var r driver.StatRow
-		var bucket Time
-		if err := rows.Scan(&r.Queue, &r.Type, &r.Outcome, &bucket, &r.Count); err != nil {
-			return nil, err
-		}
-		r.Bucket = bucket.Time
-		out = append(out, r)
-	}
-	return out, rows.Err()
+func scanStat(rows *sql.Rows) (driver.StatRow, error) {
+	var r driver.StatRow
+	var bucket Time
+	err := rows.Scan(&r.Queue, &r.Type, &r.Outcome, &bucket, &r.Count)
+	r.Bucket = bucket.Time
+	return r, err
 }
 
 // CompactStats rewrites the day of buckets before the hour of before as
@@ -104,39 +89,47 @@ func (b *Base) CompactStats(ctx context.Context, p driver.CompactStatsParams) er
 
 // compactCountsTx folds sluice_stats's buckets in [lo, hi) to hours.
 func (b *Base) compactCountsTx(ctx context.Context, tx *sql.Tx, lo, hi time.Time) error {
-	rows, err := tx.QueryContext(ctx, b.Q.StatsRange, b.Time(lo), b.Time(hi))
+	return compactTx(ctx, tx, b, lo, hi, b.Q.StatsRange, b.Q.StatsDeleteRange, scanStat,
+		func(r *driver.StatRow) (*time.Time, *int64) { return &r.Bucket, &r.Count }, b.addStatsTx)
+}
+
+// compactTx folds the roll-up rows in [lo, hi) that rangeQ reads with
+// scan to hourly rows: when any row is finer than an hour, deleteQ drops
+// the range and add writes the sums, each the sum of the rows alike but
+// for the bucket (cut to the hour) and the count, which fields point at.
+// The sums come in the order their hours first appear.
+func compactTx[R comparable](ctx context.Context, tx *sql.Tx, b *Base, lo, hi time.Time, rangeQ, deleteQ string,
+	scan func(*sql.Rows) (R, error), fields func(*R) (*time.Time, *int64), add func(context.Context, *sql.Tx, []R) error) error {
+	rows, err := tx.QueryContext(ctx, rangeQ, b.Time(lo), b.Time(hi))
 	if err != nil {
 		return err
 	}
-	old, err := scanStats(rows)
+	old, err := ScanAll(rows, scan)
 	if err != nil {
 		return err
 	}
-	type key struct {
-		queue, typ string
-		outcome    driver.Outcome
-		hour       time.Time
-	}
-	sums := map[key]int64{}
-	var order []key
+	sums := map[R]int64{}
+	var order []R
 	for _, r := range old {
-		k := key{r.Queue, r.Type, r.Outcome, r.Bucket.UTC().Truncate(time.Hour)}
-		if _, ok := sums[k]; !ok {
-			order = append(order, k)
+		bucket, count := fields(&r)
+		n := *count
+		*bucket, *count = bucket.UTC().Truncate(time.Hour), 0
+		if _, ok := sums[r]; !ok {
+			order = append(order, r)
 		}
-		sums[k] += r.Count
+		sums[r] += n
 	}
 	if len(order) == len(old) {
 		return nil // every bucket is hourly already
 	}
-	if _, err := tx.ExecContext(ctx, b.Q.StatsDeleteRange, b.Time(lo), b.Time(hi)); err != nil {
+	if _, err := tx.ExecContext(ctx, deleteQ, b.Time(lo), b.Time(hi)); err != nil {
 		return err
 	}
-	hourly := make([]driver.StatRow, len(order))
-	for i, k := range order {
-		hourly[i] = driver.StatRow{Queue: k.queue, Type: k.typ, Outcome: k.outcome, Bucket: k.hour, Count: sums[k]}
+	for i := range order {
+		_, count := fields(&order[i])
+		*count = sums[order[i]]
 	}
-	return b.addStatsTx(ctx, tx, hourly)
+	return add(ctx, tx, order)
 }
 
 // UpsertNode writes a heartbeat row; last_seen comes from the database clock.
@@ -161,25 +154,13 @@ func (b *Base) DeleteNode(ctx context.Context, id string) error {
 
 // ListNodes reads every heartbeat row.
 func (b *Base) ListNodes(ctx context.Context) ([]driver.Node, error) {
-	rows, err := b.Read.QueryContext(ctx, b.Q.NodeList)
-	if err != nil {
-		return nil, fmt.Errorf("list nodes: %w", err)
-	}
-	defer rows.Close()
-	var out []driver.Node
-	for rows.Next() {
+	return QueryAll(ctx, b.Read, "list nodes", b.Q.NodeList, nil, func(rows *sql.Rows) (driver.Node, error) {
 		var n driver.Node
 		var started, seen Time
-		if err := rows.Scan(&n.ID, &n.Version, &started, &seen, &n.Concurrency, &n.Running); err != nil {
-			return nil, fmt.Errorf("list nodes: %w", err)
-		}
+		err := rows.Scan(&n.ID, &n.Version, &started, &seen, &n.Concurrency, &n.Running)
 		n.StartedAt, n.LastSeen = started.Time, seen.Time
-		out = append(out, n)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list nodes: %w", err)
-	}
-	return out, nil
+		return n, err
+	})
 }
 
 // PurgeNodes deletes heartbeat rows older than staleAfter.
@@ -198,25 +179,13 @@ func (b *Base) PurgeNodes(ctx context.Context, p driver.PurgeNodesParams) (int64
 
 // ListLeases reads every named lease.
 func (b *Base) ListLeases(ctx context.Context) ([]driver.Lease, error) {
-	rows, err := b.Read.QueryContext(ctx, b.Q.LeaseList)
-	if err != nil {
-		return nil, fmt.Errorf("list leases: %w", err)
-	}
-	defer rows.Close()
-	var out []driver.Lease
-	for rows.Next() {
+	return QueryAll(ctx, b.Read, "list leases", b.Q.LeaseList, nil, func(rows *sql.Rows) (driver.Lease, error) {
 		var l driver.Lease
 		var since, until Time
-		if err := rows.Scan(&l.Name, &l.Holder, &l.Fence, &since, &until); err != nil {
-			return nil, fmt.Errorf("list leases: %w", err)
-		}
+		err := rows.Scan(&l.Name, &l.Holder, &l.Fence, &since, &until)
 		l.Since, l.Until = since.Time, until.Time
-		out = append(out, l)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list leases: %w", err)
-	}
-	return out, nil
+		return l, err
+	})
 }
 
 // Queries returns the dialect's statements, with the table prefix

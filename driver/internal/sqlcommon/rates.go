@@ -135,24 +135,18 @@ func (b *Base) readBuckets(ctx context.Context, tx *sql.Tx, names []string) (map
 	for i, n := range names {
 		args[i] = n
 	}
-	rows, err := tx.QueryContext(ctx, b.Bind(b.Q.BucketLockMany, len(names)), args...)
-	if err != nil {
-		return nil, fmt.Errorf("lock rate buckets: %w", err)
-	}
-	defer rows.Close()
 	out := make(map[string]*heldBucket, len(names))
-	for rows.Next() {
+	err := QueryEach(ctx, tx, "lock rate buckets", b.Bind(b.Q.BucketLockMany, len(names)), args, func(rows *sql.Rows) error {
 		var n string
 		var h heldBucket
 		var at Time
-		if err := rows.Scan(&n, &h.tokens, &at); err != nil {
-			return nil, fmt.Errorf("lock rate buckets: %w", err)
-		}
+		err := rows.Scan(&n, &h.tokens, &at)
 		h.at = at.Time
 		out[n] = &h
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("lock rate buckets: %w", err)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

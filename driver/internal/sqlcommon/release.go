@@ -14,15 +14,7 @@ func (b *Base) ReleaseClaim(ctx context.Context, p driver.ReleaseClaimParams) (i
 	if p.Token == "" {
 		return 0, errors.New("release claim: token: must not be empty")
 	}
-	var n int64
-	err := RetryTransient(ctx, b.Transient, func() error {
-		res, err := b.Write.ExecContext(ctx, b.Q.ReleaseClaim, p.Token)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
+	n, err := b.ExecCount(ctx, b.Q.ReleaseClaim, p.Token)
 	if err != nil {
 		return 0, fmt.Errorf("release claim %s: %w", p.Token, err)
 	}

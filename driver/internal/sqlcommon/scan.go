@@ -129,6 +129,15 @@ func (s *JobScanner) Row() driver.JobRow {
 	return r
 }
 
+// QueryJobs runs q on from and reads its rows, the job column list.
+func QueryJobs(ctx context.Context, from driver.Querier, q string, args ...any) ([]driver.JobRow, error) {
+	rows, err := from.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return ScanJobs(rows)
+}
+
 // ScanJobs reads every row of rows with the standard job column list.
 func ScanJobs(rows *sql.Rows) ([]driver.JobRow, error) {
 	var s JobScanner
@@ -141,36 +150,100 @@ func ScanJobs(rows *sql.Rows) ([]driver.JobRow, error) {
 	})
 }
 
-// ScanAll reads every row of rows with scan, closes rows and reports
-// the iteration's error: the loop each multi-row read would repeat.
-func ScanAll[T any](rows *sql.Rows, scan func(*sql.Rows) (T, error)) ([]T, error) {
-	defer rows.Close()
-	var out []T
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, err
+// ScanID scans a row of one id.
+func ScanID(rows *sql.Rows) (int64, error) {
+	var id int64
+	err := rows.Scan(&id)
+	return id, err
+}
+
+// IDSet reads rows of one id each into a set.
+func IDSet(rows *sql.Rows, n int) (map[int64]bool, error) {
+	set := make(map[int64]bool, n)
+	err := EachRow(rows, func(r *sql.Rows) error {
+		id, err := ScanID(r)
+		set[id] = true
+		return err
+	})
+	return set, err
+}
+
+// Missing returns the ids of ids that set lacks, in order.
+func Missing(ids []int64, set map[int64]bool) []int64 {
+	var out []int64
+	for _, id := range ids {
+		if !set[id] {
+			out = append(out, id)
 		}
-		out = append(out, v)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
+	return out
+}
+
+// EachRow calls fn for every row of rows, closes rows and reports the
+// iteration's error: the loop each multi-row read would repeat.
+func EachRow(rows *sql.Rows, fn func(*sql.Rows) error) error {
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return err
+		}
 	}
-	return out, nil
+	return rows.Err()
+}
+
+// ScanAll reads every row of rows with scan.
+func ScanAll[T any](rows *sql.Rows, scan func(*sql.Rows) (T, error)) ([]T, error) {
+	return collect(func(fn func(*sql.Rows) error) error { return EachRow(rows, fn) }, scan)
 }
 
 // QueryAll runs q on from and reads every row with scan. Errors are
 // wrapped with what, which names the read.
 func QueryAll[T any](ctx context.Context, from driver.Querier, what, q string, args []any, scan func(*sql.Rows) (T, error)) ([]T, error) {
-	rows, err := from.QueryContext(ctx, q, args...)
+	return collect(func(fn func(*sql.Rows) error) error { return QueryEach(ctx, from, what, q, args, fn) }, scan)
+}
+
+// QueryMap runs q, whose rows are a key and a value, on from and maps
+// one to the other.
+func QueryMap[K comparable, V any](ctx context.Context, from driver.Querier, what, q string, args []any) (map[K]V, error) {
+	out := map[K]V{}
+	err := QueryEach(ctx, from, what, q, args, func(rows *sql.Rows) error {
+		var k K
+		var v V
+		err := rows.Scan(&k, &v)
+		out[k] = v
+		return err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	out, err := ScanAll(rows, scan)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
+		return nil, err
 	}
 	return out, nil
+}
+
+// collect appends what scan reads of each row that each visits.
+func collect[T any](each func(func(*sql.Rows) error) error, scan func(*sql.Rows) (T, error)) ([]T, error) {
+	var out []T
+	err := each(func(r *sql.Rows) error {
+		v, err := scan(r)
+		out = append(out, v)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// QueryEach runs q on from and calls fn for every row. Errors are
+// wrapped with what, which names the read.
+func QueryEach(ctx context.Context, from driver.Querier, what, q string, args []any, fn func(*sql.Rows) error) error {
+	rows, err := from.QueryContext(ctx, q, args...)
+	if err == nil {
+		err = EachRow(rows, fn)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
 }
 
 // NullString maps "" to NULL.

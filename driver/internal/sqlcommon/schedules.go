@@ -75,18 +75,7 @@ func (b *Base) AdvanceSchedule(ctx context.Context, p driver.AdvanceSchedulePara
 
 // ListSchedules reads every schedule's progress.
 func (b *Base) ListSchedules(ctx context.Context) ([]driver.ScheduleState, error) {
-	rows, err := b.Read.QueryContext(ctx, b.Q.ScheduleList)
-	if err != nil {
-		return nil, fmt.Errorf("list schedules: %w", err)
-	}
-	defer rows.Close()
-	var out []driver.ScheduleState
-	for rows.Next() {
-		s, err := scanSchedule(rows.Scan)
-		if err != nil {
-			return nil, fmt.Errorf("list schedules: %w", err)
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
+	return QueryAll(ctx, b.Read, "list schedules", b.Q.ScheduleList, nil, func(rows *sql.Rows) (driver.ScheduleState, error) {
+		return scanSchedule(rows.Scan)
+	})
 }

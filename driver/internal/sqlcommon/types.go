@@ -2,6 +2,7 @@ package sqlcommon
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"sort"
 
@@ -44,21 +45,15 @@ func (b *Base) SyncTypes(ctx context.Context, p driver.SyncTypesParams) (int, er
 }
 
 func (b *Base) listTypes(ctx context.Context) (map[string]driver.TypeSettings, error) {
-	rows, err := b.Read.QueryContext(ctx, b.Q.TypesList)
-	if err != nil {
-		return nil, fmt.Errorf("read type settings: %w", err)
-	}
-	defer rows.Close()
 	out := map[string]driver.TypeSettings{}
-	for rows.Next() {
+	err := QueryEach(ctx, b.Read, "read type settings", b.Q.TypesList, nil, func(rows *sql.Rows) error {
 		var s driver.TypeSettings
-		if err := rows.Scan(&s.Type, &s.Queue, &s.MaxAttempts, &s.Dedupe); err != nil {
-			return nil, fmt.Errorf("read type settings: %w", err)
-		}
+		err := rows.Scan(&s.Type, &s.Queue, &s.MaxAttempts, &s.Dedupe)
 		out[s.Type] = s
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read type settings: %w", err)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

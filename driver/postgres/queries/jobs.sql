@@ -14,7 +14,7 @@ ON CONFLICT DO NOTHING
 RETURNING id, business_key
 
 -- name: KeyHolder
-SELECT id, business_key FROM sluice_jobs
+SELECT business_key, id FROM sluice_jobs
 WHERE business_key = ANY($1::text[]) AND (dedupe = 'permanent' OR status IN ('pending', 'processing'))
 
 -- name: Get
