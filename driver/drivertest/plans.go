@@ -141,7 +141,7 @@ func exercisePlans(t *testing.T, open Opener) {
 		through("fair partitions from the first", check("fair partitions from the first", bind(qs.FairPartsFirst, 0), []any{"fair", "fair", driver.MaxFairPartitions}, false), false, part)
 		branch := strings.Replace(qs.ClaimPickPart, "/*FILTER*/", "", 1)
 		through("fair pick", check("fair pick", qd.Bind(branch+"\nUNION ALL\n"+branch, 0), []any{"fair", "A", 10, "fair", "p3", 10}, false), true, part)
-		// claim_pick repeats the queue and the LIMIT per branch, and a
+		// ClaimPick repeats the queue and the LIMIT per branch, and a
 		// merge of branches ends with a LIMIT of its own (sqlcommon's
 		// pickQuery).
 		pick := qs.ClaimPick

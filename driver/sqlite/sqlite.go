@@ -47,7 +47,7 @@ type Driver struct {
 	q          *queries
 	migrations []sqlcommon.Migration
 	memory     bool
-	// claims holds the plain claims' statements (claim, claim_type),
+	// claims holds the plain claim's statements, one per set of types,
 	// prepared once on the writer (jobs.go, claimStmt).
 	claims struct {
 		sync.Mutex

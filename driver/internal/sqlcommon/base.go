@@ -1,8 +1,24 @@
-// Package sqlcommon holds the parts of the three SQL drivers that differ only
-// in their SQL text: the drivers embed a Base built from their own query
-// files and override the methods where a database has a better shape
-// (batched inserts, claims, completions). Unlike package driver it carries
-// no compatibility promise: it changes with the bundled drivers.
+// Package sqlcommon holds what the three bundled SQL drivers share:
+//
+//   - Base, the driver methods whose logic is the same everywhere and
+//     differ only in SQL text; the drivers embed it and override the
+//     methods where a database has a better shape (batched inserts,
+//     claims, completions), and ClaimFair, the fair and limited claim;
+//   - the SQL catalogue: Queries, the typed set of statements every
+//     dialect provides, LoadQueries, which fills it and a driver's own
+//     additions from the -- name: sections of queries/*.sql, and the
+//     statements all three dialects run verbatim (queries/ here; see
+//     Queries for which statements are shared and which are written per
+//     dialect);
+//   - the markers a statement holds: JobColumnsMarker, the job column
+//     list that jobColumns defines once for the SQL and for
+//     JobScanner.Dest; ListMarker, a list of placeholders (List, Bind);
+//     TypesMarker, a claim's or probe's type filter (TypeFilter);
+//   - the toolbox: JobScanner, Time, QueryAll and its kin, ExecCount,
+//     RetryTransient, migrations and the table prefix.
+//
+// It is internal to package driver's tree: it changes with the bundled
+// drivers and promises nothing to anyone else.
 package sqlcommon
 
 import (

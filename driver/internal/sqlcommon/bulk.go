@@ -119,7 +119,7 @@ func (b *Base) ListQuery(p driver.ListParams) (string, []any) {
 	from := b.Q.List
 	if p.Status != "" && p.Type == "" && p.Queue == "" && p.KeyPrefix == "" {
 		// Only a status and the page: the (status, id) index serves both,
-		// and MySQL's list_status says so (see its comment).
+		// and MySQL's ListStatus says so (see its comment).
 		from = b.Q.ListStatus
 	}
 	q := from + f.sql()

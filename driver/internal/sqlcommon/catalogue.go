@@ -85,7 +85,7 @@ func fill(v reflect.Value, stmts map[string]statement, used map[string]bool, pre
 		case f.Type.Kind() == reflect.String && f.IsExported():
 			s, ok := stmts[f.Name]
 			if !ok {
-				return fmt.Errorf("query %s.%s: no statement under %q%s in queries/*.sql", t.Name(), f.Name, nameHeader, f.Name)
+				return fmt.Errorf("query %s: no %q line in queries/*.sql", f.Name, nameHeader+f.Name)
 			}
 			used[f.Name] = true
 			text := strings.ReplaceAll(s.text, JobColumnsMarker, strings.Join(JobColumns(), ", "))

@@ -393,7 +393,7 @@ func (b *Base) runningParts(ctx context.Context, tx *sql.Tx, queue string, parts
 //
 // Each /*FILTER*/ marker ends the WHERE of one branch, whose arguments are
 // args, the filter's and n, in that order. A template of several branches
-// (claim_pick on PostgreSQL and SQLite merges two indexes) repeats them per
+// (ClaimPick on PostgreSQL and SQLite merges two indexes) repeats them per
 // branch and ends with a LIMIT of its own, n again.
 func (b *Base) pickQuery(q string, args []any, types, capped []string, n int) (string, []any) {
 	var filter strings.Builder

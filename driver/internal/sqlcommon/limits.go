@@ -12,7 +12,7 @@ import (
 )
 
 // The circuit breakers and rate buckets (driver.Limits) are decided here
-// from rows that circuit_lock and bucket_lock lock until the transaction
+// from rows that CircuitLock and BucketLock lock until the transaction
 // ends (SQLite's write transactions are exclusive already).
 
 func scanCircuit(row interface{ Scan(...any) error }) (driver.Circuit, error) {

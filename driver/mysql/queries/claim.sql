@@ -35,7 +35,7 @@ UPDATE sluice_jobs SET status = 'processing', attempts = attempts + 1, locked_by
 WHERE id IN (/*LIST*/)
 
 -- name: ClaimIDs
--- Locks the picked jobs still pending; claim_update then claims them.
+-- Locks the picked jobs still pending; ClaimUpdate then claims them.
 SELECT UTC_TIMESTAMP(6), /*JOB_COLUMNS*/
 FROM sluice_jobs
 WHERE id IN (/*LIST*/) AND status = 'pending'
@@ -100,7 +100,7 @@ ORDER BY partition_key
 LIMIT ?
 
 -- name: FairPartsFirst
--- fair_parts from the first partition of the queue.
+-- FairParts from the first partition of the queue.
 -- Arguments: queue, queue (again), how many.
 SELECT partition_key FROM sluice_jobs FORCE INDEX (sluice_jobs_fair)
 WHERE queue = ? AND status = 'pending' AND queue = ?

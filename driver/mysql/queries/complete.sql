@@ -85,7 +85,7 @@ LIMIT ?
 
 -- name: RescueFailedLock
 -- The jobs whose lease expired on their last attempt, locked for
--- rescue_failed to fail by id: MySQL has no UPDATE ... RETURNING to give
+-- RescueFailed to fail by id: MySQL has no UPDATE ... RETURNING to give
 -- their queue and type, which count them as failed completions. In the
 -- rescue index's order, as Rescue.
 SELECT id, queue, type FROM sluice_jobs FORCE INDEX (sluice_jobs_rescue)

@@ -1,4 +1,6 @@
 -- Enqueue, read, list, retry, cancel and delete jobs.
+-- Also run here, written once for every dialect in
+-- driver/internal/sqlcommon/queries/jobs.sql: List, Delete.
 
 -- name: Insert
 INSERT INTO sluice_jobs (queue, type, business_key, dedupe, payload, priority, max_attempts, next_run_at, traceparent, partition_key)

@@ -1,4 +1,6 @@
 -- Enqueue, read, list, retry, cancel and delete jobs.
+-- Also run here, written once for every dialect in
+-- driver/internal/sqlcommon/queries/jobs.sql: List, Delete.
 
 -- name: Insert
 -- Rows are inserted in input order, so the identity gives keyless rows

@@ -1,5 +1,5 @@
--- Enqueue, read, list, retry, cancel and delete jobs: the statements every
--- dialect runs as written here.
+-- Job statements every dialect runs as written here; the rest of each
+-- dialect's job statements are in its own queries/jobs.sql.
 
 -- name: List
 SELECT /*JOB_COLUMNS*/ FROM sluice_jobs

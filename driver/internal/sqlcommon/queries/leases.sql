@@ -1,5 +1,5 @@
--- Named leases, the MySQL lock backend and the node registry: the
--- statements every dialect runs as written here.
+-- Lease and node statements every dialect runs as written here; the rest
+-- are in each dialect's queries/leases.sql.
 
 -- name: LeaseList
 SELECT name, holder, fence, acquired_at, expires_at FROM sluice_leases ORDER BY name

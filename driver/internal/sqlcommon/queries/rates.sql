@@ -1,5 +1,5 @@
--- Rate buckets and circuit breakers outside the claim: the statements
--- every dialect runs as written here.
+-- Rate bucket and circuit breaker statements every dialect runs as
+-- written here; the rest are in each dialect's queries/rates.sql.
 
 -- name: BucketList
 SELECT name, tokens, updated_at FROM sluice_rate_buckets ORDER BY name

@@ -1,5 +1,5 @@
--- The database clock, the schema version and migrations, dropping tables,
--- and type settings: the statements every dialect runs as written here.
+-- Schema and type-settings statements every dialect runs as written
+-- here; the rest are in each dialect's queries/schema.sql.
 
 -- name: SchemaVersion
 SELECT version FROM sluice_schema WHERE id = 1
