@@ -65,6 +65,8 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) ([]driver.JobR
 // leaves stay pending, skipped by other claimers until this transaction
 // commits.
 func (d *Driver) claimSkipLocked(ctx context.Context, tx *sql.Tx, p driver.ClaimParams) ([]driver.JobRow, error) {
+	// MySQL's placeholders are not numbered: the types bind where each
+	// filter stands, between the queue and the limit.
 	types := sqlcommon.Args(p.Types)
 	q := sqlcommon.TypeFilter(d.q.Claim, 0, p.Types, d.Placeholder)
 	args := append(append([]any{p.Queue, p.Queue}, types...), p.Limit)

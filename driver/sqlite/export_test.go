@@ -15,5 +15,5 @@ func MigrateTo(ctx context.Context, d *Driver, version int) error {
 
 // ClaimQuery is the plain claim's statement for types.
 func ClaimQuery(d *Driver, types []string) string {
-	return sqlcommon.TypeFilter(d.q.Claim, 5, types, d.Placeholder)
+	return d.claimQuery(types)
 }

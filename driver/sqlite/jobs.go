@@ -65,7 +65,7 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) ([]driver.JobR
 	if p.Fair || p.Limits.Active() {
 		return d.ClaimFairReturning(ctx, p)
 	}
-	q := sqlcommon.TypeFilter(d.q.Claim, 5, p.Types, d.Placeholder)
+	q := d.claimQuery(p.Types)
 	args := append([]any{p.Token, d.Duration(p.Lease), p.Queue, p.Limit}, sqlcommon.Args(p.Types)...)
 	// Prepared before the transaction: the writer pool has one
 	// connection, which the transaction holds.
@@ -86,6 +86,12 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) ([]driver.JobR
 		return nil, fmt.Errorf("claim %s: %w", p.Queue, err)
 	}
 	return jobs, nil
+}
+
+// claimQuery is Claim's statement for types: they bind from ?5, after
+// its four numbered parameters, which both of its branches share.
+func (d *Driver) claimQuery(types []string) string {
+	return sqlcommon.TypeFilter(d.q.Claim, 5, types, d.Placeholder)
 }
 
 // claimStmt returns the claim statement q prepared on the writer,
