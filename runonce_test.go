@@ -120,7 +120,7 @@ func TestRunOnceCountsRescuedFailures(t *testing.T) {
 		require.NoError(t, err)
 		// A worker that died holding it: claimed under a lease that has
 		// already run out.
-		got, err := d.Claim(ctx, driver.ClaimParams{Queue: "default", Type: "crashy", Limit: 1, Lease: -time.Second, Token: "dead-worker"})
+		got, err := d.Claim(ctx, driver.ClaimParams{Queue: "default", Types: []string{"crashy"}, Limit: 1, Lease: -time.Second, Token: "dead-worker"})
 		require.NoError(t, err)
 		require.Len(t, got, 1)
 

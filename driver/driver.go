@@ -282,8 +282,8 @@ type Listener interface {
 // job. Idle workers probe often instead of claiming often, so that a job
 // inserted by another process starts soon without loading the database.
 type Prober interface {
-	// Runnable reports whether Claim with this queue and type (empty: any)
-	// would find a job now.
+	// Runnable reports whether Claim with this queue and these types
+	// (none: any) would find a job now.
 	Runnable(ctx context.Context, p RunnableParams) (bool, error)
 }
 
@@ -322,7 +322,9 @@ type InsertResult struct {
 // ClaimParams selects the jobs to claim.
 type ClaimParams struct {
 	Queue string
-	Type  string // optional: only this type
+	// Types limits the claim to jobs of these types; empty claims every
+	// type. Every claim path applies it: plain, fair and limited.
+	Types []string
 	Limit int
 	Lease time.Duration
 	Token string // the fresh lease token written to locked_by
@@ -603,10 +605,10 @@ type DropTablesParams struct {
 	Prefix string
 }
 
-// RunnableParams is the queue and job type (empty: any) to probe.
+// RunnableParams is the queue and job types (none: any) to probe.
 type RunnableParams struct {
 	Queue string
-	Type  string
+	Types []string // as ClaimParams.Types
 }
 
 // StorableText makes s storable in every database's text column and cuts it to n

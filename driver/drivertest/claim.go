@@ -86,9 +86,9 @@ func exerciseClaim(t *testing.T, open Opener) {
 		t.Parallel()
 		claims := map[string]driver.ClaimParams{
 			"plain":           {},
-			"by type":         {Type: "t"},
+			"by type":         {Types: []string{"t"}},
 			"limited":         {Limits: &driver.RunningCaps{Queue: 100}},
-			"limited by type": {Type: "t", Limits: &driver.RunningCaps{Queue: 100}},
+			"limited by type": {Types: []string{"t"}, Limits: &driver.RunningCaps{Queue: 100}},
 		}
 		for name, p := range claims {
 			b := setup(t, open)
@@ -119,7 +119,7 @@ func exerciseClaim(t *testing.T, open Opener) {
 			for _, r := range b.insert(o1, o2) {
 				others = append(others, r.ID)
 			}
-			if p.Type == "" {
+			if len(p.Types) == 0 {
 				want = append([][]int64{others}, want...)
 			}
 			for i, w := range want {
@@ -163,6 +163,40 @@ func exerciseClaim(t *testing.T, open Opener) {
 		}
 	})
 
+	// A claim of several types takes the jobs of those types only, on
+	// every claim path: plain, fair, and each kind of limit.
+	t.Run("TypesFilterEveryPath", func(t *testing.T) {
+		t.Parallel()
+		paths := map[string]driver.ClaimParams{
+			"plain":          {},
+			"fair":           {Fair: true},
+			"queue cap":      {Limits: &driver.RunningCaps{Queue: 100}},
+			"type caps":      {Limits: &driver.RunningCaps{Types: map[string]int{"a": 100, "b": 100}}},
+			"partition cap":  {Limits: &driver.RunningCaps{Partition: 100}},
+			"type rate":      {Limits: &driver.RunningCaps{TypeRates: map[string]driver.Rate{"c": {PerSecond: 1000, Burst: 1000}}}},
+			"partition rate": {Limits: &driver.RunningCaps{PartitionRate: driver.Rate{PerSecond: 1000, Burst: 1000}}},
+		}
+		for name, p := range paths {
+			b := setup(t, open)
+			var want, others []int64
+			for _, part := range []string{"", "P1", "P2"} {
+				for _, typ := range []string{"a", "b", "c"} {
+					id := b.insertOne(inPart(typ, part))
+					if typ == "b" {
+						others = append(others, id)
+					} else {
+						want = append(want, id)
+					}
+				}
+			}
+			p.Queue, p.Types, p.Limit, p.Lease, p.Token = "default", []string{"a", "c"}, 100, time.Minute, newToken()
+			require.ElementsMatch(t, want, ids(b.claim(p)), "%s claim of types a and c", name)
+			p.Token = newToken()
+			require.Empty(t, b.claim(p), "%s claim of types a and c, again", name)
+			p.Types, p.Token = nil, newToken()
+			require.ElementsMatch(t, others, ids(b.claim(p)), "%s claim of every type", name)
+		}
+	})
 	t.Run("TypeFilter", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
@@ -171,10 +205,10 @@ func exerciseClaim(t *testing.T, open Opener) {
 		a2 := b.insertOne(newJob("a"))
 		b2 := b.insertOne(newJob("b"))
 
-		jobs := b.claim(driver.ClaimParams{Queue: "default", Type: "b", Limit: 10, Lease: time.Minute, Token: newToken()})
+		jobs := b.claim(driver.ClaimParams{Queue: "default", Types: []string{"b"}, Limit: 10, Lease: time.Minute, Token: newToken()})
 		require.ElementsMatch(t, []int64{b1, b2}, ids(jobs))
-		require.Empty(t, b.claim(driver.ClaimParams{Queue: "default", Type: "b", Limit: 10, Lease: time.Minute, Token: newToken()}))
-		require.Empty(t, b.claim(driver.ClaimParams{Queue: "default", Type: "c", Limit: 10, Lease: time.Minute, Token: newToken()}))
+		require.Empty(t, b.claim(driver.ClaimParams{Queue: "default", Types: []string{"b"}, Limit: 10, Lease: time.Minute, Token: newToken()}))
+		require.Empty(t, b.claim(driver.ClaimParams{Queue: "default", Types: []string{"c"}, Limit: 10, Lease: time.Minute, Token: newToken()}))
 		jobs = b.claim(driver.ClaimParams{Queue: "default", Limit: 10, Lease: time.Minute, Token: newToken()})
 		require.ElementsMatch(t, []int64{a1, a2}, ids(jobs))
 	})

@@ -57,7 +57,7 @@ func exerciseComplete(t *testing.T, open Opener) {
 		require.Nil(t, j.FinishedAt)
 		require.Empty(t, j.LockedBy)
 		require.Nil(t, j.LockedUntil)
-		require.Empty(t, b.claim(driver.ClaimParams{Queue: "default", Type: "flaky", Limit: 10, Lease: time.Minute, Token: newToken()}),
+		require.Empty(t, b.claim(driver.ClaimParams{Queue: "default", Types: []string{"flaky"}, Limit: 10, Lease: time.Minute, Token: newToken()}),
 			"a job retried with a delay was claimable at once")
 	})
 

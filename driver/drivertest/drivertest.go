@@ -207,7 +207,7 @@ func (b *bundle) claim(p driver.ClaimParams) []sluicetype.JobRow {
 func (b *bundle) claimOne(want driver.InsertJob, id int64, lease time.Duration) (sluicetype.JobRow, string) {
 	b.t.Helper()
 	tok := newToken()
-	jobs := b.claim(driver.ClaimParams{Queue: want.Queue, Type: want.Type, Limit: 1, Lease: lease, Token: tok})
+	jobs := b.claim(driver.ClaimParams{Queue: want.Queue, Types: []string{want.Type}, Limit: 1, Lease: lease, Token: tok})
 	require.Len(b.t, jobs, 1, "job %d was not claimable", id)
 	require.Equal(b.t, id, jobs[0].ID, "claimed another job than the one set up")
 	return jobs[0], tok
@@ -360,4 +360,12 @@ func (b *bundle) jobsTable() string {
 	}
 	b.t.Fatalf("no table in %v holds job %d", names, id)
 	return ""
+}
+
+// typeList is the ClaimParams.Types of a claim of typ, every type for "".
+func typeList(typ string) []string {
+	if typ == "" {
+		return nil
+	}
+	return []string{typ}
 }

@@ -124,7 +124,7 @@ func exerciseFair(t *testing.T, open Opener) {
 		t.Parallel()
 		b := setup(t, open)
 		b.insert(inPart("x", "A"), inPart("y", "A"), inPart("y", "B"), inPart("x", "B"))
-		got := b.claim(driver.ClaimParams{Queue: "default", Type: "y", Limit: 5, Lease: time.Minute, Token: newToken(), Fair: true})
+		got := b.claim(driver.ClaimParams{Queue: "default", Types: []string{"y"}, Limit: 5, Lease: time.Minute, Token: newToken(), Fair: true})
 		require.Equal(t, "A,B", partsOf(got))
 		for _, j := range got {
 			require.Equal(t, "y", j.Type)
@@ -201,7 +201,7 @@ func exerciseFair(t *testing.T, open Opener) {
 		got = b.claim(driver.ClaimParams{Queue: "default", Limit: 100, Lease: time.Minute, Token: newToken(), Limits: lim})
 		require.Len(t, got, 1)
 		require.Equal(t, "pdf", got[0].Type)
-		require.Empty(t, b.claim(driver.ClaimParams{Queue: "other", Type: "mail", Limit: 1, Lease: time.Minute, Token: newToken(), Limits: lim}))
+		require.Empty(t, b.claim(driver.ClaimParams{Queue: "other", Types: []string{"mail"}, Limit: 1, Lease: time.Minute, Token: newToken(), Limits: lim}))
 
 		// A queue cap counts every running job of the queue.
 		b3 := setup(t, open)

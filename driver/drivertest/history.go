@@ -74,7 +74,7 @@ func exerciseHistory(t *testing.T, open Opener) {
 		run := func(n, keep int) {
 			t.Helper()
 			tok := newToken()
-			claimed := b.claim(driver.ClaimParams{Queue: p.Queue, Type: p.Type, Limit: 2, Lease: time.Minute, Token: tok})
+			claimed := b.claim(driver.ClaimParams{Queue: p.Queue, Types: []string{p.Type}, Limit: 2, Lease: time.Minute, Token: tok})
 			require.Len(t, claimed, 2)
 			var cs []driver.Completion
 			for _, c := range claimed {
@@ -119,7 +119,7 @@ func exerciseHistory(t *testing.T, open Opener) {
 		complete := func(entry bool) {
 			t.Helper()
 			tok := newToken()
-			claimed := b.claim(driver.ClaimParams{Queue: p.Queue, Type: p.Type, Limit: 2, Lease: time.Minute, Token: tok})
+			claimed := b.claim(driver.ClaimParams{Queue: p.Queue, Types: []string{p.Type}, Limit: 2, Lease: time.Minute, Token: tok})
 			require.Len(t, claimed, 2)
 			var cs []driver.Completion
 			for _, c := range claimed {

@@ -25,7 +25,7 @@ func exerciseLatency(t *testing.T, open Opener) {
 				p := newJob("late")
 				p.Queue, p.RunAt = randomName("q"), now.Add(-5*time.Second)
 				id := b.insertOne(p)
-				jobs := b.claim(driver.ClaimParams{Queue: p.Queue, Type: typ, Limit: 1, Lease: time.Minute, Token: newToken(), Fair: fair})
+				jobs := b.claim(driver.ClaimParams{Queue: p.Queue, Types: typeList(typ), Limit: 1, Lease: time.Minute, Token: newToken(), Fair: fair})
 				require.Len(t, jobs, 1)
 				require.Equal(t, id, jobs[0].ID)
 				after := b.now()

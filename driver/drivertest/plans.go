@@ -10,13 +10,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/driver/internal/sqlcommon"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // querier is what the SQL drivers expose for plan checks: their query
 // texts and the listing's SQL.
 type querier interface {
-	Query(name string) string
+	Queries() *sqlcommon.Queries
 	ListQuery(p sluicetype.ListParams) (string, []any)
 	// Bind numbers the ? of the fair claim's query texts.
 	Bind(q string, n int) string
@@ -39,7 +40,12 @@ func exercisePlans(t *testing.T, open Opener) {
 		if !ok {
 			t.Skipf("%s exposes no query texts", b.d.Name())
 		}
-		jobs := jobsTable(t, qd.Query("list"))
+		qs := qd.Queries()
+		// The claims' and probes' type filter, as the drivers expand it.
+		types := func(q string, first int, types ...string) string {
+			return sqlcommon.TypeFilter(q, first, types, b.d.Dialect().Placeholder)
+		}
+		jobs := jobsTable(t, qs.List)
 		fillForPlans(b, jobs)
 
 		cases := map[string]sluicetype.ListParams{
@@ -78,17 +84,23 @@ func exercisePlans(t *testing.T, open Opener) {
 			}
 		}
 		if idx.probe != nil {
-			through("pending count (stats)", check("pending count (stats)", qd.Query("stats"), nil, false), false, idx.probe, idx.running, jobs+"_failed")
+			through("pending count (stats)", check("pending count (stats)", qs.Stats, nil, false), false, idx.probe, idx.running, jobs+"_failed")
 		} else {
-			check("pending count (stats)", qd.Query("stats"), nil, false)
+			check("pending count (stats)", qs.Stats, nil, false)
 		}
 		// Workers hand back a claim after every failed one, usually for a
 		// token that holds nothing: an index lookup, never a scan.
-		check("release claim", qd.Query("release_claim"), []any{newToken()}, false)
+		check("release claim", qs.ReleaseClaim, []any{newToken()}, false)
 		if _, ok := b.d.(driver.Prober); ok {
 			// Idle workers run the probe many times a second.
-			for name, args := range map[string][]any{"runnable": {"default"}, "runnable_type": {"default", "noop"}} {
-				plan := check(name+" probe", qd.Query(name), args, false)
+			for name, probe := range map[string]struct {
+				q    string
+				args []any
+			}{
+				"runnable":         {types(qs.Runnable, 2), []any{"default"}},
+				"runnable of type": {types(qs.Runnable, 2, "noop"), []any{"default", "noop"}},
+			} {
+				plan := check(name+" probe", probe.q, probe.args, false)
 				if idx.probe != nil {
 					through(name+" probe", plan, false, idx.probe)
 				}
@@ -124,16 +136,16 @@ func exercisePlans(t *testing.T, open Opener) {
 		// partition or a range bounded by the claim's size. The backlog
 		// comes last, as it changes what the counts above should plan.
 		fillFairBacklog(b, jobs)
-		bind := func(name string, n int) string { return qd.Bind(qd.Query(name), n) }
+		bind := qd.Bind
 		part := []string{idx.partition}
-		through("fair partitions", check("fair partitions", bind("fair_parts", 0), []any{"fair", "", "fair", driver.MaxFairPartitions}, false), false, part)
-		through("fair partitions from the first", check("fair partitions from the first", bind("fair_parts_first", 0), []any{"fair", "fair", driver.MaxFairPartitions}, false), false, part)
-		branch := strings.Replace(qd.Query("claim_pick_part"), "/*FILTER*/", "", 1)
+		through("fair partitions", check("fair partitions", bind(qs.FairParts, 0), []any{"fair", "", "fair", driver.MaxFairPartitions}, false), false, part)
+		through("fair partitions from the first", check("fair partitions from the first", bind(qs.FairPartsFirst, 0), []any{"fair", "fair", driver.MaxFairPartitions}, false), false, part)
+		branch := strings.Replace(qs.ClaimPickPart, "/*FILTER*/", "", 1)
 		through("fair pick", check("fair pick", qd.Bind(branch+"\nUNION ALL\n"+branch, 0), []any{"fair", "A", 10, "fair", "p3", 10}, false), true, part)
-		// claim_pick repeats the queue and the LIMIT per branch, and a
+		// ClaimPick repeats the queue and the LIMIT per branch, and a
 		// merge of branches ends with a LIMIT of its own (sqlcommon's
 		// pickQuery).
-		pick := qd.Query("claim_pick")
+		pick := qs.ClaimPick
 		var pickArgs []any
 		for range strings.Count(pick, "/*FILTER*/") {
 			pickArgs = append(pickArgs, "default", 10)
@@ -146,22 +158,25 @@ func exercisePlans(t *testing.T, open Opener) {
 			through("limited pick", plan, true, idx.order)
 			// The single-statement claims read the same merge, then update
 			// the rows they picked by primary key.
-			for name, args := range map[string][]any{
-				"claim":      {newToken(), int64(time.Minute / time.Microsecond), "default", 10},
-				"claim_type": {newToken(), int64(time.Minute / time.Microsecond), "default", "plan", 10},
+			for name, claim := range map[string]struct {
+				q    string
+				args []any
+			}{
+				"claim":         {types(qs.Claim, 5), []any{newToken(), int64(time.Minute / time.Microsecond), "default", 10}},
+				"claim of type": {types(qs.Claim, 5, "plan"), []any{newToken(), int64(time.Minute / time.Microsecond), "default", 10, "plan"}},
 			} {
-				through(name, check(name, qd.Query(name), args, false), true, idx.order, idx.primary)
+				through(name, check(name, claim.q, claim.args, false), true, idx.order, idx.primary)
 			}
 		}
-		plan = check("running by partition", bind("running_parts", 2), []any{"fair", "A", "p3"}, false)
+		plan = check("running by partition", bind(qs.RunningParts, 2), []any{"fair", "A", "p3"}, false)
 		through("running by partition", plan, false, []string{idx.running})
-		plan = check("running in queue", bind("running_queue", 0), []any{"fair"}, false)
+		plan = check("running in queue", bind(qs.RunningQueue, 0), []any{"fair"}, false)
 		if idx.order != nil {
 			through("running in queue", plan, false, []string{idx.running})
 		}
-		plan = check("partition stats", bind("partition_stats", 0), []any{10}, false)
+		plan = check("partition stats", bind(qs.PartitionStats, 0), []any{10}, false)
 		through("partition stats", plan, false, idx.stats)
-		check("running by type", bind("running_types", 1), []any{"plan"}, false)
+		check("running by type", bind(qs.RunningTypes, 1), []any{"plan"}, false)
 	})
 }
 

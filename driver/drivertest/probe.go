@@ -24,7 +24,7 @@ func exerciseProbe(t *testing.T, open Opener) {
 		}
 		runnable := func(queue, typ string) bool {
 			t.Helper()
-			ok, err := pr.Runnable(b.ctx, driver.RunnableParams{Queue: queue, Type: typ})
+			ok, err := pr.Runnable(b.ctx, driver.RunnableParams{Queue: queue, Types: typeList(typ)})
 			require.NoError(t, err)
 			return ok
 		}
@@ -43,7 +43,7 @@ func exerciseProbe(t *testing.T, open Opener) {
 		require.True(t, runnable("default", ""), "a due pending job")
 		require.True(t, runnable("default", "report"), "a due pending job of the type asked for")
 		require.False(t, runnable("default", "email"), "a due pending job of another type only")
-		require.Empty(t, b.claim(driver.ClaimParams{Queue: "default", Type: "email", Limit: 10, Lease: time.Minute, Token: newToken()}))
+		require.Empty(t, b.claim(driver.ClaimParams{Queue: "default", Types: []string{"email"}, Limit: 10, Lease: time.Minute, Token: newToken()}))
 
 		jobs := b.claim(driver.ClaimParams{Queue: "default", Limit: 10, Lease: time.Minute, Token: newToken()})
 		require.Len(t, jobs, 1)

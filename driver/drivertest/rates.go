@@ -27,7 +27,7 @@ func exerciseClaimRates(t *testing.T, open Opener) {
 		b.insertMailAndPDF(10)
 		lim := &driver.RunningCaps{TypeRates: map[string]driver.Rate{"mail": {PerSecond: slow, Burst: 4}}}
 		claim := func(queue, typ string) []sluicetype.JobRow {
-			return b.claim(driver.ClaimParams{Queue: queue, Type: typ, Limit: 100, Lease: time.Minute, Token: newToken(), Limits: lim})
+			return b.claim(driver.ClaimParams{Queue: queue, Types: typeList(typ), Limit: 100, Lease: time.Minute, Token: newToken(), Limits: lim})
 		}
 		// A mail job starts in the other queue: it takes the type's token.
 		require.Len(t, b.claim(driver.ClaimParams{Queue: "other", Limit: 1, Lease: time.Minute, Token: newToken(), Limits: lim}), 1)

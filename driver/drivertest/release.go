@@ -27,7 +27,7 @@ func exerciseRelease(t *testing.T, open Opener) {
 			before[id] = b.get(id)
 		}
 		lost := newToken()
-		jobs := b.claim(driver.ClaimParams{Queue: p.Queue, Type: p.Type, Limit: 10, Lease: time.Hour, Token: lost})
+		jobs := b.claim(driver.ClaimParams{Queue: p.Queue, Types: []string{p.Type}, Limit: 10, Lease: time.Hour, Token: lost})
 		require.ElementsMatch(t, want, ids(jobs))
 
 		n, err := b.d.ReleaseClaim(b.ctx, driver.ReleaseClaimParams{Token: lost})
@@ -43,7 +43,7 @@ func exerciseRelease(t *testing.T, open Opener) {
 			require.True(t, j.NextRunAt.Equal(before[id].NextRunAt), "job %d: next_run_at moved from %s to %s", id, before[id].NextRunAt, j.NextRunAt)
 		}
 		// Runnable at once, and the next claim is the first attempt again.
-		again := b.claim(driver.ClaimParams{Queue: p.Queue, Type: p.Type, Limit: 10, Lease: time.Hour, Token: newToken()})
+		again := b.claim(driver.ClaimParams{Queue: p.Queue, Types: []string{p.Type}, Limit: 10, Lease: time.Hour, Token: newToken()})
 		require.ElementsMatch(t, want, ids(again))
 		for _, j := range again {
 			require.Equal(t, 1, j.Attempts)
@@ -61,7 +61,7 @@ func exerciseRelease(t *testing.T, open Opener) {
 		claimAs := func(p driver.InsertJob, lease time.Duration) int64 {
 			t.Helper()
 			id := b.insertOne(p)
-			jobs := b.claim(driver.ClaimParams{Queue: p.Queue, Type: p.Type, Limit: 1, Lease: lease, Token: tok})
+			jobs := b.claim(driver.ClaimParams{Queue: p.Queue, Types: []string{p.Type}, Limit: 1, Lease: lease, Token: tok})
 			require.Equal(t, []int64{id}, ids(jobs))
 			return id
 		}

@@ -3,7 +3,7 @@ package mysql
 import (
 	"context"
 
-	"github.com/sluicehq/sluice/driver/sqlcommon"
+	"github.com/sluicehq/sluice/driver/internal/sqlcommon"
 )
 
 // SetConsecutiveIDs lets tests take the insert path that servers with
@@ -13,6 +13,6 @@ func SetConsecutiveIDs(d *Driver, v bool) { d.consecutiveIDs = v }
 // MigrateTo applies the migrations up to version to fresh tables, so that
 // tests can upgrade a schema that holds data.
 func MigrateTo(ctx context.Context, d *Driver, version int) error {
-	_, err := sqlcommon.ApplyMigrations(ctx, d.DB(), d.migrations[:version], 0, d.Q["schema_set"])
+	_, err := sqlcommon.ApplyMigrations(ctx, d.DB(), d.migrations[:version], 0, d.q.SchemaSet)
 	return err
 }

@@ -1,17 +1,16 @@
 package mysql
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/driver/sqlcommon"
+	"github.com/sluicehq/sluice/driver/internal/sqlcommon"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -134,28 +133,16 @@ func (d *Driver) keyHolders(ctx context.Context, q driver.Querier, keys []string
 		for i, k := range part {
 			args[i] = k
 		}
-		rows, err := q.QueryContext(ctx, d.InList(d.Q["key_holders"], 1, len(part)), args...)
+		found, err := sqlcommon.QueryMap[string, int64](ctx, q, "find key holders", d.InList(d.q.KeyHolders, 1, len(part)), args)
 		if err != nil {
-			return nil, fmt.Errorf("find key holders: %w", err)
+			return nil, err
 		}
-		for rows.Next() {
-			var key string
-			var id int64
-			if err := rows.Scan(&key, &id); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("find key holders: %w", err)
-			}
-			held[key] = id
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("find key holders: %w", err)
-		}
+		maps.Copy(held, found)
 	}
 	return held, nil
 }
 
-// insertArgs are the arguments of insert.sql for one job, in its order.
+// insertArgs are the arguments of Insert for one job, in its order.
 func (d *Driver) insertArgs(j driver.InsertJob) []any {
 	var runAt any
 	if !j.RunAt.IsZero() {
@@ -163,8 +150,8 @@ func (d *Driver) insertArgs(j driver.InsertJob) []any {
 	}
 	// A string, not []byte: MySQL refuses to build a JSON value from a
 	// binary string, which is what the driver makes of []byte.
-	return []any{j.Queue, j.Type, driver.NullString(j.Key), j.Dedupe, string(j.Payload),
-		j.Priority, j.MaxAttempts, runAt, d.Duration(j.Delay), driver.NullString(j.TraceParent), j.Partition}
+	return []any{j.Queue, j.Type, sqlcommon.NullString(j.Key), j.Dedupe, string(j.Payload),
+		j.Priority, j.MaxAttempts, runAt, d.Duration(j.Delay), sqlcommon.NullString(j.TraceParent), j.Partition}
 }
 
 func jobSize(j driver.InsertJob) int {
@@ -175,7 +162,7 @@ func jobSize(j driver.InsertJob) int {
 // ids in out. byKey reads the ids back by key (every row in idx has one);
 // otherwise they are the consecutive range starting at LAST_INSERT_ID().
 func (d *Driver) insertChunks(ctx context.Context, tx *sql.Tx, jobs []driver.InsertJob, idx []int, out []driver.InsertResult, byKey bool) error {
-	head, tuple, _ := strings.Cut(d.Q["insert"], "VALUES")
+	head, tuple, _ := strings.Cut(d.q.Insert, "VALUES")
 	for _, c := range chunks(len(idx), insertChunkRows, func(i int) int { return jobSize(jobs[idx[i]]) }) {
 		part := idx[c[0]:c[1]]
 		var sb strings.Builder
@@ -244,7 +231,7 @@ func (d *Driver) insertEach(ctx context.Context, tx *sql.Tx, jobs []driver.Inser
 	if len(idx) == 0 {
 		return nil
 	}
-	ins, err := tx.PrepareContext(ctx, d.Q["insert"])
+	ins, err := tx.PrepareContext(ctx, d.q.Insert)
 	if err != nil {
 		return fmt.Errorf("prepare insert: %w", err)
 	}
@@ -273,7 +260,7 @@ func (d *Driver) insertOne(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, j dri
 			return driver.InsertResult{}, err
 		}
 		var id int64
-		err = tx.QueryRowContext(ctx, d.Q["key_holder_locked"], j.Key).Scan(&id)
+		err = tx.QueryRowContext(ctx, d.q.KeyHolderLocked, j.Key).Scan(&id)
 		if err == nil {
 			return driver.InsertResult{ID: id, Duplicate: true}, nil
 		}
@@ -282,156 +269,6 @@ func (d *Driver) insertOne(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, j dri
 		}
 	}
 	return driver.InsertResult{}, fmt.Errorf("key %q: its holder kept changing over %d tries", j.Key, tries)
-}
-
-// claimTx is the isolation of claim transactions. READ COMMITTED takes no
-// gap locks, so a claim's index range scan does not block enqueues into
-// that range nor deadlock with them.
-var claimTx = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
-
-// Claim moves up to p.Limit runnable jobs to processing in one short
-// transaction, retried on deadlock. With SKIP LOCKED it locks the rows with
-// a SELECT and updates them by id, so concurrent claimers pass over each
-// other's rows instead of waiting. Without, and for fair or limited
-// queues, it claims through sqlcommon.ClaimFair, whose claim-state row
-// makes concurrent claims of a queue wait for each other instead.
-func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) ([]sluicetype.JobRow, error) {
-	if p.Limit <= 0 {
-		return nil, nil
-	}
-	claim := d.claimSkipLocked
-	if !d.skipLocked || p.Fair || p.Limits.Active() {
-		claim = func(ctx context.Context, tx *sql.Tx, p driver.ClaimParams) ([]sluicetype.JobRow, error) {
-			return d.ClaimFair(ctx, tx, p, d.claimIDs)
-		}
-	}
-	var jobs []sluicetype.JobRow
-	err := driver.RetryTransient(ctx, d.Transient, func() error {
-		tx, err := d.Write.BeginTx(ctx, claimTx)
-		if err != nil {
-			return err
-		}
-		defer tx.Rollback()
-		if jobs, err = claim(ctx, tx, p); err != nil {
-			return err
-		}
-		return tx.Commit()
-	})
-	if err != nil {
-		return nil, fmt.Errorf("claim %s: %w", p.Queue, err)
-	}
-	return jobs, nil
-}
-
-// claimSkipLocked locks the queue's first runnable jobs in its global
-// order and claims them. Jobs without a partition and jobs with one are in
-// claim order in two indexes (012_pending_indexes.sql), read one statement
-// each; the second runs only when the first says the queue has pending
-// jobs with a partition, or finds none without. Each branch locks up to
-// p.Limit jobs and the merge claims the first p.Limit of them: those it
-// leaves stay pending, skipped by other claimers until this transaction
-// commits.
-func (d *Driver) claimSkipLocked(ctx context.Context, tx *sql.Tx, p driver.ClaimParams) ([]sluicetype.JobRow, error) {
-	q, args := d.Q["claim"], []any{p.Queue, p.Queue, p.Limit}
-	pq, pargs := d.Q["claim_partitioned"], []any{p.Queue, p.Limit}
-	if p.Type != "" {
-		q, args = d.Q["claim_type"], []any{p.Queue, p.Queue, p.Type, p.Limit}
-		pq, pargs = d.Q["claim_partitioned_type"], []any{p.Queue, p.Type, p.Limit}
-	}
-	var partitioned bool
-	jobs, now, err := d.lockJobs(ctx, tx, q, args, &partitioned)
-	if err != nil {
-		return nil, err
-	}
-	if partitioned || len(jobs) == 0 {
-		more, pnow, err := d.lockJobs(ctx, tx, pq, pargs, nil)
-		if err != nil {
-			return nil, err
-		}
-		if len(jobs) == 0 {
-			now = pnow
-		}
-		jobs = append(jobs, more...)
-		slices.SortFunc(jobs, claimOrder)
-		jobs = jobs[:min(len(jobs), p.Limit)]
-	}
-	return d.claimLocked(ctx, tx, p, jobs, now)
-}
-
-// claimOrder is the claims' order: priority, next_run_at, id.
-func claimOrder(a, b sluicetype.JobRow) int {
-	if a.Priority != b.Priority {
-		return cmp.Compare(a.Priority, b.Priority)
-	}
-	if c := a.NextRunAt.Compare(b.NextRunAt); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.ID, b.ID)
-}
-
-// claimIDs is sqlcommon.ClaimIDs: it locks the picked jobs still pending
-// and claims them as claimSkipLocked does. The claim of a fair or limited
-// queue holds its claim-state row, so no other such claim picks them.
-func (d *Driver) claimIDs(ctx context.Context, tx *sql.Tx, p driver.ClaimParams, ids []int64) ([]sluicetype.JobRow, error) {
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		args[i] = id
-	}
-	jobs, now, err := d.lockJobs(ctx, tx, d.Bind(d.Q["claim_ids"], len(ids)), args, nil)
-	if err != nil {
-		return nil, err
-	}
-	return d.claimLocked(ctx, tx, p, jobs, now)
-}
-
-// lockJobs runs q, which locks and returns jobs with the database clock in
-// front, and after it a flag if flag is not nil.
-func (d *Driver) lockJobs(ctx context.Context, tx *sql.Tx, q string, args []any, flag *bool) ([]sluicetype.JobRow, time.Time, error) {
-	rows, err := tx.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, time.Time{}, err
-	}
-	defer rows.Close()
-	var jobs []sluicetype.JobRow
-	var now driver.Time
-	var s driver.JobScanner
-	dest := []any{&now}
-	if flag != nil {
-		dest = append(dest, flag)
-	}
-	dest = append(dest, s.Dest()...)
-	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
-			return nil, time.Time{}, err
-		}
-		jobs = append(jobs, s.Row())
-	}
-	return jobs, now.Time, rows.Err()
-}
-
-// claimLocked claims jobs, which the transaction has locked, at now, the
-// database clock of the statement that locked them.
-func (d *Driver) claimLocked(ctx context.Context, tx *sql.Tx, p driver.ClaimParams, jobs []sluicetype.JobRow, now time.Time) ([]sluicetype.JobRow, error) {
-	if len(jobs) == 0 {
-		return nil, nil
-	}
-	// The rows are locked, so the update is known to apply to all of them:
-	// they are patched here with the times written instead of read again.
-	until := now.Add(p.Lease).Truncate(time.Microsecond)
-	args := append(make([]any, 0, len(jobs)+3), p.Token, until, now)
-	for _, j := range jobs {
-		args = append(args, j.ID)
-	}
-	if _, err := tx.ExecContext(ctx, d.InList(d.Q["claim_update"], 4, len(jobs)), args...); err != nil {
-		return nil, err
-	}
-	for i := range jobs {
-		j := &jobs[i]
-		j.Status, j.Attempts, j.LockedBy, j.UpdatedAt = sluicetype.StatusProcessing, j.Attempts+1, p.Token, now
-		lockedUntil := until
-		j.LockedUntil = &lockedUntil
-	}
-	return jobs, nil
 }
 
 // Complete applies a batch of fenced outcomes with one multi-table UPDATE
@@ -473,9 +310,9 @@ func completionSize(c driver.Completion) int {
 // claim running meanwhile skips every row it has locked.
 func (d *Driver) completeBatchQuery(cs []driver.Completion) (string, []any) {
 	// Only a batch with a history entry pays for the history column.
-	batch, firstRow, rowArgs := d.Q["complete_batch"], d.Q["complete_batch_first"], d.BatchRowArgs
+	batch, firstRow, rowArgs := d.q.CompleteBatch, d.q.CompleteBatchFirst, d.BatchRowArgs
 	if slices.ContainsFunc(cs, func(c driver.Completion) bool { return c.Attempt != nil }) {
-		batch, firstRow, rowArgs = d.Q["complete_batch_history"], d.Q["complete_batch_history_first"], d.BatchHistoryRowArgs
+		batch, firstRow, rowArgs = d.q.CompleteBatchHistory, d.q.CompleteBatchHistoryFirst, d.BatchHistoryRowArgs
 	}
 	nextRow := " UNION ALL SELECT ?" + strings.Repeat(", ?", strings.Count(firstRow, "?")-1)
 	var sb strings.Builder
@@ -497,7 +334,7 @@ func (d *Driver) completeChunk(ctx context.Context, cs []driver.Completion) ([]i
 	}
 	q, args := d.completeBatchQuery(cs)
 	applied := false
-	err := driver.RetryTransient(ctx, d.Transient, func() error {
+	err := sqlcommon.RetryTransient(ctx, d.Transient, func() error {
 		tx, err := d.Write.BeginTx(ctx, nil)
 		if err != nil {
 			return err
@@ -528,15 +365,7 @@ func (d *Driver) completeChunk(ctx context.Context, cs []driver.Completion) ([]i
 // completeOne needs no transaction: one fenced statement says by itself
 // whether the lease was still held.
 func (d *Driver) completeOne(ctx context.Context, c driver.Completion) ([]int64, error) {
-	var n int64
-	err := driver.RetryTransient(ctx, d.Transient, func() error {
-		res, err := d.Write.ExecContext(ctx, d.Q["complete"], d.CompletionArgs(c)...)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
+	n, err := d.ExecCount(ctx, d.q.Complete, d.CompletionArgs(c)...)
 	if err != nil {
 		return nil, fmt.Errorf("complete job %d: %w", c.ID, err)
 	}
@@ -562,7 +391,7 @@ func (d *Driver) Rescue(ctx context.Context, p driver.RescueParams) (sluicetype.
 		return r, fmt.Errorf("rescue expired leases: %w", err)
 	}
 	if remaining := limit - r.Failed; remaining > 0 {
-		pending, err := d.execCount(ctx, d.Q["rescue"], keep, keep, remaining)
+		pending, err := d.ExecCount(ctx, d.q.Rescue, keep, keep, remaining)
 		if err != nil {
 			return r, fmt.Errorf("rescue expired leases: %w", err)
 		}
@@ -575,35 +404,32 @@ func (d *Driver) Rescue(ctx context.Context, p driver.RescueParams) (sluicetype.
 // attempt, in one transaction that locks them first.
 func (d *Driver) rescueFailed(ctx context.Context, limit, keep int) (sluicetype.RescueResult, error) {
 	var r sluicetype.RescueResult
-	err := driver.RetryTransient(ctx, d.Transient, func() error {
+	err := sqlcommon.RetryTransient(ctx, d.Transient, func() error {
 		r = sluicetype.RescueResult{}
 		tx, err := d.Write.BeginTx(ctx, claimTx)
 		if err != nil {
 			return err
 		}
 		defer tx.Rollback()
-		rows, err := tx.QueryContext(ctx, d.Q["rescue_failed_lock"], limit)
+		rows, err := tx.QueryContext(ctx, d.q.RescueFailedLock, limit)
 		if err != nil {
 			return err
 		}
 		var ids []any
 		var jobs []sluicetype.QueueType
-		for rows.Next() {
+		err = sqlcommon.EachRow(rows, func(rows *sql.Rows) error {
 			var id int64
 			var k sluicetype.QueueType
-			if err := rows.Scan(&id, &k.Queue, &k.Type); err != nil {
-				rows.Close()
-				return err
-			}
+			err := rows.Scan(&id, &k.Queue, &k.Type)
 			ids = append(ids, id)
 			jobs = append(jobs, k)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil || len(ids) == 0 {
+			return err
+		})
+		if err != nil || len(ids) == 0 {
 			return err
 		}
 		args := append([]any{keep, keep}, ids...)
-		if _, err := tx.ExecContext(ctx, d.InList(d.Q["rescue_failed"], 3, len(ids)), args...); err != nil {
+		if _, err := tx.ExecContext(ctx, d.InList(d.q.RescueFailed, 3, len(ids)), args...); err != nil {
 			return err
 		}
 		if err := tx.Commit(); err != nil {
@@ -615,27 +441,4 @@ func (d *Driver) rescueFailed(ctx context.Context, limit, keep int) (sluicetype.
 		return nil
 	})
 	return r, err
-}
-
-// execCount runs a statement, retried on deadlock, and returns its row count.
-func (d *Driver) execCount(ctx context.Context, q string, args ...any) (int64, error) {
-	var n int64
-	err := driver.RetryTransient(ctx, d.Transient, func() error {
-		res, err := d.Write.ExecContext(ctx, q, args...)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
-	return n, err
-}
-
-var _ driver.Prober = (*Driver)(nil)
-
-// Runnable reports whether a claim on queue (and typ, if set) would find a
-// job now; idle workers call it often in place of claiming.
-func (d *Driver) Runnable(ctx context.Context, p driver.RunnableParams) (bool, error) {
-	queue, typ := p.Queue, p.Type
-	return d.ProbeRunnable(ctx, queue, typ)
 }

@@ -19,7 +19,7 @@ type LockHolders struct {
 // LockHolders returns the lock-holder statements under this driver's
 // prefix. They need nothing of the driver's pool, so they outlive it.
 func (d *Driver) LockHolders() LockHolders {
-	return LockHolders{record: d.Q["lock_record"], fence: d.Q["lock_fence"], holder: d.Q["lock_holder"]}
+	return LockHolders{record: d.q.LockRecord, fence: d.q.LockFence, holder: d.q.LockHolder}
 }
 
 // Record writes name's row for holder, stamped with q's session, counts

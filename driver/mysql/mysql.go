@@ -27,12 +27,30 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/driver/sqlcommon"
+	"github.com/sluicehq/sluice/driver/internal/sqlcommon"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
 //go:embed migrations/*.sql queries/*.sql
 var files embed.FS
+
+// queries is MySQL's catalogue: the statements of every dialect and
+// those only MySQL runs, in queries/*.sql under their field names.
+type queries struct {
+	sqlcommon.Queries
+	// claim.sql: the skip-locked claim locks rows, then updates them.
+	ClaimPartitioned, ClaimUpdate string
+	// jobs.sql
+	KeyHolders, KeyHolderLocked string
+	// complete.sql
+	CompleteBatch, CompleteBatchFirst, CompleteBatchHistory, CompleteBatchHistoryFirst string
+	RescueFailedLock, RescueFailed, PurgeSpan, PurgeProbe                              string
+	// leases.sql: leases by row lock, and the lock backend (package lock).
+	LeaseLock, LeaseInsert, LeaseUpdate string
+	LockRecord, LockFence, LockHolder   string
+	// schema.sql
+	MigrateLock, MigrateUnlock string
+}
 
 // MySQL error numbers sluice reacts to.
 const (
@@ -45,7 +63,8 @@ const (
 // Driver is the MySQL / MariaDB driver.
 type Driver struct {
 	sqlcommon.Base
-	migrations []driver.Migration
+	q          *queries
+	migrations []sqlcommon.Migration
 	// migrateLock names the server-wide GET_LOCK that serialises migrations
 	// of this database and prefix.
 	migrateLock string
@@ -162,22 +181,12 @@ func parseURL(rawURL string) (*mysql.Config, bool, error) {
 // Open connects to the database at url, checks the server and loads the
 // queries. It does not migrate.
 func Open(rawURL string, opts Options) (*Driver, error) {
-	prefix := opts.Prefix
-	if prefix == "" {
-		prefix = driver.DefaultPrefix
-	}
-	if err := driver.ValidatePrefix(prefix); err != nil {
-		return nil, err
+	q := new(queries)
+	prefix, migs, err := sqlcommon.LoadFiles(q, files, opts.Prefix)
+	if err != nil {
+		return nil, fmt.Errorf("mysql: %w", err)
 	}
 	cfg, forceUpdate, err := parseURL(rawURL)
-	if err != nil {
-		return nil, err
-	}
-	q, migs, err := sqlcommon.LoadFiles(files, "mysql", prefix, append(sqlcommon.Required,
-		"insert", "key_holders", "key_holder_locked", "claim", "claim_type", "claim_update",
-		"claim_partitioned", "claim_partitioned_type", "complete_batch", "complete_batch_first", "complete_batch_history", "complete_batch_history_first",
-		"rescue_failed", "rescue_failed_lock", "lease_lock", "lease_insert", "lease_update", "migrate_lock", "migrate_unlock",
-		"schema_set", "runnable", "runnable_type", "lock_record", "lock_fence", "lock_holder", "purge_span", "purge_probe")...)
 	if err != nil {
 		return nil, err
 	}
@@ -201,13 +210,14 @@ func Open(rawURL string, opts Options) (*Driver, error) {
 		Base: sqlcommon.Base{
 			Dialect: sqlcommon.Dialect{
 				Placeholder:     func(int) string { return "?" },
-				Duration:        func(d time.Duration) any { return driver.Micros(d) },
+				Duration:        func(d time.Duration) any { return sqlcommon.Micros(d) },
 				Time:            func(t time.Time) any { return t.UTC() },
 				Transient:       isTransient,
 				UniqueViolation: isUnique,
 			},
-			Read: db, Write: db, Q: q,
+			Read: db, Write: db, Q: &q.Queries,
 		},
+		q:           q,
 		migrations:  migs,
 		migrateLock: migrateLockName(cfg.DBName, prefix),
 	}
@@ -286,26 +296,19 @@ func dropServerNamedChecks(prefix string, tables ...string) func(context.Context
 			// MariaDB, <table>_chk_1 on MySQL. The JSON checks MariaDB adds
 			// to a JSON column are named after the column, and stay.
 			serverNamed := regexp.MustCompile(`^(CONSTRAINT|` + regexp.QuoteMeta(name) + `_chk)_[0-9]+$`)
-			rows, err := q.QueryContext(ctx, `SELECT constraint_name FROM information_schema.table_constraints
-				WHERE constraint_schema = DATABASE() AND table_name = ? AND constraint_type = 'CHECK'
-				ORDER BY constraint_name`, name)
-			if err != nil {
-				return nil, fmt.Errorf("list the CHECK constraints of %s: %w", name, err)
-			}
 			var drops []string
-			for rows.Next() {
+			err := sqlcommon.QueryEach(ctx, q, "list the CHECK constraints of "+name, `SELECT constraint_name FROM information_schema.table_constraints
+				WHERE constraint_schema = DATABASE() AND table_name = ? AND constraint_type = 'CHECK'
+				ORDER BY constraint_name`, []any{name}, func(rows *sql.Rows) error {
 				var c string
-				if err := rows.Scan(&c); err != nil {
-					rows.Close()
-					return nil, fmt.Errorf("list the CHECK constraints of %s: %w", name, err)
-				}
-				if serverNamed.MatchString(c) {
+				err := rows.Scan(&c)
+				if err == nil && serverNamed.MatchString(c) {
 					drops = append(drops, "DROP CONSTRAINT `"+c+"`")
 				}
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return nil, fmt.Errorf("list the CHECK constraints of %s: %w", name, err)
+				return err
+			})
+			if err != nil {
+				return nil, err
 			}
 			if len(drops) > 0 {
 				stmts = append(stmts, "ALTER TABLE `"+name+"` "+strings.Join(drops, ", "))
@@ -395,7 +398,7 @@ func (d *Driver) Migrate(ctx context.Context) (driver.MigrateResult, error) {
 	}
 	defer conn.Close()
 	var got sql.NullInt64
-	if err := conn.QueryRowContext(ctx, d.Q["migrate_lock"], d.migrateLock).Scan(&got); err != nil {
+	if err := conn.QueryRowContext(ctx, d.q.MigrateLock, d.migrateLock).Scan(&got); err != nil {
 		return driver.MigrateResult{}, fmt.Errorf("migrate: take lock %s: %w", d.migrateLock, err)
 	}
 	if got.Int64 != 1 {
@@ -403,25 +406,25 @@ func (d *Driver) Migrate(ctx context.Context) (driver.MigrateResult, error) {
 	}
 	defer func() {
 		var released sql.NullInt64
-		err := conn.QueryRowContext(context.WithoutCancel(ctx), d.Q["migrate_unlock"], d.migrateLock).Scan(&released)
+		err := conn.QueryRowContext(context.WithoutCancel(ctx), d.q.MigrateUnlock, d.migrateLock).Scan(&released)
 		if err != nil || released.Int64 != 1 {
 			// Ending the session is the other way to free a named lock.
 			conn.Raw(func(any) error { return sqldriver.ErrBadConn })
 		}
 	}()
 	cur := 0
-	err = conn.QueryRowContext(ctx, d.Q["schema_version"]).Scan(&cur)
+	err = conn.QueryRowContext(ctx, d.q.SchemaVersion).Scan(&cur)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) && errNumber(err) != errNoSuchTable {
 		return driver.MigrateResult{}, fmt.Errorf("migrate: read version: %w", err)
 	}
-	v, err := sqlcommon.ApplyMigrations(ctx, conn, d.migrations, cur, d.Q["schema_set"])
+	v, err := sqlcommon.ApplyMigrations(ctx, conn, d.migrations, cur, d.q.SchemaSet)
 	if err != nil && d.galera {
 		// GET_LOCK holds on one Galera node only, so a migration running on
 		// another node at the same time may have applied a step first (its
 		// index then exists here). If that migration has finished, the
 		// schema is complete and there is nothing to report.
 		var now int
-		if d.Write.QueryRowContext(ctx, d.Q["schema_version"]).Scan(&now) == nil && now >= len(d.migrations) {
+		if d.Write.QueryRowContext(ctx, d.q.SchemaVersion).Scan(&now) == nil && now >= len(d.migrations) {
 			return driver.MigrateResult{From: now, To: now}, nil
 		}
 	}
@@ -436,7 +439,7 @@ func (d *Driver) AcquireLease(ctx context.Context, p driver.LeaseParams) (sluice
 	// duplicate key (or deadlock on the gap lock) is retried and then sees
 	// the winner's row.
 	retryable := func(err error) bool { return isTransient(err) || isUnique(err) }
-	err := driver.RetryTransient(ctx, retryable, func() error {
+	err := sqlcommon.RetryTransient(ctx, retryable, func() error {
 		var err error
 		l, err = d.acquireLease(ctx, p)
 		return err
@@ -454,15 +457,15 @@ func (d *Driver) acquireLease(ctx context.Context, p driver.LeaseParams) (sluice
 		return l, err
 	}
 	defer tx.Rollback()
-	var since, until, now driver.Time
-	err = tx.QueryRowContext(ctx, d.Q["lease_lock"], p.Name).Scan(&l.Holder, &l.Fence, &since, &until, &now)
+	var since, until, now sqlcommon.Time
+	err = tx.QueryRowContext(ctx, d.q.LeaseLock, p.Name).Scan(&l.Holder, &l.Fence, &since, &until, &now)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		if now, err = d.txNow(ctx, tx); err != nil {
 			return l, err
 		}
 		l = sluicetype.Lease{Held: true, Holder: p.Holder, Fence: 1, Since: now.Time, Until: leaseEnd(now.Time, p.TTL)}
-		if _, err := tx.ExecContext(ctx, d.Q["lease_insert"], p.Name, p.Holder, l.Since, l.Until); err != nil {
+		if _, err := tx.ExecContext(ctx, d.q.LeaseInsert, p.Name, p.Holder, l.Since, l.Until); err != nil {
 			return l, err
 		}
 		return l, tx.Commit()
@@ -476,7 +479,7 @@ func (d *Driver) acquireLease(ctx context.Context, p driver.LeaseParams) (sluice
 		l.Since, l.Until = since.Time, until.Time
 		return l, tx.Commit()
 	}
-	if _, err := tx.ExecContext(ctx, d.Q["lease_update"], l.Holder, l.Fence, l.Since, l.Until, p.Name); err != nil {
+	if _, err := tx.ExecContext(ctx, d.q.LeaseUpdate, l.Holder, l.Fence, l.Since, l.Until, p.Name); err != nil {
 		return l, err
 	}
 	return l, tx.Commit()
@@ -486,8 +489,8 @@ func leaseEnd(now time.Time, ttl time.Duration) time.Time {
 	return now.Add(ttl).Truncate(time.Microsecond)
 }
 
-func (d *Driver) txNow(ctx context.Context, tx *sql.Tx) (driver.Time, error) {
-	var now driver.Time
-	err := tx.QueryRowContext(ctx, d.Q["now"]).Scan(&now)
+func (d *Driver) txNow(ctx context.Context, tx *sql.Tx) (sqlcommon.Time, error) {
+	var now sqlcommon.Time
+	err := tx.QueryRowContext(ctx, d.q.Now).Scan(&now)
 	return now, err
 }

@@ -154,13 +154,11 @@ func TestMigrateLockHolders(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
+	holders := d.LockHolders()
 	for want := int64(1); want <= 2; want++ {
-		if _, err := conn.ExecContext(ctx, d.Query("lock_record"), "name", "holder"); err != nil {
-			t.Fatalf("record holder: %v", err)
-		}
-		var fence int64
-		if err := conn.QueryRowContext(ctx, d.Query("lock_fence"), "name").Scan(&fence); err != nil || fence != want {
-			t.Fatalf("fence %d, want %d: %v", fence, want, err)
+		got, err := holders.Record(ctx, conn, "name", "holder")
+		if err != nil || got != want {
+			t.Fatalf("fence %d, want %d: %v", got, want, err)
 		}
 	}
 }
@@ -378,7 +376,7 @@ func TestGaleraOff(t *testing.T) {
 func TestSchemaVersionNeverDrops(t *testing.T) {
 	ctx := context.Background()
 	d := open(t, false)
-	if _, err := d.DB().ExecContext(ctx, d.Query("schema_set"), 1); err != nil {
+	if _, err := d.DB().ExecContext(ctx, d.Queries().SchemaSet, 1); err != nil {
 		t.Fatal(err)
 	}
 	cur, latest, err := d.SchemaVersion(ctx)
@@ -395,7 +393,7 @@ func TestSchemaVersionNeverDrops(t *testing.T) {
 // the rescue index is NULL for it whatever its status.
 // jobsTable returns the prefixed name of d's jobs table, from its query.
 func jobsTable(d *mysql.Driver) string {
-	words := strings.Fields(d.Query("get"))
+	words := strings.Fields(d.Queries().Get)
 	for i, w := range words {
 		if strings.EqualFold(w, "FROM") {
 			return words[i+1]
@@ -475,7 +473,7 @@ func TestClaimMergesPartitions(t *testing.T) {
 		for n, w := range want {
 			p := driver.ClaimParams{Queue: "q", Limit: 2, Token: fmt.Sprintf("tok-%d", n)}
 			if n == 1 {
-				p.Type = "t"
+				p.Types = []string{"t"}
 			}
 			var got []int64
 			for _, j := range testdb.Claim(t, ctx, d, p) {

@@ -31,7 +31,7 @@ import (
 // left to the next pass, when the cutoff has moved on.
 func (d *Driver) purgeBound(ctx context.Context, status sluicetype.Status, olderThan time.Duration) (int64, error) {
 	var lo, hi sql.NullInt64
-	if err := d.Read.QueryRowContext(ctx, d.Q["purge_span"], status).Scan(&lo, &hi); err != nil {
+	if err := d.Read.QueryRowContext(ctx, d.q.PurgeSpan, status).Scan(&lo, &hi); err != nil {
 		return 0, fmt.Errorf("find the last id created before the cutoff: %w", err)
 	}
 	if !lo.Valid {
@@ -43,7 +43,7 @@ func (d *Driver) purgeBound(ctx context.Context, status sluicetype.Status, older
 	probe := func(id int64) (int64, bool, error) {
 		var next int64
 		var old bool
-		err := d.Read.QueryRowContext(ctx, d.Q["purge_probe"], cutoff, id).Scan(&next, &old)
+		err := d.Read.QueryRowContext(ctx, d.q.PurgeProbe, cutoff, id).Scan(&next, &old)
 		if errors.Is(err, sql.ErrNoRows) {
 			// Deleted since the span was read: nothing from here on is due.
 			return id, false, nil

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/driver/sqlcommon"
+	"github.com/sluicehq/sluice/driver/internal/sqlcommon"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -43,7 +43,7 @@ func (d *Driver) insertAll(ctx context.Context, tx *sql.Tx, jobs []driver.Insert
 	// statement is atomic, and BEGIN and COMMIT would cost two round trips.
 	single := len(jobs) <= insertChunk && !slices.ContainsFunc(jobs, func(j driver.InsertJob) bool { return j.Key != "" })
 	var out []driver.InsertResult
-	err := driver.RetryTransient(ctx, d.Transient, func() error {
+	err := sqlcommon.RetryTransient(ctx, d.Transient, func() error {
 		if single {
 			var err error
 			out, err = d.insert(ctx, d.Write, jobs)
@@ -145,7 +145,7 @@ func (d *Driver) insertChunk(ctx context.Context, q driver.Querier, jobs []drive
 	return nil
 }
 
-// insertRows runs insert.sql for jobs[idx...] and returns the ids of the
+// insertRows runs Insert for jobs[idx...] and returns the ids of the
 // inserted keyed rows by key, and those of the keyless rows.
 func (d *Driver) insertRows(ctx context.Context, q driver.Querier, jobs []driver.InsertJob, idx []int) (map[string]int64, []int64, error) {
 	n := len(idx)
@@ -169,7 +169,7 @@ func (d *Driver) insertRows(ctx context.Context, q driver.Querier, jobs []driver
 		if j.Key != "" {
 			keys[k] = &j.Key
 		}
-		priorities[k], maxAttempts[k], delays[k] = int64(j.Priority), int64(j.MaxAttempts), driver.Micros(j.Delay)
+		priorities[k], maxAttempts[k], delays[k] = int64(j.Priority), int64(j.MaxAttempts), sqlcommon.Micros(j.Delay)
 		if !j.RunAt.IsZero() {
 			runAts[k] = &j.RunAt
 		}
@@ -177,27 +177,24 @@ func (d *Driver) insertRows(ctx context.Context, q driver.Querier, jobs []driver
 			traceParents[k] = &j.TraceParent
 		}
 	}
-	rows, err := q.QueryContext(ctx, d.Q["insert"], queues, types, keys, dedupes, payloads, priorities, maxAttempts, runAts, delays, traceParents, partitions)
-	if err != nil {
-		return nil, nil, fmt.Errorf("insert: %w", err)
-	}
-	defer rows.Close()
 	inserted := map[string]int64{}
 	keyless := make([]int64, 0, n)
-	for rows.Next() {
+	args := []any{queues, types, keys, dedupes, payloads, priorities, maxAttempts, runAts, delays, traceParents, partitions}
+	err := sqlcommon.QueryEach(ctx, q, "insert", d.q.Insert, args, func(rows *sql.Rows) error {
 		var id int64
 		var key sql.NullString
 		if err := rows.Scan(&id, &key); err != nil {
-			return nil, nil, fmt.Errorf("insert: %w", err)
+			return err
 		}
 		if key.Valid {
 			inserted[key.String] = id
 		} else {
 			keyless = append(keyless, id)
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, nil, fmt.Errorf("insert: %w", err)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	return inserted, keyless, nil
 }
@@ -208,24 +205,7 @@ func (d *Driver) keyHolders(ctx context.Context, q driver.Querier, jobs []driver
 	for k, i := range idx {
 		keys[k] = jobs[i].Key
 	}
-	rows, err := q.QueryContext(ctx, d.Q["key_holder"], keys)
-	if err != nil {
-		return nil, fmt.Errorf("find holders of %d keys: %w", len(keys), err)
-	}
-	defer rows.Close()
-	holders := make(map[string]int64, len(keys))
-	for rows.Next() {
-		var id int64
-		var key string
-		if err := rows.Scan(&id, &key); err != nil {
-			return nil, fmt.Errorf("find holders of %d keys: %w", len(keys), err)
-		}
-		holders[key] = id
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("find holders of %d keys: %w", len(keys), err)
-	}
-	return holders, nil
+	return sqlcommon.QueryMap[string, int64](ctx, q, fmt.Sprintf("find holders of %d keys", len(keys)), d.q.KeyHolder, []any{keys})
 }
 
 // Claim runs one UPDATE over a SKIP LOCKED subquery. Outside an explicit
@@ -234,29 +214,15 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) ([]sluicetype.
 	if p.Limit <= 0 {
 		return nil, nil
 	}
-	q, args := d.Q["claim"], []any{p.Token, driver.Micros(p.Lease), p.Queue, p.Limit}
-	if p.Type != "" {
-		q, args = d.Q["claim_type"], []any{p.Token, driver.Micros(p.Lease), p.Queue, p.Type, p.Limit}
-	}
 	if p.Fair || p.Limits.Active() {
-		// A transaction of a few statements: sqlcommon.ClaimFair.
-		var jobs []sluicetype.JobRow
-		err := d.InTx(ctx, nil, func(tx *sql.Tx) (err error) {
-			jobs, err = d.ClaimFair(ctx, tx, p, d.ClaimIDsReturning)
-			return err
-		})
-		if err != nil {
-			return nil, fmt.Errorf("claim %s: %w", p.Queue, err)
-		}
-		return jobs, nil
+		// A transaction of a few statements.
+		return d.ClaimFairReturning(ctx, p)
 	}
+	q := sqlcommon.TypeFilter(d.q.Claim, 5, p.Types, d.Placeholder)
+	args := append([]any{p.Token, sqlcommon.Micros(p.Lease), p.Queue, p.Limit}, sqlcommon.Args(p.Types)...)
 	var jobs []sluicetype.JobRow
-	err := driver.RetryTransient(ctx, d.Transient, func() error {
-		rows, err := d.Write.QueryContext(ctx, q, args...)
-		if err != nil {
-			return err
-		}
-		jobs, err = driver.ScanJobs(rows)
+	err := sqlcommon.RetryTransient(ctx, d.Transient, func() (err error) {
+		jobs, err = sqlcommon.QueryJobs(ctx, d.Write, q, args...)
 		return err
 	})
 	if err != nil {
@@ -291,7 +257,7 @@ func (d *Driver) Complete(ctx context.Context, p driver.CompleteParams) ([]int64
 		keeps                   = make([]int32, n)
 	)
 	for k, c := range sorted {
-		ids[k], tokens[k], statuses[k], delays[k] = c.ID, c.Token, string(c.Status), driver.Micros(c.Delay)
+		ids[k], tokens[k], statuses[k], delays[k] = c.ID, c.Token, string(c.Status), sqlcommon.Micros(c.Delay)
 		if c.Refund {
 			refunds[k] = 1
 		}
@@ -305,32 +271,24 @@ func (d *Driver) Complete(ctx context.Context, p driver.CompleteParams) ([]int64
 			resultTexts[k] = &s
 		}
 		if c.Attempt != nil {
-			s := driver.EncodeAttempt(c.Attempt)
+			s := sqlcommon.EncodeAttempt(c.Attempt)
 			entries[k] = &s
 		}
 		keeps[k] = int32(driver.KeepAttempts(c.KeepAttempts))
 	}
 	// Only a batch with a history entry pays for the history column.
-	q, args := d.Q["complete_batch"], []any{ids, tokens, statuses, delays, refunds, finals, errorTexts, resultTexts}
+	q, args := d.q.CompleteBatch, []any{ids, tokens, statuses, delays, refunds, finals, errorTexts, resultTexts}
 	if slices.ContainsFunc(entries, func(e *string) bool { return e != nil }) {
-		q, args = d.Q["complete_batch_history"], append(args, entries, keeps)
+		q, args = d.q.CompleteBatchHistory, append(args, entries, keeps)
 	}
-	done := make(map[int64]bool, n)
-	err := driver.RetryTransient(ctx, d.Transient, func() error {
-		clear(done)
+	var done map[int64]bool
+	err := sqlcommon.RetryTransient(ctx, d.Transient, func() error {
 		rows, err := d.Write.QueryContext(ctx, q, args...)
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				return err
-			}
-			done[id] = true
-		}
-		return rows.Err()
+		done, err = sqlcommon.IDSet(rows, n)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("complete %d jobs: %w", n, err)

@@ -32,7 +32,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/driver/sqlcommon"
+	"github.com/sluicehq/sluice/driver/internal/sqlcommon"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -47,10 +47,21 @@ const (
 	connectTimeout = 10 * time.Second
 )
 
+// queries is PostgreSQL's catalogue: the statements of every dialect and
+// those only PostgreSQL runs, in queries/*.sql under their field names.
+type queries struct {
+	sqlcommon.Queries
+	KeyHolder                           string // jobs.sql
+	CompleteBatch, CompleteBatchHistory string // complete.sql
+	LeaseAcquire                        string // leases.sql
+	SchemaExists                        string // schema.sql
+}
+
 // Driver is the PostgreSQL driver.
 type Driver struct {
 	sqlcommon.Base
-	migrations []driver.Migration
+	q          *queries
+	migrations []sqlcommon.Migration
 	// migrateLock keys the advisory lock that keeps migrations of the same
 	// prefix apart while letting other prefixes migrate at once.
 	migrateLock int64
@@ -148,18 +159,10 @@ func ParseURL(rawURL string) (URLConfig, error) {
 // direct URL, and behind pooler=transaction only with Options.ListenURL.
 // Otherwise it is only a driver.Prober, so that idle workers probe.
 func Open(url string, opts Options) (driver.Driver, error) {
-	prefix := opts.Prefix
-	if prefix == "" {
-		prefix = driver.DefaultPrefix
-	}
-	if err := driver.ValidatePrefix(prefix); err != nil {
-		return nil, err
-	}
-	q, migs, err := sqlcommon.LoadFiles(files, "postgres", prefix, append(sqlcommon.Required,
-		"insert", "key_holder", "claim", "claim_type", "complete_batch", "complete_batch_history", "lease_acquire", "schema_set", "schema_exists",
-		"runnable", "runnable_type")...)
+	q := new(queries)
+	prefix, migs, err := sqlcommon.LoadFiles(q, files, opts.Prefix)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	uc, err := ParseURL(url)
 	if err != nil {
@@ -201,13 +204,14 @@ func Open(url string, opts Options) (driver.Driver, error) {
 		Base: sqlcommon.Base{
 			Dialect: sqlcommon.Dialect{
 				Placeholder:     func(n int) string { return fmt.Sprintf("$%d", n) },
-				Duration:        func(d time.Duration) any { return driver.Micros(d) },
+				Duration:        func(d time.Duration) any { return sqlcommon.Micros(d) },
 				Time:            func(t time.Time) any { return t },
 				Transient:       isTransient,
 				UniqueViolation: func(err error) bool { return sqlState(err) == "23505" },
 			},
-			Read: db, Write: db, Q: q,
+			Read: db, Write: db, Q: &q.Queries,
 		},
+		q:           q,
 		migrations:  migs,
 		migrateLock: int64(h.Sum64()),
 		connConfig:  listenCfg,
@@ -299,26 +303,26 @@ func (d *Driver) Migrate(ctx context.Context) (driver.MigrateResult, error) {
 	// A failed statement would abort the transaction, so the version table
 	// is looked up rather than read and its absence caught.
 	var exists bool
-	if err := tx.QueryRowContext(ctx, d.Q["schema_exists"]).Scan(&exists); err != nil {
+	if err := tx.QueryRowContext(ctx, d.q.SchemaExists).Scan(&exists); err != nil {
 		return driver.MigrateResult{}, fmt.Errorf("migrate: look up version table: %w", err)
 	}
 	cur := 0
 	if exists {
-		err := tx.QueryRowContext(ctx, d.Q["schema_version"]).Scan(&cur)
+		err := tx.QueryRowContext(ctx, d.q.SchemaVersion).Scan(&cur)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return driver.MigrateResult{}, fmt.Errorf("migrate: read version: %w", err)
 		}
 	}
-	return sqlcommon.ApplyMigrationsTx(ctx, tx, d.migrations, cur, d.Q["schema_set"])
+	return sqlcommon.ApplyMigrationsTx(ctx, tx, d.migrations, cur, d.q.SchemaSet)
 }
 
 // Runnable reports whether a claim on the queue (and type, if set) would
 // find a job now. Workers ask it only when the driver does not listen.
 func (d *Driver) Runnable(ctx context.Context, p driver.RunnableParams) (bool, error) {
-	return d.ProbeRunnable(ctx, p.Queue, p.Type)
+	return d.ProbeRunnable(ctx, p)
 }
 
 // AcquireLease takes or renews a named lease with one upsert.
 func (d *Driver) AcquireLease(ctx context.Context, p driver.LeaseParams) (sluicetype.Lease, error) {
-	return d.UpsertLease(ctx, p)
+	return d.UpsertLease(ctx, p, d.q.LeaseAcquire)
 }

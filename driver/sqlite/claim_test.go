@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/driver/internal/sqlcommon"
 	"github.com/sluicehq/sluice/driver/sqlite"
 	"github.com/sluicehq/sluice/internal/testdb"
 	"github.com/sluicehq/sluice/sluicetype"
@@ -21,11 +22,9 @@ import (
 func TestPlainClaimSortsNothing(t *testing.T) {
 	d := testdb.Open(t, "sqlite").(*sqlite.Driver)
 	ctx := context.Background()
-	for name, args := range map[string][]any{
-		"claim":      {"token", "+60.000 seconds", "default", 10},
-		"claim_type": {"token", "+60.000 seconds", "default", "noop", 10},
-	} {
-		rows, err := d.DB().QueryContext(ctx, "EXPLAIN QUERY PLAN "+d.Query(name), args...)
+	for name, types := range map[string][]string{"claim": nil, "claim of one type": {"noop"}} {
+		args := append([]any{"token", "+60.000 seconds", "default", 10}, sqlcommon.Args(types)...)
+		rows, err := d.DB().QueryContext(ctx, "EXPLAIN QUERY PLAN "+sqlite.ClaimQuery(d, types), args...)
 		require.NoError(t, err, name)
 		var plan []string
 		for rows.Next() {
@@ -51,7 +50,11 @@ func TestClaimAfterSchemaRebuilt(t *testing.T) {
 	ctx := context.Background()
 	claim := func(typ string) []sluicetype.JobRow {
 		t.Helper()
-		jobs, err := d.Claim(ctx, driver.ClaimParams{Queue: "default", Type: typ, Limit: 10, Lease: time.Minute, Token: "t-" + typ})
+		var types []string
+		if typ != "" {
+			types = []string{typ}
+		}
+		jobs, err := d.Claim(ctx, driver.ClaimParams{Queue: "default", Types: types, Limit: 10, Lease: time.Minute, Token: "t-" + typ})
 		require.NoError(t, err)
 		return jobs
 	}

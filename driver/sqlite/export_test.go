@@ -3,12 +3,17 @@ package sqlite
 import (
 	"context"
 
-	"github.com/sluicehq/sluice/driver/sqlcommon"
+	"github.com/sluicehq/sluice/driver/internal/sqlcommon"
 )
 
 // MigrateTo applies the migrations up to version to fresh tables, so that
 // tests can upgrade a schema that holds data.
 func MigrateTo(ctx context.Context, d *Driver, version int) error {
-	_, err := sqlcommon.ApplyMigrations(ctx, d.Write, d.migrations[:version], 0, d.Q["schema_set"])
+	_, err := sqlcommon.ApplyMigrations(ctx, d.Write, d.migrations[:version], 0, d.q.SchemaSet)
 	return err
+}
+
+// ClaimQuery is the plain claim's statement for types.
+func ClaimQuery(d *Driver, types []string) string {
+	return d.claimQuery(types)
 }

@@ -7,7 +7,7 @@ import (
 	"fmt"
 
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/driver/sqlcommon"
+	"github.com/sluicehq/sluice/driver/internal/sqlcommon"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -21,7 +21,7 @@ func (d *Driver) Insert(ctx context.Context, p driver.InsertParams) ([]driver.In
 // which in-process SQLite runs about as fast as a multi-row insert.
 func (d *Driver) insertAll(ctx context.Context, tx *sql.Tx, jobs []driver.InsertJob) ([]driver.InsertResult, error) {
 	run := func(tx *sql.Tx) ([]driver.InsertResult, error) {
-		ins, err := tx.PrepareContext(ctx, d.Q["insert"])
+		ins, err := tx.PrepareContext(ctx, d.q.Insert)
 		if err != nil {
 			return nil, err
 		}
@@ -32,12 +32,12 @@ func (d *Driver) insertAll(ctx context.Context, tx *sql.Tx, jobs []driver.Insert
 			if !j.RunAt.IsZero() {
 				runAt = d.Time(j.RunAt)
 			}
-			err := ins.QueryRowContext(ctx, j.Queue, j.Type, driver.NullString(j.Key), j.Dedupe, j.Payload,
-				j.Priority, j.MaxAttempts, runAt, d.Duration(j.Delay), driver.NullString(j.TraceParent), j.Partition).Scan(&out[i].ID)
+			err := ins.QueryRowContext(ctx, j.Queue, j.Type, sqlcommon.NullString(j.Key), j.Dedupe, j.Payload,
+				j.Priority, j.MaxAttempts, runAt, d.Duration(j.Delay), sqlcommon.NullString(j.TraceParent), j.Partition).Scan(&out[i].ID)
 			if errors.Is(err, sql.ErrNoRows) {
 				// The key is taken; the writer lock we hold means its holder
 				// cannot change under us.
-				if err := tx.QueryRowContext(ctx, d.Q["key_holder"], j.Key).Scan(&out[i].ID); err != nil {
+				if err := tx.QueryRowContext(ctx, d.q.KeyHolder, j.Key).Scan(&out[i].ID); err != nil {
 					return nil, fmt.Errorf("%s: find its holder: %w", sqlcommon.RowName(i, j), err)
 				}
 				out[i].Duplicate = true
@@ -63,33 +63,24 @@ func (d *Driver) insertAll(ctx context.Context, tx *sql.Tx, jobs []driver.Insert
 // Claim runs one UPDATE ... RETURNING in an IMMEDIATE transaction, or,
 // for a fair queue or one with limits, sqlcommon's ClaimFair.
 func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) ([]sluicetype.JobRow, error) {
-	var jobs []sluicetype.JobRow
 	if p.Fair || p.Limits.Active() {
-		err := d.InTx(ctx, nil, func(tx *sql.Tx) (err error) {
-			jobs, err = d.ClaimFair(ctx, tx, p, d.ClaimIDsReturning)
-			return err
-		})
-		if err != nil {
-			return nil, fmt.Errorf("claim %s: %w", p.Queue, err)
-		}
-		return jobs, nil
+		return d.ClaimFairReturning(ctx, p)
 	}
-	name, args := "claim", []any{p.Token, d.Duration(p.Lease), p.Queue, p.Limit}
-	if p.Type != "" {
-		name, args = "claim_type", []any{p.Token, d.Duration(p.Lease), p.Queue, p.Type, p.Limit}
-	}
+	q := d.claimQuery(p.Types)
+	args := append([]any{p.Token, d.Duration(p.Lease), p.Queue, p.Limit}, sqlcommon.Args(p.Types)...)
 	// Prepared before the transaction: the writer pool has one
 	// connection, which the transaction holds.
-	st, err := d.claimStmt(ctx, name)
+	st, err := d.claimStmt(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("claim %s: %w", p.Queue, err)
 	}
+	var jobs []sluicetype.JobRow
 	err = d.InTx(ctx, nil, func(tx *sql.Tx) error {
 		rows, err := tx.StmtContext(ctx, st).QueryContext(ctx, args...)
 		if err != nil {
 			return err
 		}
-		jobs, err = driver.ScanJobs(rows)
+		jobs, err = sqlcommon.ScanJobs(rows)
 		return err
 	})
 	if err != nil {
@@ -98,34 +89,41 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) ([]sluicetype.
 	return jobs, nil
 }
 
-// claimStmt returns the named claim query prepared on the writer, preparing
-// it on first use (after Migrate: it names the jobs table). Compiled on
+// claimQuery is Claim's statement for types: they bind from ?5, after
+// its four numbered parameters, which both of its branches share.
+func (d *Driver) claimQuery(types []string) string {
+	return sqlcommon.TypeFilter(d.q.Claim, 5, types, d.Placeholder)
+}
+
+// claimStmt returns the claim statement q prepared on the writer,
+// preparing it on first use (after Migrate: it names the jobs table). Compiled on
 // every claim, the UPDATE that merges two index ranges took about 40% of
 // the instructions SQLite spent claiming and completing 20 jobs. A
 // statement whose schema changed since is recompiled by SQLite when it
 // runs.
-func (d *Driver) claimStmt(ctx context.Context, name string) (*sql.Stmt, error) {
+// Each set of types a queue claims is a text of its own; a process claims
+// a few such sets, one per queue.
+func (d *Driver) claimStmt(ctx context.Context, q string) (*sql.Stmt, error) {
 	d.claims.Lock()
 	defer d.claims.Unlock()
-	if st := d.claims.stmts[name]; st != nil {
+	if st := d.claims.stmts[q]; st != nil {
 		return st, nil
 	}
-	st, err := d.Write.PrepareContext(ctx, d.Q[name])
+	st, err := d.Write.PrepareContext(ctx, q)
 	if err != nil {
 		return nil, err
 	}
 	if d.claims.stmts == nil {
 		d.claims.stmts = map[string]*sql.Stmt{}
 	}
-	d.claims.stmts[name] = st
+	d.claims.stmts[q] = st
 	return st, nil
 }
 
 var _ driver.Prober = (*Driver)(nil)
 
-// Runnable reports whether a claim on queue (and typ, if set) would find a
+// Runnable reports whether a claim on p's queue and types would find a
 // job now; idle workers call it often in place of claiming.
 func (d *Driver) Runnable(ctx context.Context, p driver.RunnableParams) (bool, error) {
-	queue, typ := p.Queue, p.Type
-	return d.ProbeRunnable(ctx, queue, typ)
+	return d.ProbeRunnable(ctx, p)
 }

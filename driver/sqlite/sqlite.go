@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -25,19 +26,29 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/driver/sqlcommon"
+	"github.com/sluicehq/sluice/driver/internal/sqlcommon"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
 //go:embed migrations/*.sql queries/*.sql
 var files embed.FS
 
+// queries is SQLite's catalogue: the statements of every dialect and
+// those only SQLite runs, in queries/*.sql under their field names.
+type queries struct {
+	sqlcommon.Queries
+	KeyHolder       string // jobs.sql
+	CompleteSuccess string // complete.sql
+	LeaseAcquire    string // leases.sql
+}
+
 // Driver is the SQLite driver.
 type Driver struct {
 	sqlcommon.Base
-	migrations []driver.Migration
+	q          *queries
+	migrations []sqlcommon.Migration
 	memory     bool
-	// claims holds the plain claims' statements (claim, claim_type),
+	// claims holds the plain claim's statements, one per set of types,
 	// prepared once on the writer (jobs.go, claimStmt).
 	claims struct {
 		sync.Mutex
@@ -55,12 +66,10 @@ type Options struct {
 // Open opens the database at path (":memory:" for a private in-memory one).
 // Extra modernc DSN parameters may follow a '?', such as _pragma=synchronous(FULL).
 func Open(path string, opts Options) (*Driver, error) {
-	prefix := opts.Prefix
-	if prefix == "" {
-		prefix = driver.DefaultPrefix
-	}
-	if err := driver.ValidatePrefix(prefix); err != nil {
-		return nil, err
+	q := new(queries)
+	_, migs, err := sqlcommon.LoadFiles(q, files, opts.Prefix)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
 	}
 	file, rawQuery, _ := strings.Cut(path, "?")
 	if file == "" {
@@ -77,11 +86,6 @@ func Open(path string, opts Options) (*Driver, error) {
 	extra, err := url.ParseQuery(rawQuery)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: parameters of %q: %w", path, err)
-	}
-	q, migs, err := sqlcommon.LoadFiles(files, "sqlite", prefix, append(sqlcommon.Required, "insert", "key_holder", "claim", "claim_type", "lease_acquire", "schema_set", "complete_success",
-		"runnable", "runnable_type")...)
-	if err != nil {
-		return nil, err
 	}
 
 	// NORMAL is durable against process crashes in WAL mode; a power cut
@@ -131,14 +135,17 @@ func Open(path string, opts Options) (*Driver, error) {
 	d := &Driver{
 		Base: sqlcommon.Base{
 			Dialect: sqlcommon.Dialect{
-				Placeholder:     func(int) string { return "?" },
+				// Numbered, so that a list or type filter may follow
+				// the numbered parameters of a statement (Claim).
+				Placeholder:     func(n int) string { return "?" + strconv.Itoa(n) },
 				Duration:        modifier,
-				Time:            func(t time.Time) any { return t.UTC().Format(driver.TextTimeLayout) },
+				Time:            func(t time.Time) any { return t.UTC().Format(sqlcommon.TextTimeLayout) },
 				Transient:       isBusy,
 				UniqueViolation: isUnique,
 			},
-			Read: r, Write: w, Q: q,
+			Read: r, Write: w, Q: &q.Queries,
 		},
+		q:          q,
 		migrations: migs,
 		memory:     memory,
 	}
@@ -213,16 +220,16 @@ func (d *Driver) Migrate(ctx context.Context) (driver.MigrateResult, error) {
 	}
 	defer tx.Rollback()
 	cur := 0
-	err = tx.QueryRowContext(ctx, d.Q["schema_version"]).Scan(&cur)
+	err = tx.QueryRowContext(ctx, d.q.SchemaVersion).Scan(&cur)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) && !strings.Contains(err.Error(), "no such table") {
 		return driver.MigrateResult{}, fmt.Errorf("migrate: read version: %w", err)
 	}
-	return sqlcommon.ApplyMigrationsTx(ctx, tx, d.migrations, cur, d.Q["schema_set"])
+	return sqlcommon.ApplyMigrationsTx(ctx, tx, d.migrations, cur, d.q.SchemaSet)
 }
 
 // AcquireLease takes or renews a named lease.
 func (d *Driver) AcquireLease(ctx context.Context, p driver.LeaseParams) (sluicetype.Lease, error) {
-	return d.UpsertLease(ctx, p)
+	return d.UpsertLease(ctx, p, d.q.LeaseAcquire)
 }
 
 // Complete applies outcomes in one transaction. Plain successes (no
@@ -267,27 +274,13 @@ func (d *Driver) completePlain(ctx context.Context, tx *sql.Tx, token string, id
 	for _, id := range ids {
 		args = append(args, id)
 	}
-	rows, err := tx.QueryContext(ctx, d.InList(d.Q["complete_success"], 2, len(ids)), args...)
+	rows, err := tx.QueryContext(ctx, d.InList(d.q.CompleteSuccess, 2, len(ids)), args...)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	done := make(map[int64]bool, len(ids))
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		done[id] = true
-	}
-	if err := rows.Err(); err != nil {
+	done, err := sqlcommon.IDSet(rows, len(ids))
+	if err != nil {
 		return nil, err
 	}
-	var lost []int64
-	for _, id := range ids {
-		if !done[id] {
-			lost = append(lost, id)
-		}
-	}
-	return lost, nil
+	return sqlcommon.Missing(ids, done), nil
 }

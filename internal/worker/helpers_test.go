@@ -73,8 +73,7 @@ func (d *countingDriver) Heartbeat(ctx context.Context, p driver.HeartbeatParams
 // Runnable keeps the SQLite driver's probe, which embedding the interface
 // would hide from the producer.
 func (d *countingDriver) Runnable(ctx context.Context, p driver.RunnableParams) (bool, error) {
-	queue, typ := p.Queue, p.Type
-	return d.Driver.(driver.Prober).Runnable(ctx, driver.RunnableParams{Queue: queue, Type: typ})
+	return d.Driver.(driver.Prober).Runnable(ctx, p)
 }
 
 func (d *countingDriver) heartbeats() []driver.HeartbeatParams {

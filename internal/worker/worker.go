@@ -81,6 +81,14 @@ type Queue struct {
 	Pace time.Duration
 }
 
+// types is the claim's driver.ClaimParams.Types: Type, or every type.
+func (q Queue) types() []string {
+	if q.Type == "" {
+		return nil
+	}
+	return []string{q.Type}
+}
+
 // Hooks let the caller observe the pool; any may be nil.
 type Hooks struct {
 	Claimed   func(queue string, n int, took time.Duration)

@@ -1,6 +1,62 @@
+-- Queue counts, per-minute stats, latency histograms, partition stats and
+-- paused queues.
+
+-- name: Stats
 SELECT queue, 'pending', COUNT(*), MIN(CASE WHEN next_run_at <= UTC_TIMESTAMP(6) THEN next_run_at END) FROM sluice_jobs WHERE status = 'pending' GROUP BY queue
 UNION ALL
 SELECT queue, 'processing', COUNT(*), NULL FROM sluice_jobs WHERE status = 'processing' GROUP BY queue
 UNION ALL
 SELECT queue, 'failed', COUNT(*), NULL FROM sluice_jobs WHERE status = 'failed' GROUP BY queue
 ORDER BY 1
+
+-- name: StatsAdd
+INSERT INTO sluice_stats (queue, type, outcome, bucket, count) VALUES (?, ?, ?, ?, ?)
+ON DUPLICATE KEY UPDATE count = count + VALUES(count)
+
+-- name: StatsRead
+SELECT queue, type, outcome, bucket, count FROM sluice_stats WHERE bucket >= ? ORDER BY bucket
+
+-- name: StatsRange
+SELECT queue, type, outcome, bucket, count FROM sluice_stats WHERE bucket >= ? AND bucket < ?
+
+-- name: StatsDeleteRange
+DELETE FROM sluice_stats WHERE bucket >= ? AND bucket < ?
+
+-- name: LatencyAdd
+INSERT INTO sluice_stats_latency (queue, type, bucket, slot, count) VALUES (?, ?, ?, ?, ?)
+ON DUPLICATE KEY UPDATE count = count + VALUES(count)
+
+-- name: LatencyRead
+SELECT queue, type, bucket, slot, count FROM sluice_stats_latency WHERE bucket >= ? ORDER BY bucket
+
+-- name: LatencyRange
+SELECT queue, type, bucket, slot, count FROM sluice_stats_latency WHERE bucket >= ? AND bucket < ?
+
+-- name: LatencyDeleteRange
+DELETE FROM sluice_stats_latency WHERE bucket >= ? AND bucket < ?
+
+-- name: PartitionStats
+-- The partitions with the largest backlog, the first N of every queue, for
+-- stats and the dashboard in one read however many queues there are: an
+-- index-only read of sluice_jobs_fair, whose (status, queue,
+-- partition_key) prefix holds the pending and running jobs. (The drivers
+-- with partial indexes read two smaller ones instead.)
+SELECT queue, partition_key, pending, running FROM (
+  SELECT queue, partition_key, pending, running,
+         ROW_NUMBER() OVER (PARTITION BY queue ORDER BY pending DESC, partition_key) AS pos
+  FROM (
+    SELECT queue, partition_key,
+           SUM(CASE WHEN status = 'pending' THEN 1 ELSE 0 END) AS pending,
+           SUM(CASE WHEN status = 'processing' THEN 1 ELSE 0 END) AS running
+    FROM sluice_jobs
+    WHERE status IN ('pending', 'processing') AND partition_key <> ''
+    GROUP BY queue, partition_key) parts) ranked
+WHERE pos <= ?
+ORDER BY queue, pos
+
+-- name: QueuePause
+INSERT INTO sluice_queues (name, paused, updated_at) VALUES (?, ?, UTC_TIMESTAMP(6))
+ON DUPLICATE KEY UPDATE paused = VALUES(paused), updated_at = VALUES(updated_at)
+
+-- name: QueuesPaused
+SELECT name FROM sluice_queues WHERE paused = 1

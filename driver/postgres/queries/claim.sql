@@ -1,3 +1,8 @@
+-- The claim: the plain claim, the fair and limited claim (claim state,
+-- running counts, partitions, picks, rate buckets), the runnable probe and
+-- the hand-back of a failed claim.
+
+-- name: Claim
 -- The queue's first runnable jobs in its global order, a merge of its jobs
 -- without a partition (sluice_jobs_pending's partition '') and those with
 -- one (sluice_jobs_partitioned_pending): each branch reads at most $4 rows
@@ -20,18 +25,147 @@ WHERE id IN (
   SELECT id FROM (
     SELECT id, priority, next_run_at FROM (
       SELECT id, priority, next_run_at FROM sluice_jobs
-      WHERE status = 'pending' AND queue = $3 AND partition_key = '' AND next_run_at <= now()
+      WHERE status = 'pending' AND queue = $3 AND partition_key = '' AND next_run_at <= now()/*TYPES*/
       ORDER BY priority, next_run_at, id
       LIMIT $4
       FOR UPDATE SKIP LOCKED) unpartitioned
     UNION ALL
     SELECT id, priority, next_run_at FROM (
       SELECT id, priority, next_run_at FROM sluice_jobs
-      WHERE status = 'pending' AND length(partition_key) > 0 AND queue = $3 AND next_run_at <= now()
+      WHERE status = 'pending' AND length(partition_key) > 0 AND queue = $3 AND next_run_at <= now()/*TYPES*/
       ORDER BY priority, next_run_at, id
       LIMIT $4
       FOR UPDATE SKIP LOCKED) partitioned
   ) pending
   ORDER BY priority, next_run_at, id
   LIMIT $4)
-RETURNING id, queue, type, business_key, dedupe, payload, status, priority, attempts, max_attempts, next_run_at, locked_by, locked_until, last_error, result, created_at, updated_at, finished_at, traceparent, partition_key
+RETURNING /*JOB_COLUMNS*/
+
+-- name: ClaimIDs
+UPDATE sluice_jobs
+SET status = 'processing', attempts = attempts + 1, locked_by = ?,
+    locked_until = clock_timestamp() + ?::bigint * interval '1 microsecond', updated_at = now()
+WHERE id IN (/*LIST*/) AND status = 'pending'
+RETURNING /*JOB_COLUMNS*/
+
+-- name: Runnable
+SELECT 1 FROM sluice_jobs
+WHERE status = 'pending' AND queue = $1 AND next_run_at <= now()/*TYPES*/
+LIMIT 1
+
+-- name: ReleaseClaim
+-- Hands back every job a claim wrote under this token, uncharged: the
+-- claimer never received them, so they never ran. Fenced like every other
+-- update after a claim: a job that was rescued, or claimed again, since is
+-- left alone. The partial index on processing rows bounds the scan to the
+-- jobs held right now.
+UPDATE sluice_jobs
+SET status = 'pending', attempts = attempts - 1, locked_by = NULL, locked_until = NULL, updated_at = now()
+WHERE status = 'processing' AND locked_by = $1
+
+-- name: ClaimStateLock
+-- Locks the scope's row until the claim commits (SQLite's write
+-- transaction is already exclusive).
+SELECT last_partition FROM sluice_claim_state WHERE scope = ?
+FOR UPDATE
+
+-- name: ClaimStateInit
+INSERT INTO sluice_claim_state (scope) VALUES (?) ON CONFLICT DO NOTHING
+
+-- name: ClaimStateSet
+UPDATE sluice_claim_state SET last_partition = ? WHERE scope = ?
+
+-- name: RunningQueue
+-- Reads the running jobs only (the rescue index), whose number the
+-- cluster's concurrency bounds.
+SELECT count(*) FROM sluice_jobs WHERE status = 'processing' AND queue = ?
+
+-- name: RunningTypes
+-- Reads the running jobs only (the rescue index), whose number the
+-- cluster's concurrency bounds.
+SELECT type, count(*) FROM sluice_jobs
+WHERE status = 'processing' AND type IN (/*LIST*/)
+GROUP BY type
+
+-- name: RunningParts
+-- Reads the running jobs only (the rescue index), whose number the
+-- cluster's concurrency bounds.
+SELECT partition_key, count(*) FROM sluice_jobs
+WHERE status = 'processing' AND queue = ? AND partition_key IN (/*LIST*/)
+GROUP BY partition_key
+
+-- name: FairParts
+-- A skip scan of sluice_jobs_pending: each step is one index seek to the next
+-- partition of the queue with a pending job, so finding n partitions costs
+-- n seeks however many jobs each one holds. The partition '' (jobs without
+-- a partition) is a partition like any other.
+-- Arguments: queue, the last partition served, queue, how many.
+WITH RECURSIVE p(pk, n) AS (
+  SELECT (SELECT partition_key FROM sluice_jobs WHERE queue = ? AND status = 'pending' AND partition_key > ? ORDER BY partition_key LIMIT 1), 1
+  UNION ALL
+  SELECT (SELECT partition_key FROM sluice_jobs WHERE queue = ? AND status = 'pending' AND partition_key > p.pk ORDER BY partition_key LIMIT 1), n + 1
+  FROM p WHERE p.pk IS NOT NULL AND n < ?
+)
+SELECT pk FROM p WHERE pk IS NOT NULL
+
+-- name: FairPartsFirst
+-- A skip scan of sluice_jobs_pending: each step is one index seek to the next
+-- partition of the queue with a pending job, so finding n partitions costs
+-- n seeks however many jobs each one holds. The partition '' (jobs without
+-- a partition) is a partition like any other.
+-- Arguments: queue, queue, how many.
+WITH RECURSIVE p(pk, n) AS (
+  SELECT (SELECT partition_key FROM sluice_jobs WHERE queue = ? AND status = 'pending' ORDER BY partition_key LIMIT 1), 1
+  UNION ALL
+  SELECT (SELECT partition_key FROM sluice_jobs WHERE queue = ? AND status = 'pending' AND partition_key > p.pk ORDER BY partition_key LIMIT 1), n + 1
+  FROM p WHERE p.pk IS NOT NULL AND n < ?
+)
+SELECT pk FROM p WHERE pk IS NOT NULL
+
+-- name: ClaimPick
+-- The queue's first runnable jobs in its global order, for a claim with
+-- limits: the merge Claim makes of the jobs without a partition and
+-- those with one, each branch at most n rows of its index in claim order.
+-- Each FILTER marker takes the type conditions of its branch.
+SELECT id, type, partition_key FROM (
+  (SELECT id, type, partition_key, priority, next_run_at FROM sluice_jobs
+  WHERE status = 'pending' AND queue = ? AND partition_key = '' AND next_run_at <= now()/*FILTER*/
+  ORDER BY priority, next_run_at, id LIMIT ?)
+  UNION ALL
+  (SELECT id, type, partition_key, priority, next_run_at FROM sluice_jobs
+  WHERE status = 'pending' AND length(partition_key) > 0 AND queue = ? AND next_run_at <= now()/*FILTER*/
+  ORDER BY priority, next_run_at, id LIMIT ?)
+) pending
+ORDER BY priority, next_run_at, id
+LIMIT ?
+
+-- name: ClaimPickPart
+-- One partition's first runnable jobs, one branch of a fair claim's UNION
+-- ALL: a range of sluice_jobs_pending, whose partition '' (jobs without a
+-- partition) takes its turn like any other. The FILTER marker takes the
+-- type conditions.
+(SELECT id, type, partition_key FROM sluice_jobs
+WHERE status = 'pending' AND queue = ? AND partition_key = ? AND next_run_at <= now()/*FILTER*/
+ORDER BY priority, next_run_at, id LIMIT ?)
+
+-- name: BucketLockMany
+-- Locks the rate buckets a limited claim takes tokens from until the claim
+-- commits, in name order so that claims lock them in one order (SQLite's
+-- write transaction is already exclusive).
+SELECT name, tokens, updated_at FROM sluice_rate_buckets
+WHERE name IN (/*LIST*/)
+ORDER BY name
+FOR UPDATE
+
+-- name: BucketInitMany
+-- Creates the missing rate buckets of a limited claim, full; the ROWS
+-- marker becomes one (name, tokens, updated_at) row of placeholders each.
+INSERT INTO sluice_rate_buckets (name, tokens, updated_at) VALUES /*ROWS*/
+ON CONFLICT (name) DO NOTHING
+
+-- name: BucketPutMany
+-- Writes back the rate buckets a limited claim locked, in one statement;
+-- the ROWS marker becomes one (name, tokens, updated_at) row of
+-- placeholders each, every one an existing bucket.
+INSERT INTO sluice_rate_buckets (name, tokens, updated_at) VALUES /*ROWS*/
+ON CONFLICT (name) DO UPDATE SET tokens = excluded.tokens, updated_at = excluded.updated_at

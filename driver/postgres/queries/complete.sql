@@ -1,4 +1,18 @@
--- history: see complete_batch.sql.
+-- What happens to claimed jobs: heartbeats, completions, the rescue of
+-- expired leases and the purge of finished jobs.
+
+-- name: Heartbeat
+-- clock_timestamp(), not now(): now() is when the statement started, and a
+-- heartbeat that waited behind a lock for longer than the lease would
+-- otherwise write an expiry that has already passed.
+UPDATE sluice_jobs SET locked_until = clock_timestamp() + $1::bigint * interval '1 microsecond', updated_at = clock_timestamp()
+WHERE locked_by = $2 AND status = 'processing' AND id IN (/*LIST*/)
+
+-- name: Held
+SELECT id FROM sluice_jobs WHERE locked_by = $1 AND status = 'processing' AND id IN (/*LIST*/)
+
+-- name: Complete
+-- history: see CompleteBatch.
 UPDATE sluice_jobs
 SET status = $1, attempts = attempts - $2::int,
     next_run_at = CASE WHEN $3::int = 1 THEN next_run_at ELSE now() + $4::bigint * interval '1 microsecond' END,
@@ -11,3 +25,79 @@ SET status = $1, attempts = attempts - $2::int,
             ELSE COALESCE(history, '[]') END)
       || jsonb_build_array(jsonb_build_object('end', now()) || $11::jsonb) END
 WHERE id = $12 AND locked_by = $13 AND status = 'processing'
+
+-- name: CompleteBatch
+-- One statement completes a whole batch. The fence is the lease token
+-- alone: the lease_invariant constraint (migration 4) guarantees that a
+-- row holding a token is processing. Leaving status out of the WHERE keeps
+-- the planner from driving the join through the partial rescue index,
+-- whose statistics are stale under load (a generic plan then scanned every
+-- processing row once per completed job); it joins on the primary key.
+UPDATE sluice_jobs AS j
+SET status = u.status, attempts = j.attempts - u.refund,
+    next_run_at = CASE WHEN u.final THEN j.next_run_at ELSE now() + u.delay_us * interval '1 microsecond' END,
+    finished_at = CASE WHEN u.final THEN now() ELSE NULL END,
+    locked_by = NULL, locked_until = NULL,
+    last_error = COALESCE(u.error, j.last_error), result = COALESCE(u.result, j.result), updated_at = now()
+FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::int[], $6::bool[], $7::text[], $8::text[])
+  AS u(id, token, status, delay_us, refund, final, error, result)
+WHERE j.id = u.id AND j.locked_by = u.token
+RETURNING j.id
+
+-- name: CompleteBatchHistory
+-- CompleteBatch for a batch in which some outcome carries a history
+-- entry; a batch without one (every attempt of jobs that never failed)
+-- takes CompleteBatch, which leaves the column alone.
+--
+-- An attempt with a history entry is appended to the job's history, the
+-- oldest dropped past keep; a smaller keep than before shrinks the history
+-- by one more each attempt until it fits. The entry's end is the database
+-- clock.
+UPDATE sluice_jobs AS j
+SET status = u.status, attempts = j.attempts - u.refund,
+    next_run_at = CASE WHEN u.final THEN j.next_run_at ELSE now() + u.delay_us * interval '1 microsecond' END,
+    finished_at = CASE WHEN u.final THEN now() ELSE NULL END,
+    locked_by = NULL, locked_until = NULL,
+    last_error = COALESCE(u.error, j.last_error), result = COALESCE(u.result, j.result), updated_at = now(),
+    history = CASE WHEN u.entry IS NULL THEN j.history ELSE
+      (CASE WHEN jsonb_array_length(COALESCE(j.history, '[]')) > u.keep THEN j.history - 0 - 0
+            WHEN jsonb_array_length(COALESCE(j.history, '[]')) = u.keep THEN j.history - 0
+            ELSE COALESCE(j.history, '[]') END)
+      || jsonb_build_array(jsonb_build_object('end', now()) || u.entry::jsonb) END
+FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::int[], $6::bool[], $7::text[], $8::text[], $9::text[], $10::int[])
+  AS u(id, token, status, delay_us, refund, final, error, result, entry, keep)
+WHERE j.id = u.id AND j.locked_by = u.token
+RETURNING j.id
+
+-- name: Rescue
+-- The locking subquery re-checks status and lease on rows changed since its
+-- snapshot, so a job completed meanwhile is never rescued; SKIP LOCKED passes
+-- over rows a completer or heartbeat is writing right now. The lost attempt
+-- goes into the history as lease_expired, trimmed to $1 and $2 (the same number) as CompleteBatch does.
+UPDATE sluice_jobs
+SET status = CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'pending' END,
+    finished_at = CASE WHEN attempts >= max_attempts THEN now() ELSE NULL END,
+    next_run_at = now(),
+    last_error = 'lease expired at ' || to_char(locked_until AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.MS')
+                 || ' UTC: the worker stopped heartbeating (killed, hung or cut off)',
+    history = (CASE WHEN jsonb_array_length(COALESCE(history, '[]')) > $1::int THEN history - 0 - 0
+                    WHEN jsonb_array_length(COALESCE(history, '[]')) = $2::int THEN history - 0
+                    ELSE COALESCE(history, '[]') END)
+      || jsonb_build_array(jsonb_build_object('attempt', attempts, 'end', now(), 'outcome', 'lease_expired',
+           'error', 'lease expired at ' || to_char(locked_until AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.MS')
+                    || ' UTC: the worker stopped heartbeating (killed, hung or cut off)')),
+    locked_by = NULL, locked_until = NULL, updated_at = now()
+WHERE id IN (
+  SELECT id FROM sluice_jobs WHERE status = 'processing' AND locked_until < now()
+  LIMIT $3
+  FOR UPDATE SKIP LOCKED)
+RETURNING status, queue, type
+
+-- name: Purge
+-- The locking subquery re-checks status, so a job retried since the
+-- snapshot is not deleted.
+DELETE FROM sluice_jobs WHERE id IN (
+  SELECT id FROM sluice_jobs
+  WHERE status = $1 AND finished_at IS NOT NULL AND finished_at < now() + $2::bigint * interval '1 microsecond'
+  LIMIT $3
+  FOR UPDATE SKIP LOCKED)

@@ -1,6 +1,66 @@
+-- Queue counts, per-minute stats, latency histograms, partition stats and
+-- paused queues.
+
+-- name: Stats
 SELECT queue, 'pending', COUNT(*), MIN(CASE WHEN next_run_at <= strftime('%Y-%m-%d %H:%M:%f', 'now') THEN next_run_at END) FROM sluice_jobs WHERE status = 'pending' GROUP BY queue
 UNION ALL
 SELECT queue, 'processing', COUNT(*), NULL FROM sluice_jobs WHERE status = 'processing' GROUP BY queue
 UNION ALL
 SELECT queue, 'failed', COUNT(*), NULL FROM sluice_jobs WHERE status = 'failed' GROUP BY queue
 ORDER BY 1
+
+-- name: StatsAdd
+INSERT INTO sluice_stats (queue, type, outcome, bucket, count) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (queue, type, outcome, bucket) DO UPDATE SET count = count + excluded.count
+
+-- name: StatsRead
+SELECT queue, type, outcome, bucket, count FROM sluice_stats WHERE bucket >= ? ORDER BY bucket
+
+-- name: StatsRange
+SELECT queue, type, outcome, bucket, count FROM sluice_stats WHERE bucket >= ? AND bucket < ?
+
+-- name: StatsDeleteRange
+DELETE FROM sluice_stats WHERE bucket >= ? AND bucket < ?
+
+-- name: LatencyAdd
+INSERT INTO sluice_stats_latency (queue, type, bucket, slot, count) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (queue, type, bucket, slot) DO UPDATE SET count = count + excluded.count
+
+-- name: LatencyRead
+SELECT queue, type, bucket, slot, count FROM sluice_stats_latency WHERE bucket >= ? ORDER BY bucket
+
+-- name: LatencyRange
+SELECT queue, type, bucket, slot, count FROM sluice_stats_latency WHERE bucket >= ? AND bucket < ?
+
+-- name: LatencyDeleteRange
+DELETE FROM sluice_stats_latency WHERE bucket >= ? AND bucket < ?
+
+-- name: PartitionStats
+-- The partitions with the largest backlog, the first N of every queue, for
+-- stats and the dashboard in one read however many queues there are:
+-- pending jobs per partition from an index-only scan of
+-- sluice_jobs_pending in (queue, partition) order, running ones from the
+-- rescue index (the running jobs, whose number the cluster's concurrency
+-- bounds). Only live rows are read.
+WITH waiting AS (
+  SELECT queue, partition_key, count(*) AS n FROM sluice_jobs
+  WHERE status = 'pending' AND partition_key > ''
+  GROUP BY queue, partition_key),
+held AS (
+  SELECT queue, partition_key, count(*) AS n FROM sluice_jobs
+  WHERE status = 'processing' AND partition_key <> ''
+  GROUP BY queue, partition_key),
+ranked AS (
+  SELECT queue, partition_key, COALESCE(waiting.n, 0) AS pending, COALESCE(held.n, 0) AS running,
+         row_number() OVER (PARTITION BY queue ORDER BY COALESCE(waiting.n, 0) DESC, partition_key) AS pos
+  FROM waiting FULL JOIN held USING (queue, partition_key))
+SELECT queue, partition_key, pending, running FROM ranked
+WHERE pos <= ?
+ORDER BY queue, pos
+
+-- name: QueuePause
+INSERT INTO sluice_queues (name, paused, updated_at) VALUES (?, ?, strftime('%Y-%m-%d %H:%M:%f', 'now'))
+ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at
+
+-- name: QueuesPaused
+SELECT name FROM sluice_queues WHERE paused = 1

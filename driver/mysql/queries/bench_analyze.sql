@@ -1,1 +1,0 @@
-ANALYZE TABLE sluice_jobs

@@ -1,1 +1,0 @@
-INSERT IGNORE INTO sluice_rate_buckets (name, tokens, updated_at) VALUES (?, ?, ?)

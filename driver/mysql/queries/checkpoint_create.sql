@@ -1,1 +1,0 @@
-INSERT IGNORE INTO sluice_checkpoints (batch, shard, status, chunk_size) VALUES (?, ?, ?, ?)

@@ -1,1 +1,0 @@
-INSERT IGNORE INTO sluice_circuits (type, open_until, updated_at) VALUES (?, ?, ?)

@@ -1,7 +1,0 @@
--- claim_partitioned.sql for one type.
-SELECT UTC_TIMESTAMP(6), id, queue, type, business_key, dedupe, payload, status, priority, attempts, max_attempts, next_run_at, locked_by, locked_until, last_error, result, created_at, updated_at, finished_at, traceparent, partition_key
-FROM sluice_jobs FORCE INDEX (sluice_jobs_rescue)
-WHERE status = 'pending' AND locked_until IS NULL AND partitioned_queue = ? AND type = ? AND next_run_at <= UTC_TIMESTAMP(6)
-ORDER BY priority, next_run_at, id
-LIMIT ?
-FOR UPDATE SKIP LOCKED

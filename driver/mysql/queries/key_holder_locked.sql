@@ -1,1 +1,0 @@
-SELECT id FROM sluice_jobs WHERE key_active = ? LOCK IN SHARE MODE

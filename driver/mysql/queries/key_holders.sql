@@ -1,1 +1,0 @@
-SELECT business_key, id FROM sluice_jobs WHERE key_active IN (/*IDS*/)

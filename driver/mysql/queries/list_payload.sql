@@ -1,3 +1,0 @@
--- The payload filter of a listing: the value at a dotted path, as text.
--- Every parameter but the last is the path; the last is the value.
-JSON_UNQUOTE(JSON_EXTRACT(payload, CONCAT('$."', REPLACE(?, '.', '"."'), '"'))) = ?

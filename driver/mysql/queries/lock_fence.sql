@@ -1,1 +1,0 @@
-SELECT fence FROM sluice_lock_holders WHERE name = ?

@@ -1,1 +1,0 @@
-SELECT GET_LOCK(?, 60)

@@ -1,1 +1,0 @@
-DELETE FROM sluice_nodes WHERE last_seen < UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND

@@ -1,1 +1,0 @@
-SELECT count(*) FROM sluice_jobs WHERE queue = ? AND status = 'processing'

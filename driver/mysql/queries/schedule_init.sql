@@ -1,1 +1,0 @@
-INSERT INTO sluice_schedules (name, last_slot) VALUES (?, ?) ON DUPLICATE KEY UPDATE name = name

@@ -1,6 +1,0 @@
--- For `sluice bench`: inserts $4 finished jobs of queue $1 and type $2,
--- generated in the database, finished $3 milliseconds ago and earlier, one
--- millisecond apart.
-INSERT INTO sluice_jobs (queue, type, dedupe, payload, status, attempts, max_attempts, next_run_at, created_at, updated_at, finished_at)
-SELECT $1::text, $2::text, 'permanent', '{}', 'success', 1, 5, t, t, t, t
-FROM (SELECT now() - ($3::bigint + g) * interval '1 millisecond' AS t FROM generate_series(1, $4::bigint) g) s

@@ -1,1 +1,0 @@
-DELETE FROM sluice_checkpoints WHERE batch = $1

@@ -1,1 +1,0 @@
-SELECT batch, shard, "cursor", rows_done, chunks_done, chunk_size, status, last_error, owner, version, created_at, updated_at FROM sluice_checkpoints WHERE batch = $1 AND shard = $2

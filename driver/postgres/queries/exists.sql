@@ -1,1 +1,0 @@
-SELECT status FROM sluice_jobs WHERE id = $1

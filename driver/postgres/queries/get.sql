@@ -1,1 +1,0 @@
-SELECT id, queue, type, business_key, dedupe, payload, status, priority, attempts, max_attempts, next_run_at, locked_by, locked_until, last_error, result, created_at, updated_at, finished_at, traceparent, partition_key, history FROM sluice_jobs WHERE id = $1

@@ -1,1 +1,0 @@
-SELECT queue, type, bucket, slot, count FROM sluice_stats_latency WHERE bucket >= $1 AND bucket < $2

@@ -1,1 +1,0 @@
-SELECT holder, fence, acquired_at, expires_at FROM sluice_leases WHERE name = $1

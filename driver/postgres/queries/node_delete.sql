@@ -1,1 +1,0 @@
-DELETE FROM sluice_nodes WHERE id = $1

@@ -1,1 +1,0 @@
-SELECT name FROM sluice_queues WHERE paused

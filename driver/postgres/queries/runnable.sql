@@ -1,3 +1,0 @@
-SELECT 1 FROM sluice_jobs
-WHERE status = 'pending' AND queue = $1 AND next_run_at <= now()
-LIMIT 1

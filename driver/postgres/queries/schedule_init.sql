@@ -1,1 +1,0 @@
-INSERT INTO sluice_schedules (name, last_slot) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING

@@ -1,1 +1,0 @@
-SELECT to_regclass('sluice_schema') IS NOT NULL

@@ -1,1 +1,0 @@
-DELETE FROM sluice_stats WHERE bucket >= $1 AND bucket < $2

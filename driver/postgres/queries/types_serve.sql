@@ -1,1 +1,0 @@
-UPDATE sluice_types SET served_at = now() WHERE type = $1

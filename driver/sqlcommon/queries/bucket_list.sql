@@ -1,1 +1,0 @@
-SELECT name, tokens, updated_at FROM sluice_rate_buckets ORDER BY name

@@ -1,1 +1,0 @@
-UPDATE sluice_claim_state SET last_partition = ? WHERE scope = ?

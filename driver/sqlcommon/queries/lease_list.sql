@@ -1,1 +1,0 @@
-SELECT name, holder, fence, acquired_at, expires_at FROM sluice_leases ORDER BY name

@@ -1,1 +1,0 @@
-UPDATE sluice_rate_buckets SET tokens = ?, updated_at = ? WHERE name = ?

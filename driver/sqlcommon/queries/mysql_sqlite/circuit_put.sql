@@ -1,1 +1,0 @@
-UPDATE sluice_circuits SET state = ?, failures = ?, opens = ?, manual = ?, open_until = ?, probe = ?, updated_at = ? WHERE type = ?

@@ -1,1 +1,0 @@
-UPDATE sluice_schedules SET fires = fires + ? WHERE name = ?

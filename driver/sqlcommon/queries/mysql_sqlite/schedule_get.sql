@@ -1,1 +1,0 @@
-SELECT name, last_slot, last_job_id, version, fires, skips, updated_at FROM sluice_schedules WHERE name = ?

@@ -1,1 +1,0 @@
-SELECT queue, type, outcome, bucket, count FROM sluice_stats WHERE bucket >= ? AND bucket < ?

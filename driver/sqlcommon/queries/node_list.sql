@@ -1,1 +1,0 @@
-SELECT id, version, started_at, last_seen, concurrency, running FROM sluice_nodes ORDER BY id

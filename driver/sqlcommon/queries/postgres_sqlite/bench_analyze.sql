@@ -1,1 +1,0 @@
-ANALYZE sluice_jobs

@@ -1,1 +1,0 @@
-INSERT INTO sluice_claim_state (scope) VALUES (?) ON CONFLICT DO NOTHING

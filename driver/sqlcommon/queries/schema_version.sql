@@ -1,1 +1,0 @@
-SELECT version FROM sluice_schema WHERE id = 1

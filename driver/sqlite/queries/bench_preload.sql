@@ -1,7 +1,0 @@
--- For `sluice bench`: inserts ?4 finished jobs of queue ?1 and type ?2,
--- generated in the database, finished ?3 milliseconds ago and earlier, one
--- millisecond apart.
-WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < ?4)
-INSERT INTO sluice_jobs (queue, type, dedupe, payload, status, attempts, max_attempts, next_run_at, created_at, updated_at, finished_at)
-SELECT ?1, ?2, 'permanent', '{}', 'success', 1, 5, t, t, t, t
-FROM (SELECT strftime('%Y-%m-%d %H:%M:%f', 'now', '-' || ((?3 + n) / 1000.0) || ' seconds') AS t FROM g)

@@ -1,1 +1,0 @@
-INSERT INTO sluice_checkpoints (batch, shard, status, chunk_size) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING

@@ -1,1 +1,0 @@
-UPDATE sluice_checkpoints SET status = ?, updated_at = strftime('%Y-%m-%d %H:%M:%f', 'now') WHERE batch = ? AND status IN (/*IDS*/)

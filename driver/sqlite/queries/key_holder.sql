@@ -1,2 +1,0 @@
-SELECT id FROM sluice_jobs
-WHERE business_key = ? AND (dedupe = 'permanent' OR status IN ('pending', 'processing'))

@@ -1,1 +1,0 @@
-DELETE FROM sluice_nodes WHERE last_seen < strftime('%Y-%m-%d %H:%M:%f', 'now', ?)

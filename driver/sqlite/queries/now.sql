@@ -1,1 +1,0 @@
-SELECT strftime('%Y-%m-%d %H:%M:%f', 'now')
