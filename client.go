@@ -59,7 +59,12 @@ func NewClient(cfg Config) (*Client, error) {
 	}
 	c := &Client{cfg: cfg, drv: cfg.Driver, log: cfg.Logger, metrics: metrics.New(cfg.Driver.DB()), rollup: metrics.NewRollup(),
 		tracer: tracerOf(cfg.TracerProvider)}
-	if len(cfg.Queues) > 0 {
+	if len(cfg.Queues) > 0 && len(c.handledTypes()) == 0 {
+		// Workers claim only the types they have handlers for: with none,
+		// they would claim nothing, so none start.
+		cfg.Logger.Warn("no job type has a handler here: no worker starts, and jobs wait for a process that has one",
+			"queues", len(cfg.Queues))
+	} else if len(cfg.Queues) > 0 {
 		c.pool = worker.New(worker.Config{
 			Driver:   cfg.Driver,
 			Queues:   c.queueList(),
@@ -141,7 +146,7 @@ func (c *Client) queueList() []worker.Queue {
 			lease = Type{}.WithDefaults().Lease
 		}
 		q := c.cfg.Queues[n]
-		out = append(out, worker.Queue{Name: n, Concurrency: q.Concurrency, Rate: q.Rate, Lease: lease,
+		out = append(out, worker.Queue{Name: n, Concurrency: q.Concurrency, Rate: q.Rate, Lease: lease, Types: c.handledTypes(),
 			ClusterRate: q.ClusterRate, ClusterBurst: q.ClusterBurst, Fair: q.Fair, Limits: c.limitsOf(q),
 			Pace: c.paceOf(q)})
 	}

@@ -107,6 +107,9 @@ func (c *Client) RunOnce(ctx context.Context, p RunParams) (RunResult, error) {
 	if err := checkName("queue", p.Queue, sluicetype.MaxQueueLen); err != nil {
 		return RunResult{}, err
 	}
+	// The pass claims only the types it has handlers for, so that a job
+	// of another type is never charged for a handler this process lacks.
+	types := c.handledTypes()
 	if p.Type != "" {
 		if err := checkName("type", p.Type, sluicetype.MaxTypeLen); err != nil {
 			return RunResult{}, err
@@ -114,6 +117,12 @@ func (c *Client) RunOnce(ctx context.Context, p RunParams) (RunResult, error) {
 		if t, ok := c.cfg.Types[p.Type]; !ok || t.Handler == nil {
 			return RunResult{}, inputErr("type", "no handler for type %q in this process's config", p.Type)
 		}
+		types = []string{p.Type}
+	}
+	if len(types) == 0 {
+		msg := "no job type has a handler in this config: the pass claims nothing"
+		c.log.Warn("run pass: "+msg, "queue", p.Queue)
+		return RunResult{OK: true, Warnings: []string{msg}}, nil
 	}
 	if err := c.checkQueueKnown(ctx, p.Queue); err != nil {
 		return RunResult{}, err
@@ -176,7 +185,7 @@ func (c *Client) RunOnce(ctx context.Context, p RunParams) (RunResult, error) {
 	// A bounded pass claims as the queue's workers do: in turns when it is
 	// fair, within its running caps (the types' caps hold in any queue).
 	qc := c.cfg.Queues[p.Queue]
-	pass := worker.Queue{Name: p.Queue, Type: p.Type, Concurrency: p.Concurrency, MaxJobs: p.MaxJobs,
+	pass := worker.Queue{Name: p.Queue, Types: types, Concurrency: p.Concurrency, MaxJobs: p.MaxJobs,
 		Fair: qc.Fair, Limits: c.limitsOf(qc), Pace: c.paceOf(qc)}
 	for _, q := range c.queueList() {
 		if q.Name == p.Queue {

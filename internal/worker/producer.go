@@ -124,7 +124,7 @@ func (pr *producer) loop(ctx context.Context) {
 		token := newToken()
 		claimCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		jobs, err := pr.p.cfg.Driver.Claim(claimCtx, driver.ClaimParams{
-			Queue: pr.q.Name, Types: pr.q.types(), Limit: free, Lease: pr.q.Lease, Token: token,
+			Queue: pr.q.Name, Types: pr.q.Types, Limit: free, Lease: pr.q.Lease, Token: token,
 			Fair: pr.q.Fair, Limits: pr.q.Limits,
 		})
 		cancel()
@@ -212,7 +212,7 @@ func (pr *producer) idle(ctx context.Context, poll time.Duration) bool {
 		case <-until:
 			return true
 		case <-probeC:
-			runnable, err := pr.probe.Runnable(ctx, driver.RunnableParams{Queue: pr.q.Name, Types: pr.q.types()})
+			runnable, err := pr.probe.Runnable(ctx, driver.RunnableParams{Queue: pr.q.Name, Types: pr.q.Types})
 			if ctx.Err() != nil {
 				return false
 			}

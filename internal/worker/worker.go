@@ -58,8 +58,9 @@ type Queue struct {
 	Name        string
 	Concurrency int
 	Lease       time.Duration // lease written at claim time
-	// Type, if set, claims only jobs of that type.
-	Type string
+	// Types, if set, are the only types the queue's workers claim: those
+	// the process has handlers for. Empty claims every type.
+	Types []string
 	// Rate, if positive, caps job starts per second in this process.
 	Rate float64
 	// ClusterRate, if positive, caps job starts per second of the queue
@@ -79,14 +80,6 @@ type Queue struct {
 	// queue keeps starting jobs it claims again every Pace/2 rather than
 	// backing off: its short claims are the rate's, not an empty queue's.
 	Pace time.Duration
-}
-
-// types is the claim's driver.ClaimParams.Types: Type, or every type.
-func (q Queue) types() []string {
-	if q.Type == "" {
-		return nil
-	}
-	return []string{q.Type}
 }
 
 // Hooks let the caller observe the pool; any may be nil.
