@@ -106,7 +106,7 @@ const uncharged = sluicetype.AttemptReleased
 // outcomeOf names an attempt's outcome for metrics, roll-ups, logs, the
 // counts of a RunOnce pass and the attempt history: worker.AttemptOutcome
 // is the one rule, so that they cannot disagree.
-func outcomeOf(o worker.Outcome) sluicetype.Outcome { return worker.AttemptOutcome(o) }
+func outcomeOf(o worker.Result) sluicetype.Outcome { return worker.AttemptOutcome(o) }
 
 // workerHooks count and log every job event with the same fields. Every
 // pool of the client uses them: the long-running workers and each RunOnce
@@ -114,7 +114,7 @@ func outcomeOf(o worker.Outcome) sluicetype.Outcome { return worker.AttemptOutco
 func (c *Client) workerHooks() worker.Hooks {
 	return worker.Hooks{
 		Claimed: func(queue string, _ int, took time.Duration) { c.metrics.Claimed(queue, took) },
-		Completed: func(job sluicetype.JobRow, o worker.Outcome, ran time.Duration) {
+		Completed: func(job sluicetype.JobRow, o worker.Result, ran time.Duration) {
 			outcome := outcomeOf(o)
 			if outcome != uncharged {
 				now, waited := c.cfg.Clock(), job.QueueLatency()
@@ -131,7 +131,7 @@ func (c *Client) workerHooks() worker.Hooks {
 // failed, info otherwise. Above debug level it carries no user data: the
 // error is its summary (see DetailError), and the payload and the
 // handler's output appear only when debug is enabled.
-func (c *Client) logAttempt(job sluicetype.JobRow, o worker.Outcome, outcome sluicetype.Outcome, ran time.Duration) {
+func (c *Client) logAttempt(job sluicetype.JobRow, o worker.Result, outcome sluicetype.Outcome, ran time.Duration) {
 	debug := c.log.Enabled(context.Background(), slog.LevelDebug)
 	attrs := []any{"job_id", job.ID, "type", job.Type, "queue", job.Queue, "attempt", job.Attempts,
 		"duration", ran, "status", o.Status}

@@ -17,7 +17,7 @@ const NoHandlerDelay = 30 * time.Second
 
 // run executes one claimed job with its type's handler and classifies the
 // result as docs/design.md "Retries" describes.
-func (c *Client) run(ctx context.Context, row sluicetype.JobRow) worker.Outcome {
+func (c *Client) run(ctx context.Context, row sluicetype.JobRow) worker.Result {
 	ctx, span := c.startRun(ctx, row)
 	o := c.runTraced(ctx, row)
 	o.TraceID = traceIDOf(ctx)
@@ -26,7 +26,7 @@ func (c *Client) run(ctx context.Context, row sluicetype.JobRow) worker.Outcome 
 }
 
 // runTraced runs the job inside its span.
-func (c *Client) runTraced(ctx context.Context, row sluicetype.JobRow) worker.Outcome {
+func (c *Client) runTraced(ctx context.Context, row sluicetype.JobRow) worker.Result {
 	t, ok := c.cfg.Types[row.Type]
 	if !ok || t.Handler == nil {
 		// Workers and passes claim only the types they have handlers for
@@ -34,7 +34,7 @@ func (c *Client) runTraced(ctx context.Context, row sluicetype.JobRow) worker.Ou
 		// given back uncharged rather than burning its attempts.
 		c.log.Warn("claimed a job of a type this process has no handler for; given back", "job_id", row.ID, "type", row.Type)
 		msg := fmt.Sprintf("no handler for job type %q in this process (%s); waiting %s for one", row.Type, c.cfg.NodeID, NoHandlerDelay)
-		return worker.Outcome{Status: sluicetype.StatusPending, Refund: true, Delay: NoHandlerDelay, Error: &msg}
+		return worker.Result{Status: sluicetype.StatusPending, Refund: true, Delay: NoHandlerDelay, Error: &msg}
 	}
 	if t.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -50,9 +50,9 @@ func (c *Client) runTraced(ctx context.Context, row sluicetype.JobRow) worker.Ou
 	} else if err != nil && errors.Is(err, context.DeadlineExceeded) && t.Timeout > 0 {
 		err = fmt.Errorf("timed out after %s: %w", t.Timeout, err)
 	}
-	var o worker.Outcome
+	var o worker.Result
 	if err == nil {
-		o = worker.Outcome{Status: sluicetype.StatusSuccess, Result: job.result, Tx: job.tx}
+		o = worker.Result{Status: sluicetype.StatusSuccess, Result: job.result, Tx: job.tx}
 	} else {
 		if job.tx != nil {
 			job.tx.Rollback()
@@ -74,18 +74,18 @@ func callHandler(ctx context.Context, h Handler, job *Job) (err error) {
 }
 
 // failure classifies a handler error into the job's next state.
-func (c *Client) failure(row sluicetype.JobRow, t Type, err error) worker.Outcome {
+func (c *Client) failure(row sluicetype.JobRow, t Type, err error) worker.Result {
 	msg := err.Error()
 	var snooze *snoozeError
 	if errors.As(err, &snooze) {
-		return worker.Outcome{Status: sluicetype.StatusPending, Delay: snooze.d, Refund: true}
+		return worker.Result{Status: sluicetype.StatusPending, Delay: snooze.d, Refund: true}
 	}
 	summary := summaryOf(err)
 	if IsPermanent(err) {
-		return worker.Outcome{Status: sluicetype.StatusFailed, Error: &msg, Summary: summary}
+		return worker.Result{Status: sluicetype.StatusFailed, Error: &msg, Summary: summary}
 	}
 	if row.Attempts >= row.MaxAttempts {
-		return worker.Outcome{Status: sluicetype.StatusFailed, Error: &msg, Summary: summary, Transient: true}
+		return worker.Result{Status: sluicetype.StatusFailed, Error: &msg, Summary: summary, Transient: true}
 	}
 	b := t.Backoff
 	delay := b.Delay(row.Attempts)
@@ -93,5 +93,5 @@ func (c *Client) failure(row sluicetype.JobRow, t Type, err error) worker.Outcom
 	if errors.As(err, &ra) {
 		delay = min(ra.d, b.Max)
 	}
-	return worker.Outcome{Status: sluicetype.StatusPending, Delay: delay, Error: &msg, Summary: summary, Transient: true}
+	return worker.Result{Status: sluicetype.StatusPending, Delay: delay, Error: &msg, Summary: summary, Transient: true}
 }

@@ -175,7 +175,7 @@ func (c *Client) RunOnce(ctx context.Context, p RunParams) (RunResult, error) {
 	// roll-ups); the pass only adds its own tally.
 	hooks := c.workerHooks()
 	observe := hooks.Completed
-	hooks.Completed = func(job sluicetype.JobRow, o worker.Outcome, ran time.Duration) {
+	hooks.Completed = func(job sluicetype.JobRow, o worker.Result, ran time.Duration) {
 		observe(job, o, ran)
 		mu.Lock()
 		defer mu.Unlock()

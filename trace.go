@@ -90,7 +90,7 @@ func (c *Client) startRun(ctx context.Context, row sluicetype.JobRow) (context.C
 // endRun records the attempt's outcome on its span and ends it. The
 // error recorded is the summary, which carries no user data (see
 // DetailError).
-func endRun(span trace.Span, o worker.Outcome) {
+func endRun(span trace.Span, o worker.Result) {
 	defer span.End()
 	if !span.IsRecording() {
 		return

@@ -68,7 +68,7 @@ func (p *Pool) admit(ctx context.Context, j sluicetype.JobRow, pol driver.Circui
 // recordCircuit writes an attempt's outcome to its type's breaker. Only
 // what can change the circuit is written: a transient failure, the probe's
 // outcome, or a success that ends a run of counted failures.
-func (p *Pool) recordCircuit(j sluicetype.JobRow, pol driver.CircuitPolicy, g admission, o Outcome) {
+func (p *Pool) recordCircuit(j sluicetype.JobRow, pol driver.CircuitPolicy, g admission, o Result) {
 	if o.Refund {
 		// Snoozed or stopped by shutdown: the service gave no answer. A
 		// probe's deadline (the type's lease) lets another node probe.

@@ -9,7 +9,7 @@ import (
 
 type pending struct {
 	x *running
-	o Outcome
+	o Result
 }
 
 // completer writes outcomes in batches: whatever has queued up while the
@@ -36,7 +36,7 @@ func newCompleter(p *Pool) *completer {
 		linger: time.Millisecond}
 }
 
-func (c *completer) add(x *running, o Outcome) { c.in <- pending{x, o} }
+func (c *completer) add(x *running, o Result) { c.in <- pending{x, o} }
 
 // drain asks the loop to write everything queued, then stop.
 func (c *completer) drain() {
@@ -136,7 +136,7 @@ func (c *completer) flush(ctx context.Context, batch []pending) {
 }
 
 // completeInTx writes the outcome in the handler's own transaction.
-func (p *Pool) completeInTx(x *running, o Outcome) {
+func (p *Pool) completeInTx(x *running, o Result) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c := p.completion(x, o)

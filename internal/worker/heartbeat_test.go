@@ -74,13 +74,13 @@ func TestHeartbeatKeepsShortLeaseAlive(t *testing.T) {
 	skewed := clock.Clock(func() time.Time { return time.Now().Add(-3 * time.Hour) })
 	var lost lostLeases
 	var cause atomic.Value
-	run := func(ctx context.Context, j sluicetype.JobRow) Outcome {
+	run := func(ctx context.Context, j sluicetype.JobRow) Result {
 		select {
 		case <-time.After(2 * lease):
-			return Outcome{Status: sluicetype.StatusSuccess}
+			return Result{Status: sluicetype.StatusSuccess}
 		case <-ctx.Done():
 			cause.Store(context.Cause(ctx))
-			return Outcome{Status: sluicetype.StatusPending}
+			return Result{Status: sluicetype.StatusPending}
 		}
 	}
 	startPool(t, d, skewed, Queue{Concurrency: 1, Lease: lease}, run, Hooks{LeaseLost: lost.hook})
@@ -108,10 +108,10 @@ func TestHeartbeatCancelsHandlerOfLostLease(t *testing.T) {
 	clk := newManualClock()
 	var lost lostLeases
 	cancelled := make(chan error, 1)
-	run := func(ctx context.Context, j sluicetype.JobRow) Outcome {
+	run := func(ctx context.Context, j sluicetype.JobRow) Result {
 		<-ctx.Done()
 		cancelled <- context.Cause(ctx)
-		return Outcome{Status: sluicetype.StatusFailed}
+		return Result{Status: sluicetype.StatusFailed}
 	}
 	p := startPool(t, d, clk.Clock(), Queue{Concurrency: 1, Lease: lease, Rate: 0.001}, run, Hooks{LeaseLost: lost.hook})
 	eventually(t, 2*time.Second, func() bool { return p.Running() == 1 }, "the job did not start")

@@ -207,7 +207,7 @@ type gate struct {
 
 func newGate() *gate { return &gate{release: make(chan struct{})} }
 
-func (g *gate) run(ctx context.Context, j sluicetype.JobRow) Outcome {
+func (g *gate) run(ctx context.Context, j sluicetype.JobRow) Result {
 	g.mu.Lock()
 	g.now++
 	g.most = max(g.most, g.now)
@@ -220,9 +220,9 @@ func (g *gate) run(ctx context.Context, j sluicetype.JobRow) Outcome {
 	}()
 	select {
 	case <-g.release:
-		return Outcome{Status: sluicetype.StatusSuccess}
+		return Result{Status: sluicetype.StatusSuccess}
 	case <-ctx.Done():
-		return Outcome{Status: sluicetype.StatusPending}
+		return Result{Status: sluicetype.StatusPending}
 	}
 }
 

@@ -21,7 +21,7 @@ const FreeInterruptions = 3
 // back uncharged, unless its history shows FreeInterruptions such
 // releases in a row (or as many as the history keeps), in which case the
 // attempt is charged like any failure.
-func (p *Pool) interrupted(ctx context.Context, x *running, msg string) Outcome {
+func (p *Pool) interrupted(ctx context.Context, x *running, msg string) Result {
 	n, err := p.interruptionsInARow(ctx, x.job.ID)
 	if err != nil {
 		// Uncharged, as before the bound: a read that fails at shutdown
@@ -33,13 +33,13 @@ func (p *Pool) interrupted(ctx context.Context, x *running, msg string) Outcome 
 		keep = driver.DefaultKeepAttempts
 	}
 	if err != nil || n < min(FreeInterruptions, keep) {
-		return Outcome{Status: sluicetype.StatusPending, Refund: true, Error: &msg}
+		return Result{Status: sluicetype.StatusPending, Refund: true, Error: &msg}
 	}
 	msg = fmt.Sprintf("%s; charged: interrupted %d times in a row before", msg, n)
 	if x.job.Attempts >= x.job.MaxAttempts {
-		return Outcome{Status: sluicetype.StatusFailed, Error: &msg}
+		return Result{Status: sluicetype.StatusFailed, Error: &msg}
 	}
-	return Outcome{Status: sluicetype.StatusPending, Error: &msg}
+	return Result{Status: sluicetype.StatusPending, Error: &msg}
 }
 
 // Interrupted begins the error of every attempt that shutdown cut short.

@@ -47,9 +47,9 @@ func TestNotifyEmptyWakesEveryQueue(t *testing.T) {
 		Driver: d, Clock: newManualClock().Clock(),
 		Queues:   []Queue{{Name: "a", Concurrency: 1, Lease: time.Minute}, {Name: "b", Concurrency: 1, Lease: time.Minute}},
 		LeaseFor: func(string) time.Duration { return time.Minute },
-		Run: func(_ context.Context, j sluicetype.JobRow) Outcome {
+		Run: func(_ context.Context, j sluicetype.JobRow) Result {
 			started <- j.Queue
-			return Outcome{Status: sluicetype.StatusSuccess}
+			return Result{Status: sluicetype.StatusSuccess}
 		},
 		Logger:  slog.New(slog.DiscardHandler),
 		PollMin: time.Hour, PollMax: time.Hour,

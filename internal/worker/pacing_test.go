@@ -115,9 +115,9 @@ func TestIdleProbeEvery25ms(t *testing.T) {
 		Driver: d, Clock: newManualClock().Clock(),
 		Queues:   []Queue{{Name: "q", Concurrency: 1, Lease: time.Minute}},
 		LeaseFor: func(string) time.Duration { return time.Minute },
-		Run: func(context.Context, sluicetype.JobRow) Outcome {
+		Run: func(context.Context, sluicetype.JobRow) Result {
 			started <- time.Now()
-			return Outcome{Status: sluicetype.StatusSuccess}
+			return Result{Status: sluicetype.StatusSuccess}
 		},
 		Logger: slog.New(slog.DiscardHandler),
 		// The poll never comes round: only the probe finds a job.

@@ -358,7 +358,7 @@ func (pr *producer) start(j sluicetype.JobRow) {
 			// A prefetched job that never started goes straight back,
 			// observed (a pass counts it as requeued).
 			cancel(nil)
-			p.finishObserved(x, Outcome{Status: sluicetype.StatusPending, Refund: true}, 0)
+			p.finishObserved(x, Result{Status: sluicetype.StatusPending, Refund: true}, 0)
 			return
 		}
 		var pol driver.CircuitPolicy
@@ -372,7 +372,7 @@ func (pr *producer) start(j sluicetype.JobRow) {
 			if g = p.admit(ctx, j, pol); !g.run {
 				pr.run <- struct{}{}
 				cancel(nil)
-				p.finish(x, Outcome{Status: sluicetype.StatusPending, Refund: true, Delay: g.wait})
+				p.finish(x, Result{Status: sluicetype.StatusPending, Refund: true, Delay: g.wait})
 				return
 			}
 		}
@@ -406,7 +406,7 @@ func (pr *producer) start(j sluicetype.JobRow) {
 // finishObserved is finish for an attempt that ended here: it is observed
 // (logged, counted) before its write. A job that shutdown has already
 // requeued was observed there instead.
-func (p *Pool) finishObserved(x *running, o Outcome, took time.Duration) {
+func (p *Pool) finishObserved(x *running, o Result, took time.Duration) {
 	if !p.settle(x, o) {
 		return
 	}
@@ -418,7 +418,7 @@ func (p *Pool) finishObserved(x *running, o Outcome, took time.Duration) {
 
 // finish writes the outcome of a handler that returned, unless shutdown
 // has already requeued its job: that write would be fenced out anyway.
-func (p *Pool) finish(x *running, o Outcome) {
+func (p *Pool) finish(x *running, o Result) {
 	if p.settle(x, o) {
 		p.write(x, o)
 	}
@@ -426,7 +426,7 @@ func (p *Pool) finish(x *running, o Outcome) {
 
 // settle marks x's handler as returned, and reports false (rolling back
 // its transaction) when shutdown has already requeued the job.
-func (p *Pool) settle(x *running, o Outcome) bool {
+func (p *Pool) settle(x *running, o Result) bool {
 	if p.running.settle(x) {
 		return true
 	}
@@ -437,7 +437,7 @@ func (p *Pool) settle(x *running, o Outcome) bool {
 }
 
 // write queues the fenced write of a settled outcome.
-func (p *Pool) write(x *running, o Outcome) {
+func (p *Pool) write(x *running, o Result) {
 	if o.Tx != nil {
 		p.completeInTx(x, o)
 		return
@@ -462,11 +462,11 @@ func (pr *producer) acquireRun(stopping <-chan struct{}) bool {
 }
 
 // safeRun turns a panic that escaped the RunFunc into a transient failure.
-func safeRun(ctx context.Context, run RunFunc, j sluicetype.JobRow) (o Outcome) {
+func safeRun(ctx context.Context, run RunFunc, j sluicetype.JobRow) (o Result) {
 	defer func() {
 		if r := recover(); r != nil {
 			msg := fmt.Sprintf("panic: %v\n%s", r, debug.Stack())
-			o = Outcome{Status: sluicetype.StatusPending, Error: &msg, Transient: true}
+			o = Result{Status: sluicetype.StatusPending, Error: &msg, Transient: true}
 		}
 	}()
 	return run(ctx, j)

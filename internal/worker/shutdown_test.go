@@ -30,11 +30,11 @@ func TestShutdownRequeueSparesReturnedHandlers(t *testing.T) {
 	}
 	ignore := make(chan struct{}) // the stuck handler ignores its context
 	t.Cleanup(func() { close(ignore) })
-	run := func(ctx context.Context, j sluicetype.JobRow) Outcome {
+	run := func(ctx context.Context, j sluicetype.JobRow) Result {
 		if j.ID == stuck {
 			<-ignore
 		}
-		return Outcome{Status: sluicetype.StatusSuccess}
+		return Result{Status: sluicetype.StatusSuccess}
 	}
 	p := startPool(t, d, newManualClock().Clock(), Queue{Concurrency: 2}, run, Hooks{},
 		func(p *Pool) { p.cfg.Grace = 20 * time.Millisecond })

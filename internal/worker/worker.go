@@ -22,8 +22,8 @@ import (
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
-// Outcome is what became of one attempt.
-type Outcome struct {
+// Result is what became of one attempt.
+type Result struct {
 	Status sluicetype.Status // success, failed or pending
 	Delay  time.Duration
 	Refund bool
@@ -51,7 +51,7 @@ type Outcome struct {
 
 // RunFunc runs one claimed job. Its context ends when the job's lease is
 // lost or the pool shuts down past its deadline.
-type RunFunc func(ctx context.Context, job sluicetype.JobRow) Outcome
+type RunFunc func(ctx context.Context, job sluicetype.JobRow) Result
 
 // Queue configures one queue's workers.
 type Queue struct {
@@ -85,7 +85,7 @@ type Queue struct {
 // Hooks let the caller observe the pool; any may be nil.
 type Hooks struct {
 	Claimed   func(queue string, n int, took time.Duration)
-	Completed func(job sluicetype.JobRow, o Outcome, ran time.Duration)
+	Completed func(job sluicetype.JobRow, o Result, ran time.Duration)
 	LeaseLost func(job sluicetype.JobRow, where string)
 }
 
@@ -273,7 +273,7 @@ func (p *Pool) requeueStuck() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	cs := make([]driver.Completion, 0, len(jobs))
-	outcomes := make([]Outcome, 0, len(jobs))
+	outcomes := make([]Result, 0, len(jobs))
 	for _, r := range jobs {
 		o := p.interrupted(ctx, r, Interrupted+"; handler did not return")
 		outcomes = append(outcomes, o)
@@ -314,7 +314,7 @@ func (p *Pool) jobAttrs(x *running) []any {
 // failed before (its last_error is set) gets the attempt appended to its
 // history; a job that never failed writes none, which keeps the common
 // success as cheap as it was.
-func (p *Pool) completion(x *running, o Outcome) driver.Completion {
+func (p *Pool) completion(x *running, o Result) driver.Completion {
 	c := driver.Completion{ID: x.job.ID, Token: x.job.LockedBy, Status: o.Status, Delay: o.Delay,
 		Refund: o.Refund, Error: o.Error, Result: o.Result, KeepAttempts: p.cfg.KeepAttempts}
 	if o.Error == nil && x.job.LastError == "" {
@@ -332,7 +332,7 @@ func (p *Pool) completion(x *running, o Outcome) driver.Completion {
 // AttemptOutcome names what became of an attempt: sluicetype.OutcomeSuccess,
 // OutcomeFailed or OutcomeRetry, or sluicetype.AttemptReleased for one given
 // back without being charged.
-func AttemptOutcome(o Outcome) sluicetype.Outcome {
+func AttemptOutcome(o Result) sluicetype.Outcome {
 	switch {
 	case o.Status == sluicetype.StatusSuccess:
 		return sluicetype.OutcomeSuccess
