@@ -18,7 +18,7 @@ import (
 )
 
 // JobRequest is one job as JSON spells it: the body of POST /v1/jobs, an
-// element of POST /v1/jobs/batch, and a line of `sluice enqueue --ndjson`.
+// element of POST /v1/jobs/many, and a line of `sluice enqueue --ndjson`.
 // Decode it with DecodeJobRequest, which refuses what encoding/json would
 // let through silently.
 type JobRequest struct {
@@ -47,7 +47,7 @@ func DecodeJobRequest(b []byte) (JobRequest, error) {
 }
 
 // DecodeJobRequests decodes a JSON array of job requests (the body of POST
-// /v1/jobs/batch) as DecodeJobRequest does; a field is named with its
+// /v1/jobs/many) as DecodeJobRequest does; a field is named with its
 // index, such as "[3].key".
 func DecodeJobRequests(b []byte) ([]JobRequest, error) {
 	var rs []JobRequest

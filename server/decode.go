@@ -38,7 +38,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	return b, nil
 }
 
-// decodeJobs decodes and checks the body of POST /v1/jobs/batch: every
+// decodeJobs decodes and checks the body of POST /v1/jobs/many: every
 // element is checked before any is written, and an error names the
 // element's index, such as "[3].key".
 func (s *Server) decodeJobs(b []byte) ([]sluice.EnqueueParams, error) {

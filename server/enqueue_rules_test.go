@@ -15,7 +15,7 @@ import (
 
 // TestEnqueueRulesAPI drives testdata/enqueue_rules.json through POST
 // /v1/jobs, and every refused case as the second element of POST
-// /v1/jobs/batch: 201 for a good request, 400 naming the field for a bad
+// /v1/jobs/many: 201 for a good request, 400 naming the field for a bad
 // one, never a 5xx, and nothing written by a refusal, on every database.
 func TestEnqueueRulesAPI(t *testing.T) {
 	cases := rulestest.Load(t)
@@ -46,7 +46,7 @@ func TestEnqueueRulesAPI(t *testing.T) {
 				continue
 			}
 			batch := append(append([]byte(`[{"type":"good"},`), body...), ']')
-			r = post("/v1/jobs/batch", batch)
+			r = post("/v1/jobs/many", batch)
 			require.Equal(t, http.StatusBadRequest, r.code, "%s in a batch: %s", tc.Name, r.raw)
 			msg, _ := r.body["error"].(string)
 			require.True(t, strings.HasPrefix(msg, "[1]."), "%s in a batch: %q names no index", tc.Name, msg)

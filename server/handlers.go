@@ -133,7 +133,7 @@ func enqueueBody[T, R any](s *Server, w http.ResponseWriter, r *http.Request,
 	return res, true
 }
 
-func (s *Server) enqueueBatch(w http.ResponseWriter, r *http.Request) {
+func (s *Server) enqueueMany(w http.ResponseWriter, r *http.Request) {
 	res, ok := enqueueBody(s, w, r, s.decodeJobs, s.client.EnqueueMany)
 	if !ok {
 		return

@@ -28,7 +28,7 @@ func TestStatsQueueLatency(t *testing.T) {
 		runAt := time.Now().Add(-20 * time.Second).UTC().Format(time.RFC3339Nano)
 		body := strings.TrimSuffix(strings.Repeat(fmt.Sprintf(`{"type":"late","run_at":%q},`, runAt), 10)+
 			strings.Repeat(`{"type":"prompt"},`, 10), ",")
-		r := a.do("POST", "/v1/jobs/batch", "["+body+"]")
+		r := a.do("POST", "/v1/jobs/many", "["+body+"]")
 		require.Equal(t, http.StatusOK, r.code, r.raw)
 		r = a.do("POST", "/v1/run?max_jobs=50", "")
 		require.Equal(t, http.StatusOK, r.code, r.raw)

@@ -145,7 +145,13 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /healthz", s.healthz)
 	m.HandleFunc("GET /readyz", s.readyz)
 	m.HandleFunc("POST /v1/jobs", s.enqueue)
-	m.HandleFunc("POST /v1/jobs/batch", s.enqueueBatch)
+	m.HandleFunc("POST /v1/jobs/many", s.enqueueMany)
+	// The old name of /v1/jobs/many ("batch" now means only keyset
+	// batches): a client that still calls it is told where it went, not
+	// answered 404 or enqueued in silence.
+	m.HandleFunc("POST /v1/jobs/batch", func(w http.ResponseWriter, _ *http.Request) {
+		writeError(w, http.StatusGone, "POST /v1/jobs/batch is now POST /v1/jobs/many, with the same body and answer")
+	})
 	m.HandleFunc("GET /v1/jobs", s.listJobs)
 	m.HandleFunc("GET /v1/jobs/{id}", s.getJob)
 	m.HandleFunc("POST /v1/jobs/{id}/retry", s.retryJob)

@@ -139,7 +139,7 @@ func TestEnqueueAndGet(t *testing.T) {
 func TestBatch(t *testing.T) {
 	testdb.ForEachDriver(t, func(t *testing.T, d driver.Driver) {
 		a := start(t, d, nil, nil)
-		r := a.do("POST", "/v1/jobs/batch", `[{"type":"a","key":"k1"},{"type":"b","payload":{"n":[1,2]}},{"type":"a","key":"k1"}]`)
+		r := a.do("POST", "/v1/jobs/many", `[{"type":"a","key":"k1"},{"type":"b","payload":{"n":[1,2]}},{"type":"a","key":"k1"}]`)
 		require.Equal(t, http.StatusOK, r.code, r.raw)
 		require.Equal(t, float64(2), r.body["inserted"])
 		require.Equal(t, float64(1), r.body["duplicates"])
@@ -157,7 +157,7 @@ func TestBatch(t *testing.T) {
 			`[{"type":"c"},{"type":"d","delay":"soon"}]`:     "[1].delay",
 			`{"type":"c"}`: "body",
 		} {
-			r = a.do("POST", "/v1/jobs/batch", body)
+			r = a.do("POST", "/v1/jobs/many", body)
 			require.Equal(t, http.StatusBadRequest, r.code, "%s: %s", body, r.raw)
 			require.Contains(t, r.body["error"], want, body)
 		}
@@ -321,7 +321,7 @@ func TestRunConcurrent(t *testing.T) {
 			return nil
 		})}}, nil)
 		body := strings.TrimSuffix(strings.Repeat(`{"type":"ok"},`, 50), ",")
-		r := a.do("POST", "/v1/jobs/batch", "["+body+"]")
+		r := a.do("POST", "/v1/jobs/many", "["+body+"]")
 		require.Equal(t, http.StatusOK, r.code, r.raw)
 
 		var wg sync.WaitGroup
@@ -543,4 +543,17 @@ func TestListJobsRefusesUnknownParameters(t *testing.T) {
 	require.Contains(t, r.body["error"], "unknown query parameter staus")
 	r = a.do("GET", "/v1/jobs?status=failed&limit=5", "")
 	require.Equal(t, http.StatusOK, r.code, r.raw)
+}
+
+// The bulk enqueue's old path answers 410 naming the new one, and writes
+// nothing.
+func TestOldManyPathGone(t *testing.T) {
+	d := testdb.Open(t, "sqlite")
+	a := start(t, d, nil, nil)
+	r := a.do("POST", "/v1/jobs/batch", `[{"type":"a"}]`)
+	require.Equal(t, http.StatusGone, r.code, r.raw)
+	require.JSONEq(t, `{"error":"POST /v1/jobs/batch is now POST /v1/jobs/many, with the same body and answer"}`, r.raw)
+	n, err := d.CountJobs(context.Background(), driver.CountJobsParams{Type: "a", Status: sluicetype.StatusPending})
+	require.NoError(t, err)
+	require.Zero(t, n)
 }

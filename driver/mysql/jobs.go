@@ -303,16 +303,16 @@ func completionSize(c driver.Completion) int {
 	return n
 }
 
-// completeBatchQuery builds the one UPDATE that writes several outcomes:
+// completeManyQuery builds the one UPDATE that writes several outcomes:
 // the outcomes as a derived table, joined to the jobs by primary key. The
 // join order and the index are forced, so that the statement reads, and
 // locks, only the jobs it writes whatever the table's statistics say: a
 // claim running meanwhile skips every row it has locked.
-func (d *Driver) completeBatchQuery(cs []driver.Completion) (string, []any) {
+func (d *Driver) completeManyQuery(cs []driver.Completion) (string, []any) {
 	// Only a batch with a history entry pays for the history column.
-	batch, firstRow, rowArgs := d.q.CompleteBatch, d.q.CompleteBatchFirst, d.BatchRowArgs
+	batch, firstRow, rowArgs := d.q.CompleteMany, d.q.CompleteManyFirst, d.ManyRowArgs
 	if slices.ContainsFunc(cs, func(c driver.Completion) bool { return c.Attempt != nil }) {
-		batch, firstRow, rowArgs = d.q.CompleteBatchHistory, d.q.CompleteBatchHistoryFirst, d.BatchHistoryRowArgs
+		batch, firstRow, rowArgs = d.q.CompleteManyHistory, d.q.CompleteManyHistoryFirst, d.ManyHistoryRowArgs
 	}
 	nextRow := " UNION ALL SELECT ?" + strings.Repeat(", ?", strings.Count(firstRow, "?")-1)
 	var sb strings.Builder
@@ -332,7 +332,7 @@ func (d *Driver) completeChunk(ctx context.Context, cs []driver.Completion) ([]i
 	if len(cs) == 1 {
 		return d.completeOne(ctx, cs[0])
 	}
-	q, args := d.completeBatchQuery(cs)
+	q, args := d.completeManyQuery(cs)
 	applied := false
 	err := sqlcommon.RetryTransient(ctx, d.Transient, func() error {
 		tx, err := d.Write.BeginTx(ctx, nil)

@@ -43,7 +43,7 @@ type queries struct {
 	// jobs.sql
 	KeyHolders, KeyHolderLocked string
 	// complete.sql
-	CompleteBatch, CompleteBatchFirst, CompleteBatchHistory, CompleteBatchHistoryFirst string
+	CompleteMany, CompleteManyFirst, CompleteManyHistory, CompleteManyHistoryFirst string
 	RescueFailedLock, RescueFailed, PurgeSpan, PurgeProbe                              string
 	// leases.sql: leases by row lock, and the lock backend (package lock).
 	LeaseLock, LeaseInsert, LeaseUpdate string

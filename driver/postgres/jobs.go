@@ -277,9 +277,9 @@ func (d *Driver) Complete(ctx context.Context, p driver.CompleteParams) ([]int64
 		keeps[k] = int32(driver.KeepAttempts(c.KeepAttempts))
 	}
 	// Only a batch with a history entry pays for the history column.
-	q, args := d.q.CompleteBatch, []any{ids, tokens, statuses, delays, refunds, finals, errorTexts, resultTexts}
+	q, args := d.q.CompleteMany, []any{ids, tokens, statuses, delays, refunds, finals, errorTexts, resultTexts}
 	if slices.ContainsFunc(entries, func(e *string) bool { return e != nil }) {
-		q, args = d.q.CompleteBatchHistory, append(args, entries, keeps)
+		q, args = d.q.CompleteManyHistory, append(args, entries, keeps)
 	}
 	var done map[int64]bool
 	err := sqlcommon.RetryTransient(ctx, d.Transient, func() error {

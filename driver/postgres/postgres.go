@@ -52,7 +52,7 @@ const (
 type queries struct {
 	sqlcommon.Queries
 	KeyHolder                           string // jobs.sql
-	CompleteBatch, CompleteBatchHistory string // complete.sql
+	CompleteMany, CompleteManyHistory string // complete.sql
 	LeaseAcquire                        string // leases.sql
 	SchemaExists                        string // schema.sql
 }

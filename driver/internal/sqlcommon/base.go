@@ -271,15 +271,15 @@ func (b *Base) CompletionArgs(c driver.Completion) []any {
 	return append(b.outcomeArgs(c), entry, keep, keep, entry, c.ID, c.Token)
 }
 
-// BatchRowArgs are one row of a batch's derived table (MySQL's
-// CompleteBatchFirst): the outcome, the id and the token.
-func (b *Base) BatchRowArgs(c driver.Completion) []any {
+// ManyRowArgs are one row of a batch's derived table (MySQL's
+// CompleteManyFirst): the outcome, the id and the token.
+func (b *Base) ManyRowArgs(c driver.Completion) []any {
 	return append(b.outcomeArgs(c), c.ID, c.Token)
 }
 
-// BatchHistoryRowArgs are one row of a batch that writes history
-// (CompleteBatchHistoryFirst), which names the entry and limit once.
-func (b *Base) BatchHistoryRowArgs(c driver.Completion) []any {
+// ManyHistoryRowArgs are one row of a batch that writes history
+// (CompleteManyHistoryFirst), which names the entry and limit once.
+func (b *Base) ManyHistoryRowArgs(c driver.Completion) []any {
 	entry, keep := HistoryArgs(c)
 	return append(b.outcomeArgs(c), entry, keep, c.ID, c.Token)
 }

@@ -31,7 +31,7 @@ SET status = ?, attempts = attempts - ?,
       '$', JSON_SET(?, '$.end', UTC_TIMESTAMP(6))) END
 WHERE id = ? AND locked_by = ? AND status = 'processing'
 
--- name: CompleteBatch
+-- name: CompleteMany
 UPDATE (/*ROWS*/) u STRAIGHT_JOIN sluice_jobs j FORCE INDEX (PRIMARY) ON j.id = u.id AND j.locked_by = u.token
 SET j.status = u.status, j.attempts = j.attempts - u.refund,
     j.next_run_at = CASE WHEN u.keep_run_at = 1 THEN j.next_run_at ELSE UTC_TIMESTAMP(6) + INTERVAL u.delay_us MICROSECOND END,
@@ -40,13 +40,13 @@ SET j.status = u.status, j.attempts = j.attempts - u.refund,
     j.last_error = COALESCE(u.error, j.last_error), j.result = COALESCE(u.result, j.result), j.updated_at = UTC_TIMESTAMP(6)
 WHERE j.status = 'processing'
 
--- name: CompleteBatchFirst
+-- name: CompleteManyFirst
 SELECT ? AS status, ? AS refund, ? AS keep_run_at, ? AS delay_us, ? AS finish, ? AS error, ? AS result, ? AS id, ? AS token
 
--- name: CompleteBatchHistory
--- CompleteBatch for a batch in which some outcome carries a history
--- entry (rows from CompleteBatchHistoryFirst); a batch without one
--- takes CompleteBatch, which leaves the column alone. history as in
+-- name: CompleteManyHistory
+-- CompleteMany for a batch in which some outcome carries a history
+-- entry (rows from CompleteManyHistoryFirst); a batch without one
+-- takes CompleteMany, which leaves the column alone. history as in
 -- Complete, from the row's entry and keep.
 UPDATE (/*ROWS*/) u STRAIGHT_JOIN sluice_jobs j FORCE INDEX (PRIMARY) ON j.id = u.id AND j.locked_by = u.token
 SET j.status = u.status, j.attempts = j.attempts - u.refund,
@@ -61,7 +61,7 @@ SET j.status = u.status, j.attempts = j.attempts - u.refund,
       '$', JSON_SET(u.entry, '$.end', UTC_TIMESTAMP(6))) END
 WHERE j.status = 'processing'
 
--- name: CompleteBatchHistoryFirst
+-- name: CompleteManyHistoryFirst
 SELECT ? AS status, ? AS refund, ? AS keep_run_at, ? AS delay_us, ? AS finish, ? AS error, ? AS result, ? AS entry, ? AS keep, ? AS id, ? AS token
 
 -- name: Rescue

@@ -12,7 +12,7 @@ WHERE locked_by = $2 AND status = 'processing' AND id IN (/*LIST*/)
 SELECT id FROM sluice_jobs WHERE locked_by = $1 AND status = 'processing' AND id IN (/*LIST*/)
 
 -- name: Complete
--- history: see CompleteBatch.
+-- history: see CompleteMany.
 UPDATE sluice_jobs
 SET status = $1, attempts = attempts - $2::int,
     next_run_at = CASE WHEN $3::int = 1 THEN next_run_at ELSE now() + $4::bigint * interval '1 microsecond' END,
@@ -26,7 +26,7 @@ SET status = $1, attempts = attempts - $2::int,
       || jsonb_build_array(jsonb_build_object('end', now()) || $11::jsonb) END
 WHERE id = $12 AND locked_by = $13 AND status = 'processing'
 
--- name: CompleteBatch
+-- name: CompleteMany
 -- One statement completes a whole batch. The fence is the lease token
 -- alone: the lease_invariant constraint (migration 4) guarantees that a
 -- row holding a token is processing. Leaving status out of the WHERE keeps
@@ -44,10 +44,10 @@ FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::int[], $6::b
 WHERE j.id = u.id AND j.locked_by = u.token
 RETURNING j.id
 
--- name: CompleteBatchHistory
--- CompleteBatch for a batch in which some outcome carries a history
+-- name: CompleteManyHistory
+-- CompleteMany for a batch in which some outcome carries a history
 -- entry; a batch without one (every attempt of jobs that never failed)
--- takes CompleteBatch, which leaves the column alone.
+-- takes CompleteMany, which leaves the column alone.
 --
 -- An attempt with a history entry is appended to the job's history, the
 -- oldest dropped past keep; a smaller keep than before shrinks the history
@@ -73,7 +73,7 @@ RETURNING j.id
 -- The locking subquery re-checks status and lease on rows changed since its
 -- snapshot, so a job completed meanwhile is never rescued; SKIP LOCKED passes
 -- over rows a completer or heartbeat is writing right now. The lost attempt
--- goes into the history as lease_expired, trimmed to $1 and $2 (the same number) as CompleteBatch does.
+-- goes into the history as lease_expired, trimmed to $1 and $2 (the same number) as CompleteMany does.
 UPDATE sluice_jobs
 SET status = CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'pending' END,
     finished_at = CASE WHEN attempts >= max_attempts THEN now() ELSE NULL END,

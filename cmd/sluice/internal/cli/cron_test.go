@@ -198,7 +198,7 @@ func TestCronPassOverHTTP(t *testing.T) {
 			var resp *http.Response
 			var err error
 			require.Eventually(t, func() bool {
-				resp, err = http.Post(base+"/v1/jobs/batch", "application/json", strings.NewReader("["+strings.Join(body, ",")+"]"))
+				resp, err = http.Post(base+"/v1/jobs/many", "application/json", strings.NewReader("["+strings.Join(body, ",")+"]"))
 				return err == nil
 			}, 10*time.Second, 50*time.Millisecond)
 			require.Equal(t, http.StatusOK, resp.StatusCode)
