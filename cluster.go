@@ -31,7 +31,7 @@ func (c *Client) Checkpoints(ctx context.Context) ([]sluicetype.Checkpoint, erro
 
 // Leases reads every named lease (the maintenance leader's, the locks'),
 // expired or not.
-func (c *Client) Leases(ctx context.Context) ([]sluicetype.Lease, error) {
+func (c *Client) Leases(ctx context.Context) ([]sluicetype.LeaseState, error) {
 	return orEmpty(c.drv.ListLeases(ctx))
 }
 

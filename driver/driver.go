@@ -138,11 +138,11 @@ type Driver interface {
 
 	// AcquireLease takes or renews the named lease for Holder. Busy leases
 	// are reported with Held false and the current holder.
-	AcquireLease(ctx context.Context, p LeaseParams) (sluicetype.Lease, error)
+	AcquireLease(ctx context.Context, p LeaseParams) (sluicetype.LeaseState, error)
 	// ReleaseLease gives the lease up if p.Holder still holds it.
 	ReleaseLease(ctx context.Context, p ReleaseLeaseParams) (bool, error)
 	// ListLeases reads every named lease, expired or not.
-	ListLeases(ctx context.Context) ([]sluicetype.Lease, error)
+	ListLeases(ctx context.Context) ([]sluicetype.LeaseState, error)
 
 	// AddStats adds each row's Count to its roll-up bucket (an upsert of
 	// count = count + n), so that no writer ever counts finished jobs;

@@ -79,8 +79,8 @@ type ScheduleState struct {
 	UpdatedAt time.Time
 }
 
-// Lease is the state of a named lease after an acquire attempt.
-type Lease struct {
+// LeaseState is the state of a named lease after an acquire attempt.
+type LeaseState struct {
 	Name   string // set by ListLeases
 	Held   bool   // true if Holder holds it now
 	Holder string // the current holder

@@ -352,7 +352,7 @@ func exerciseConcurrency(t *testing.T, open Opener) {
 		t.Parallel()
 		b := setup(t, open)
 		const contenders = 8
-		leases := make([]sluicetype.Lease, contenders)
+		leases := make([]sluicetype.LeaseState, contenders)
 		racetest.Run(t, contenders, func(i int) (err error) {
 			leases[i], err = b.d.AcquireLease(b.ctx, driver.LeaseParams{Name: "leader", Holder: fmt.Sprintf("node-%d", i), TTL: time.Minute})
 			return err

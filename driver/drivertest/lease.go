@@ -14,7 +14,7 @@ func exerciseLease(t *testing.T, open Opener) {
 	t.Run("AcquireBusyRenewRelease", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, open)
-		acquire := func(holder string, ttl time.Duration) sluicetype.Lease {
+		acquire := func(holder string, ttl time.Duration) sluicetype.LeaseState {
 			t.Helper()
 			l, err := b.d.AcquireLease(b.ctx, driver.LeaseParams{Name: "maintenance", Holder: holder, TTL: ttl})
 			require.NoError(t, err)
@@ -78,7 +78,7 @@ func exerciseLease(t *testing.T, open Opener) {
 
 		// Poll as a contender would; no fixed sleep has to guess the timing.
 		deadline := time.Now().Add(20 * time.Second)
-		var l sluicetype.Lease
+		var l sluicetype.LeaseState
 		for {
 			l, err = b.d.AcquireLease(b.ctx, driver.LeaseParams{Name: "leader", Holder: "B", TTL: time.Minute})
 			require.NoError(t, err)

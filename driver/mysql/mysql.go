@@ -433,8 +433,8 @@ func (d *Driver) Migrate(ctx context.Context) (driver.MigrateResult, error) {
 
 // AcquireLease takes or renews a named lease. The row is locked while the
 // decision is made; times come from the database clock read under that lock.
-func (d *Driver) AcquireLease(ctx context.Context, p driver.LeaseParams) (sluicetype.Lease, error) {
-	var l sluicetype.Lease
+func (d *Driver) AcquireLease(ctx context.Context, p driver.LeaseParams) (sluicetype.LeaseState, error) {
+	var l sluicetype.LeaseState
 	// Two first acquisitions of a name race to insert its row; the loser's
 	// duplicate key (or deadlock on the gap lock) is retried and then sees
 	// the winner's row.
@@ -450,8 +450,8 @@ func (d *Driver) AcquireLease(ctx context.Context, p driver.LeaseParams) (sluice
 	return l, nil
 }
 
-func (d *Driver) acquireLease(ctx context.Context, p driver.LeaseParams) (sluicetype.Lease, error) {
-	var l sluicetype.Lease
+func (d *Driver) acquireLease(ctx context.Context, p driver.LeaseParams) (sluicetype.LeaseState, error) {
+	var l sluicetype.LeaseState
 	tx, err := d.Write.BeginTx(ctx, nil)
 	if err != nil {
 		return l, err
@@ -464,7 +464,7 @@ func (d *Driver) acquireLease(ctx context.Context, p driver.LeaseParams) (sluice
 		if now, err = d.txNow(ctx, tx); err != nil {
 			return l, err
 		}
-		l = sluicetype.Lease{Held: true, Holder: p.Holder, Fence: 1, Since: now.Time, Until: leaseEnd(now.Time, p.TTL)}
+		l = sluicetype.LeaseState{Held: true, Holder: p.Holder, Fence: 1, Since: now.Time, Until: leaseEnd(now.Time, p.TTL)}
 		if _, err := tx.ExecContext(ctx, d.q.LeaseInsert, p.Name, p.Holder, l.Since, l.Until); err != nil {
 			return l, err
 		}
@@ -474,7 +474,7 @@ func (d *Driver) acquireLease(ctx context.Context, p driver.LeaseParams) (sluice
 	case l.Holder == p.Holder:
 		l.Held, l.Since, l.Until = true, since.Time, leaseEnd(now.Time, p.TTL)
 	case until.Time.Before(now.Time):
-		l = sluicetype.Lease{Held: true, Holder: p.Holder, Fence: l.Fence + 1, Since: now.Time, Until: leaseEnd(now.Time, p.TTL)}
+		l = sluicetype.LeaseState{Held: true, Holder: p.Holder, Fence: l.Fence + 1, Since: now.Time, Until: leaseEnd(now.Time, p.TTL)}
 	default:
 		l.Since, l.Until = since.Time, until.Time
 		return l, tx.Commit()

@@ -323,6 +323,6 @@ func (d *Driver) Runnable(ctx context.Context, p driver.RunnableParams) (bool, e
 }
 
 // AcquireLease takes or renews a named lease with one upsert.
-func (d *Driver) AcquireLease(ctx context.Context, p driver.LeaseParams) (sluicetype.Lease, error) {
+func (d *Driver) AcquireLease(ctx context.Context, p driver.LeaseParams) (sluicetype.LeaseState, error) {
 	return d.UpsertLease(ctx, p, d.q.LeaseAcquire)
 }

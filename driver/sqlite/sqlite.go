@@ -228,7 +228,7 @@ func (d *Driver) Migrate(ctx context.Context) (driver.MigrateResult, error) {
 }
 
 // AcquireLease takes or renews a named lease.
-func (d *Driver) AcquireLease(ctx context.Context, p driver.LeaseParams) (sluicetype.Lease, error) {
+func (d *Driver) AcquireLease(ctx context.Context, p driver.LeaseParams) (sluicetype.LeaseState, error) {
 	return d.UpsertLease(ctx, p, d.q.LeaseAcquire)
 }
 

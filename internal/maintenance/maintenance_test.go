@@ -44,9 +44,9 @@ func (n *node) Rescue(ctx context.Context, p driver.RescueParams) (sluicetype.Re
 	return n.Driver.Rescue(ctx, p)
 }
 
-func (n *node) AcquireLease(ctx context.Context, p driver.LeaseParams) (sluicetype.Lease, error) {
+func (n *node) AcquireLease(ctx context.Context, p driver.LeaseParams) (sluicetype.LeaseState, error) {
 	if n.cut.Load() {
-		return sluicetype.Lease{}, errCut
+		return sluicetype.LeaseState{}, errCut
 	}
 	return n.Driver.AcquireLease(ctx, p)
 }
@@ -64,7 +64,7 @@ func start(t *testing.T, d driver.Driver, id string, clk *clock.Manual, rescued 
 func newClock() *clock.Manual { return clock.NewManual(time.Date(2031, 5, 4, 12, 0, 0, 0, time.UTC)) }
 
 // leaderLease reads the leadership row.
-func leaderLease(t *testing.T, d driver.Driver) sluicetype.Lease {
+func leaderLease(t *testing.T, d driver.Driver) sluicetype.LeaseState {
 	t.Helper()
 	ls, err := d.ListLeases(context.Background())
 	require.NoError(t, err)
@@ -74,7 +74,7 @@ func leaderLease(t *testing.T, d driver.Driver) sluicetype.Lease {
 		}
 	}
 	t.Fatal("no leadership row")
-	return sluicetype.Lease{}
+	return sluicetype.LeaseState{}
 }
 
 // eventually polls cond every few milliseconds until it holds, and fails

@@ -562,8 +562,8 @@ func (b *Base) PausedQueues(ctx context.Context) (map[string]bool, error) {
 }
 
 // GetLease reads a lease row; a missing row is a free lease.
-func (b *Base) GetLease(ctx context.Context, q driver.Querier, name string) (sluicetype.Lease, bool, error) {
-	var l sluicetype.Lease
+func (b *Base) GetLease(ctx context.Context, q driver.Querier, name string) (sluicetype.LeaseState, bool, error) {
+	var l sluicetype.LeaseState
 	var since, until Time
 	err := q.QueryRowContext(ctx, b.Q.LeaseGet, name).Scan(&l.Holder, &l.Fence, &since, &until)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -579,8 +579,8 @@ func (b *Base) GetLease(ctx context.Context, q driver.Querier, name string) (slu
 // UpsertLease acquires through acquire, an upsert that only changes the
 // row when the lease is free or already ours (SQLite's and PostgreSQL's
 // LeaseAcquire).
-func (b *Base) UpsertLease(ctx context.Context, p driver.LeaseParams, acquire string) (sluicetype.Lease, error) {
-	var l sluicetype.Lease
+func (b *Base) UpsertLease(ctx context.Context, p driver.LeaseParams, acquire string) (sluicetype.LeaseState, error) {
+	var l sluicetype.LeaseState
 	err := RetryTransient(ctx, b.Transient, func() error {
 		var since, until Time
 		err := b.Write.QueryRowContext(ctx, acquire, p.Name, p.Holder, b.Duration(p.TTL)).

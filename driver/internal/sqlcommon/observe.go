@@ -179,9 +179,9 @@ func (b *Base) PurgeNodes(ctx context.Context, p driver.PurgeNodesParams) (int64
 }
 
 // ListLeases reads every named lease.
-func (b *Base) ListLeases(ctx context.Context) ([]sluicetype.Lease, error) {
-	return QueryAll(ctx, b.Read, "list leases", b.Q.LeaseList, nil, func(rows *sql.Rows) (sluicetype.Lease, error) {
-		var l sluicetype.Lease
+func (b *Base) ListLeases(ctx context.Context) ([]sluicetype.LeaseState, error) {
+	return QueryAll(ctx, b.Read, "list leases", b.Q.LeaseList, nil, func(rows *sql.Rows) (sluicetype.LeaseState, error) {
+		var l sluicetype.LeaseState
 		var since, until Time
 		err := rows.Scan(&l.Name, &l.Holder, &l.Fence, &since, &until)
 		l.Since, l.Until = since.Time, until.Time
