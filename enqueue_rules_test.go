@@ -27,7 +27,7 @@ func requireInputError(t *testing.T, err error, field, msgPart, name string) {
 }
 
 // TestEnqueueRulesGo drives testdata/enqueue_rules.json through the Go
-// client as a Go program that receives JSON would: DecodeJobRequest,
+// client as a Go program that receives JSON would: DecodeEnqueueRequest,
 // Params, Enqueue; and every refused case as one element of EnqueueMany
 // after a good one. Each refusal is an *InputError naming the field, and
 // writes nothing, on every database.
@@ -40,7 +40,7 @@ func TestEnqueueRulesGo(t *testing.T) {
 		rows := func() int { return len(testdb.AllJobs(t, d, sluicetype.ListParams{})) }
 		written := 0
 		for _, tc := range cases {
-			req, err := sluice.DecodeJobRequest(tc.Body(t))
+			req, err := sluice.DecodeEnqueueRequest(tc.Body(t))
 			var p sluice.EnqueueParams
 			perr := err
 			if err == nil {

@@ -17,11 +17,11 @@ import (
 	"github.com/sluicehq/sluice/internal/dur"
 )
 
-// JobRequest is one job as JSON spells it: the body of POST /v1/jobs, an
+// EnqueueRequest is one job as JSON spells it: the body of POST /v1/jobs, an
 // element of POST /v1/jobs/many, and a line of `sluice enqueue --ndjson`.
-// Decode it with DecodeJobRequest, which refuses what encoding/json would
+// Decode it with DecodeEnqueueRequest, which refuses what encoding/json would
 // let through silently.
-type JobRequest struct {
+type EnqueueRequest struct {
 	Type        string          `json:"type"`
 	Key         string          `json:"key"`
 	Payload     json.RawMessage `json:"payload"`
@@ -34,23 +34,23 @@ type JobRequest struct {
 	Partition   string          `json:"partition"`
 }
 
-// DecodeJobRequest decodes one job request, strictly: field names exactly
+// DecodeEnqueueRequest decodes one job request, strictly: field names exactly
 // as documented (case-sensitive), each at most once, no unknown fields,
 // and text that is valid UTF-8 without lone surrogates anywhere in b.
 // encoding/json would match "Type" to type, keep the last of a repeated
 // field and turn "\ud800" or a 0xFF byte into U+FFFD, so that what is
 // stored is not what was sent. Errors are *InputError values naming the
 // field.
-func DecodeJobRequest(b []byte) (JobRequest, error) {
-	var r JobRequest
+func DecodeEnqueueRequest(b []byte) (EnqueueRequest, error) {
+	var r EnqueueRequest
 	return r, decodeStrict(b, &r, "object")
 }
 
-// DecodeJobRequests decodes a JSON array of job requests (the body of POST
-// /v1/jobs/many) as DecodeJobRequest does; a field is named with its
+// DecodeEnqueueRequests decodes a JSON array of job requests (the body of POST
+// /v1/jobs/many) as DecodeEnqueueRequest does; a field is named with its
 // index, such as "[3].key".
-func DecodeJobRequests(b []byte) ([]JobRequest, error) {
-	var rs []JobRequest
+func DecodeEnqueueRequests(b []byte) ([]EnqueueRequest, error) {
+	var rs []EnqueueRequest
 	return rs, decodeStrict(b, &rs, "array of job objects")
 }
 
@@ -166,7 +166,7 @@ func goKindName(k reflect.Kind) string {
 
 // Params converts the request. Errors are *InputError values naming the
 // field; the rest of the checking happens when the job is enqueued.
-func (r JobRequest) Params() (EnqueueParams, error) {
+func (r EnqueueRequest) Params() (EnqueueParams, error) {
 	p := EnqueueParams{Type: r.Type, Key: r.Key, Queue: r.Queue, Priority: r.Priority,
 		MaxAttempts: r.MaxAttempts, Dedupe: r.Dedupe, Partition: r.Partition}
 	if len(r.Payload) > 0 {

@@ -42,7 +42,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 // element is checked before any is written, and an error names the
 // element's index, such as "[3].key".
 func (s *Server) decodeJobs(b []byte) ([]sluice.EnqueueParams, error) {
-	reqs, err := sluice.DecodeJobRequests(b)
+	reqs, err := sluice.DecodeEnqueueRequests(b)
 	if err != nil {
 		return nil, err
 	}

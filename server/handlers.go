@@ -106,7 +106,7 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request) {
 
 // decodeJob reads the body of POST /v1/jobs: one job.
 func decodeJob(b []byte) (sluice.EnqueueParams, error) {
-	req, err := sluice.DecodeJobRequest(b)
+	req, err := sluice.DecodeEnqueueRequest(b)
 	if err != nil {
 		return sluice.EnqueueParams{}, err
 	}

@@ -50,7 +50,7 @@ final class Rules
     public const MIN_RUN_AT = '1970-01-01T00:00:00Z';
     public const MAX_RUN_AT = '9999-12-31T23:59:59.999999Z';
 
-    /** The fields of a job request (JobRequest's JSON names), type and payload first. */
+    /** The fields of a job request (sluice.EnqueueRequest's JSON names), type and payload first. */
     public const FIELDS = ['type', 'payload', 'key', 'dedupe', 'queue', 'priority', 'run_at', 'delay', 'max_attempts', 'partition'];
 
     /** Go's time.Duration ends at 2^63-1 nanoseconds. */

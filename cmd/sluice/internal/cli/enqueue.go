@@ -39,7 +39,7 @@ priority, delay, run_at, max_attempts, dedupe, partition) and enqueue them all o
 			if len(args) != 1 {
 				return usagef("enqueue needs exactly one TYPE argument (or --ndjson FILE)")
 			}
-			line := sluice.JobRequest{Type: args[0], Key: key, Queue: queue, Priority: priority, Delay: delay,
+			line := sluice.EnqueueRequest{Type: args[0], Key: key, Queue: queue, Priority: priority, Delay: delay,
 				RunAt: runAt, MaxAttempts: maxAttempts, Dedupe: dedupe, Partition: partition}
 			if payload != "" {
 				b, err := a.readPayload(payload)
@@ -128,7 +128,7 @@ func (a *app) enqueueNDJSON(ctx context.Context, path string) error {
 		if len(text) == 0 {
 			continue
 		}
-		l, err := sluice.DecodeJobRequest(text)
+		l, err := sluice.DecodeEnqueueRequest(text)
 		var p sluice.EnqueueParams
 		if err == nil {
 			p, err = l.Params()
