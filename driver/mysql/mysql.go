@@ -44,7 +44,7 @@ type queries struct {
 	KeyHolders, KeyHolderLocked string
 	// complete.sql
 	CompleteMany, CompleteManyFirst, CompleteManyHistory, CompleteManyHistoryFirst string
-	RescueFailedLock, RescueFailed, PurgeSpan, PurgeProbe                              string
+	RescueFailedLock, RescueFailed, PurgeSpan, PurgeProbe                          string
 	// leases.sql: leases by row lock, and the lock backend (package lock).
 	LeaseLock, LeaseInsert, LeaseUpdate string
 	LockRecord, LockFence, LockHolder   string

@@ -51,10 +51,10 @@ const (
 // those only PostgreSQL runs, in queries/*.sql under their field names.
 type queries struct {
 	sqlcommon.Queries
-	KeyHolder                           string // jobs.sql
+	KeyHolder                         string // jobs.sql
 	CompleteMany, CompleteManyHistory string // complete.sql
-	LeaseAcquire                        string // leases.sql
-	SchemaExists                        string // schema.sql
+	LeaseAcquire                      string // leases.sql
+	SchemaExists                      string // schema.sql
 }
 
 // Driver is the PostgreSQL driver.
