@@ -42,6 +42,8 @@ type queries struct {
 	ClaimPartitioned, ClaimUpdate string
 	// jobs.sql
 	KeyHolders, KeyHolderLocked string
+	// import.sql: `sluice import`'s copy from another job table (Import).
+	ImportLedgerCreate, ImportLedgerHas, ImportKeyHolder, ImportInsert, ImportLedgerAdd string
 	// complete.sql
 	CompleteMany, CompleteManyFirst, CompleteManyHistory, CompleteManyHistoryFirst string
 	RescueFailedLock, RescueFailed, PurgeSpan, PurgeProbe                          string

@@ -18,6 +18,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/cmd/sluice/internal/setup"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/driver/mysql"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -207,15 +208,9 @@ func (a *app) runImport(ctx context.Context, o importOptions) error {
 	}
 
 	// Pass 2: copy, batch by batch, each row with its record in the ledger.
-	prefix := a.prefix
-	if prefix == "" {
-		prefix = "sluice_"
-	}
-	ledger := prefix + "imports"
-	if _, err := db.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS "+ledger+` (
-		source VARCHAR(64) NOT NULL, source_id BIGINT NOT NULL, job_id BIGINT NOT NULL,
-		imported_at DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)), PRIMARY KEY (source, source_id)) CHARACTER SET utf8mb4`); err != nil {
-		return fmt.Errorf("import: create %s: %w", ledger, err)
+	md, ok := d.(*mysql.Driver)
+	if !ok {
+		return fmt.Errorf("import: the MySQL driver is a %T", d)
 	}
 	// The settings of the config's types as the library runs them, its
 	// defaults filled in; a type the config does not know is absent.
@@ -229,9 +224,20 @@ func (a *app) runImport(ctx context.Context, o importOptions) error {
 		if len(batch) == 0 {
 			return nil
 		}
-		err := copyBatch(ctx, db, prefix, ledger, o.table, settings, batch, &res.copied, &res.before, &res.keyTaken)
+		rows := make([]mysql.ImportRow, len(batch))
+		for i, r := range batch {
+			t := settings[r.typ]
+			rows[i] = mysql.ImportRow{SourceID: r.sourceID, Type: r.typ, Key: r.key, Payload: r.payload, Status: r.status,
+				Attempts: r.attempts, MaxAttempts: r.maxAttempts, NextRunAt: r.nextRunAt, LastError: r.lastError,
+				CreatedAt: r.createdAt, UpdatedAt: r.updatedAt, FinishedAt: r.finishedAt, Queue: t.Queue, Dedupe: t.Dedupe}
+		}
 		batch = batch[:0]
-		return err
+		n, err := md.Import(ctx, mysql.ImportParams{Source: o.table, Rows: rows})
+		if err != nil {
+			return fmt.Errorf("import: %w", err)
+		}
+		res.copied, res.before, res.keyTaken = res.copied+n.Copied, res.before+n.Before, res.keyTaken+n.KeyTaken
+		return nil
 	}
 	err = scanImport(ctx, db, o.table, cols, kinds, zone, statuses, func(r importRow, perr error) error {
 		if perr != nil {
@@ -456,71 +462,4 @@ func describeCounts(counts map[string]int) string {
 		parts = append(parts, p)
 	}
 	return strings.Join(parts, ", ")
-}
-
-// copyBatch copies rows in one transaction: each row not in the ledger is
-// inserted, with its key kept (a key a sluice job already holds is not
-// copied: that job stands), and recorded in the ledger.
-func copyBatch(ctx context.Context, db *sql.DB, prefix, ledger, source string, types map[string]sluice.Type,
-	rows []importRow, copied, before, keyTaken *int) error {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("import: %w", err)
-	}
-	defer tx.Rollback()
-	var c, b, k int
-	for _, r := range rows {
-		var done int
-		err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+ledger+" WHERE source = ? AND source_id = ? FOR UPDATE", source, r.sourceID).Scan(&done)
-		if err != nil {
-			return fmt.Errorf("import: row id %d: %w", r.sourceID, err)
-		}
-		if done > 0 {
-			b++
-			continue
-		}
-		cols := []string{"type", "business_key", "payload", "status", "attempts", "next_run_at", "last_error", "created_at", "updated_at", "finished_at"}
-		args := []any{r.typ, r.key, r.payload, string(r.status), r.attempts, r.nextRunAt, r.lastError, r.createdAt, r.updatedAt, r.finishedAt}
-		if r.maxAttempts > 0 {
-			cols, args = append(cols, "max_attempts"), append(args, r.maxAttempts)
-		}
-		// The type's settings from the config; what it leaves unset is the
-		// database's default, as for any other enqueue.
-		if t := types[r.typ]; t.Queue != "" {
-			cols, args = append(cols, "queue"), append(args, t.Queue)
-		}
-		if t := types[r.typ]; t.Dedupe != "" {
-			cols, args = append(cols, "dedupe"), append(args, t.Dedupe)
-		}
-		// A key the row would hold may be held by a job of the new code:
-		// that job stands, and the row is recorded as imported to it.
-		var id int64
-		if r.key.Valid && (r.status == sluicetype.StatusPending || types[r.typ].Dedupe != sluicetype.DedupeActive) {
-			err := tx.QueryRowContext(ctx, "SELECT id FROM "+prefix+"jobs WHERE key_active = CAST(? AS BINARY) FOR UPDATE", r.key.String).Scan(&id)
-			if err != nil && !errors.Is(err, sql.ErrNoRows) {
-				return fmt.Errorf("import: row id %d: %w", r.sourceID, err)
-			}
-		}
-		if id != 0 {
-			k++
-		} else {
-			q := "INSERT INTO " + prefix + "jobs (" + strings.Join(cols, ", ") + ") VALUES (?" + strings.Repeat(", ?", len(cols)-1) + ")"
-			res, err := tx.ExecContext(ctx, q, args...)
-			if err == nil {
-				id, err = res.LastInsertId()
-			}
-			if err != nil {
-				return fmt.Errorf("import: row id %d: %w", r.sourceID, err)
-			}
-			c++
-		}
-		if _, err := tx.ExecContext(ctx, "INSERT INTO "+ledger+" (source, source_id, job_id) VALUES (?, ?, ?)", source, r.sourceID, id); err != nil {
-			return fmt.Errorf("import: row id %d: record in %s: %w", r.sourceID, ledger, err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("import: %w", err)
-	}
-	*copied, *before, *keyTaken = *copied+c, *before+b, *keyTaken+k
-	return nil
 }
