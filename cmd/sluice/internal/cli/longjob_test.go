@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +25,8 @@ import (
 // passes that run it, and a type whose 10m timeout exceeds their window.
 func longJobConfig(t *testing.T, url string) string {
 	t.Helper()
-	cfg := filepath.Join(t.TempDir(), "sluice.yaml")
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "sluice.yaml")
 	require.NoError(t, os.WriteFile(cfg, []byte(`db: `+url+`
 types:
   slow:
@@ -34,7 +36,9 @@ types:
     command: ["true"]
     timeout: 10m
   hang:
-    command: ["sleep", "30"]
+    # Marks its start (hangStarted), so that a test interrupts a handler
+    # that runs, not a job claimed but not started yet.
+    command: ["sh", "-c", "touch \"$0\"; exec sleep 30", `+strconv.Quote(filepath.Join(dir, "hang.started"))+`]
     max_attempts: 1
 `), 0o644))
 	return cfg
@@ -115,9 +119,13 @@ func TestShutdownReleasesAreBounded(t *testing.T) {
 			r := run(t, env, "", "--config", cfg, "enqueue", "hang")
 			require.Equal(t, 0, r.Code, r.Stderr)
 			for i := 1; i <= 4; i++ {
+				// The handler must have started: a job claimed and given back
+				// before it starts is not an interruption, and resets the count.
+				started := filepath.Join(filepath.Dir(cfg), "hang.started")
+				require.NoError(t, os.RemoveAll(started))
 				w := startWorker(t, env, "--config", cfg, "work", "--shutdown-timeout", "200ms")
-				require.Eventually(t, func() bool { return onlyJob(t, d, "hang").Status == sluicetype.StatusProcessing },
-					15*time.Second, 20*time.Millisecond)
+				require.Eventually(t, func() bool { _, err := os.Stat(started); return err == nil },
+					15*time.Second, 20*time.Millisecond, "interruption %d: the handler starts", i)
 				require.NoError(t, w.Term(t, 15*time.Second))
 				j := onlyJob(t, d, "hang")
 				if i < 4 {
