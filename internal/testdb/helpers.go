@@ -3,6 +3,7 @@ package testdb
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"sync"
 	"syscall"
@@ -62,14 +63,27 @@ func HoldPort() (port int, release func(), err error) {
 // FreeLoopbackPort returns a loopback port nothing listens on now, for a
 // TestMain that starts servers shared by the package's tests: nothing
 // holds it, so another process may take it before the server binds it.
+// It is drawn from below the kernel's ephemeral range (32768 and up by
+// default), which the source port of every outgoing connection comes
+// from: a Galera joiner binds its port only after its state transfer,
+// seconds later, and a port from the ephemeral range was taken in between
+// by some connection of a test running beside it.
 func FreeLoopbackPort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	for range 200 {
+		port := lowPortBase + rand.IntN(lowPortSpan)
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		return port, nil
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("no free loopback port in %d-%d", lowPortBase, lowPortBase+lowPortSpan-1)
 }
+
+// The ports FreeLoopbackPort draws from: below the default ephemeral
+// range, above the well-known services.
+const lowPortBase, lowPortSpan = 20000, 12000
 
 // SyncBuffer collects output that a process or logger writes while the
 // test reads it.
