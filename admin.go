@@ -2,6 +2,7 @@ package sluice
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/sluicehq/sluice/driver"
@@ -57,6 +58,11 @@ func (c *Client) Bulk(ctx context.Context, action string, filter sluicetype.List
 		return 0, err
 	}
 	n, err := c.drv.Bulk(ctx, driver.BulkParams{Action: action, Filter: filter, UpTo: upTo})
+	if err == nil || n > 0 {
+		// A bulk action that failed part way changed n jobs: that is
+		// recorded too.
+		c.audit(ctx, "jobs."+action, filterTarget(filter, upTo), n)
+	}
 	if n > 0 {
 		c.log.Info("bulk action", "action", action, "jobs", n, "status", filter.Status, "type", filter.Type,
 			"queue", filter.Queue, "key_prefix", filter.KeyPrefix, "payload_field", filter.PayloadField)
@@ -76,22 +82,57 @@ func checkBulk(action string, filter sluicetype.ListParams) error {
 
 // Retry moves a failed or cancelled job back to pending with more attempts.
 func (c *Client) Retry(ctx context.Context, id int64) error {
-	_, err := c.drv.Retry(ctx, driver.RetryParams{ID: id})
-	return err
+	n, err := c.drv.Retry(ctx, driver.RetryParams{ID: id})
+	if err != nil {
+		return err
+	}
+	c.audit(ctx, "job.retry", fmt.Sprintf("job %d", id), n)
+	return nil
 }
 
 // RetryFailed moves every failed job (of jobType, if given) back to
 // pending and returns how many moved.
 func (c *Client) RetryFailed(ctx context.Context, jobType string) (int64, error) {
-	return c.drv.Retry(ctx, driver.RetryParams{AllFailed: true, Type: jobType})
+	n, err := c.drv.Retry(ctx, driver.RetryParams{AllFailed: true, Type: jobType})
+	if err != nil {
+		return n, err
+	}
+	target := "all failed jobs"
+	if jobType != "" {
+		target = "failed jobs of type " + jobType
+	}
+	c.audit(ctx, "failed.retry", target, n)
+	return n, nil
 }
 
-// Cancel moves a pending or failed job to cancelled.
+// Cancel moves a pending, failed or running job to cancelled. A running
+// job's attempt ends at once, fenced by its lease token like a completion:
+// if the attempt's own outcome was written first, Cancel fails with
+// ErrWrongState; once the cancel is written, the outcome the handler
+// reports later is dropped. The process running the job stops its handler
+// within a second (Config.CancelPoll; docs/guarantees.md): a Go handler's
+// context ends with the cause ErrCancelled, a command gets SIGTERM and
+// then SIGKILL after its kill grace, a webhook request is aborted. The
+// attempt's history entry and the job's last_error say who cancelled it,
+// when ctx carries an Actor.
 func (c *Client) Cancel(ctx context.Context, id int64) error {
-	if err := c.drv.Cancel(ctx, id); err != nil {
+	reason := ErrCancelled.Error()
+	if a, ok := actorOf(ctx); ok {
+		reason = fmt.Sprintf("%s: %s via %s", reason, a.Name, a.Source)
+		if a.Address != "" {
+			reason += " from " + a.Address
+		}
+	}
+	running, err := c.drv.Cancel(ctx, driver.CancelParams{ID: id, Reason: reason, KeepAttempts: c.cfg.KeepAttempts})
+	if err != nil {
 		return err
 	}
 	c.countCancel(ctx, id)
+	target := fmt.Sprintf("job %d", id)
+	if running {
+		target += " (running)"
+	}
+	c.audit(ctx, "job.cancel", target, 1)
 	return nil
 }
 
@@ -101,7 +142,11 @@ func (c *Client) Purge(ctx context.Context, status sluicetype.Status, olderThan 
 	if !sluicetype.IsFinal(status) {
 		return 0, inputErr("status", "%q: only success, failed or cancelled jobs can be purged", status)
 	}
-	return maintenance.Purge(ctx, c.drv, c.log, status, olderThan)
+	n, err := maintenance.Purge(ctx, c.drv, c.log, status, olderThan)
+	if err == nil || n > 0 {
+		c.audit(ctx, "jobs.purge", fmt.Sprintf("status=%s older_than=%s", status, olderThan), n)
+	}
+	return n, err
 }
 
 // PauseQueue stops every worker of queue from claiming, within about a
@@ -123,7 +168,15 @@ func (c *Client) setPaused(ctx context.Context, queue string, paused bool) error
 	if err := c.checkQueueKnown(ctx, queue); err != nil {
 		return err
 	}
-	return c.drv.SetQueuePaused(ctx, driver.SetQueuePausedParams{Queue: queue, Paused: paused})
+	if err := c.drv.SetQueuePaused(ctx, driver.SetQueuePausedParams{Queue: queue, Paused: paused}); err != nil {
+		return err
+	}
+	action := "queue.resume"
+	if paused {
+		action = "queue.pause"
+	}
+	c.audit(ctx, action, "queue "+queue, 1)
+	return nil
 }
 
 // ValidateEnqueue validates one job as Enqueue would, without writing anything.

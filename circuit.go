@@ -40,5 +40,10 @@ func (c *Client) setCircuit(ctx context.Context, jobType string, open bool) (slu
 		return sluicetype.Circuit{}, err
 	}
 	c.log.Info("circuit set by hand", "type", jobType, "state", r.State)
+	action := "circuit.close"
+	if open {
+		action = "circuit.open"
+	}
+	c.audit(ctx, action, "type "+jobType, 1)
 	return r, nil
 }

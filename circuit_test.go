@@ -11,7 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -42,12 +42,12 @@ func TestCircuitHandsBackUncharged(t *testing.T) {
 		require.NoError(t, err)
 		r, err := c.Enqueue(ctx, sluice.EnqueueParams{Type: "api"})
 		require.NoError(t, err)
-		require.Eventually(t, func() bool {
+		testdb.WaitFor(t, 10*time.Second, "the job handed back while the circuit is open", func() bool {
 			j, err := d.GetJob(ctx, r.ID)
 			require.NoError(t, err)
 			// Claimed, then handed back for a few seconds.
 			return j.Status == sluicetype.StatusPending && j.NextRunAt.After(j.CreatedAt.Add(time.Second))
-		}, 10*time.Second, 20*time.Millisecond)
+		})
 		j, err := d.GetJob(ctx, r.ID)
 		require.NoError(t, err)
 		require.Equal(t, sluicetype.StatusPending, j.Status)
@@ -66,13 +66,13 @@ func TestCircuitHandsBackUncharged(t *testing.T) {
 			require.NoError(t, err)
 			ids = append(ids, r.ID)
 		}
-		require.Eventually(t, func() bool {
+		testdb.WaitFor(t, 10*time.Second, "the circuit open", func() bool {
 			cs, err := d.Circuit(ctx, driver.CircuitParams{Type: "down"})
 			require.NoError(t, err)
 			return cs.State == sluicetype.CircuitOpen
-		}, 10*time.Second, 20*time.Millisecond)
+		})
 		charged := 0
-		require.Eventually(t, func() bool {
+		testdb.WaitFor(t, 10*time.Second, "the claimed jobs handed back", func() bool {
 			// Jobs claimed when it opened go back; none is left running.
 			charged = 0
 			for _, id := range ids {
@@ -84,7 +84,7 @@ func TestCircuitHandsBackUncharged(t *testing.T) {
 				charged += j.Attempts
 			}
 			return true
-		}, 10*time.Second, 20*time.Millisecond)
+		})
 		calls := failing.Load()
 		// Two failures open it; the other worker slot may have had one
 		// more attempt past its check.

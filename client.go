@@ -85,20 +85,21 @@ func NewClient(cfg Config) (*Client, error) {
 		}
 		c.beat = &nodes.Heartbeat{Driver: cfg.Driver, Node: sluicetype.Node{ID: cfg.NodeID, Concurrency: concurrency},
 			Running: c.pool.Running, Rollup: c.rollup, Logger: cfg.Logger, Clock: cfg.Clock,
-			Serve: c.serveTypes, ServeEvery: ServeEvery}
+			Serve: c.serveWorkers, ServeEvery: ServeEvery}
 	}
 	if len(cfg.Queues) > 0 && !cfg.DisableMaintenance {
 		c.maint = maintenance.New(maintenance.Config{
-			Driver:       cfg.Driver,
-			NodeID:       cfg.NodeID,
-			Logger:       cfg.Logger,
-			Retention:    cfg.Retention,
-			RescueEvery:  cfg.RescueEvery,
-			LeaderTTL:    cfg.LeaderTTL,
-			Rescued:      c.countRescued,
-			Chores:       c.chores,
-			KeepAttempts: cfg.KeepAttempts,
-			Clock:        cfg.Clock,
+			Driver:         cfg.Driver,
+			NodeID:         cfg.NodeID,
+			Logger:         cfg.Logger,
+			Retention:      cfg.Retention,
+			AuditRetention: cfg.AuditRetention,
+			RescueEvery:    cfg.RescueEvery,
+			LeaderTTL:      cfg.LeaderTTL,
+			Rescued:        c.countRescued,
+			Chores:         c.chores,
+			KeepAttempts:   cfg.KeepAttempts,
+			Clock:          cfg.Clock,
 		})
 	}
 	if len(cfg.Schedules) > 0 {
@@ -284,6 +285,13 @@ func (c *Client) Stop(ctx context.Context) {
 // maintenance. The cron-triggered runner calls it before claiming.
 func (c *Client) Rescue(ctx context.Context) (sluicetype.RescueResult, error) {
 	return maintenance.Rescue(ctx, c.drv, c.cfg.KeepAttempts, c.log, c.countRescued)
+}
+
+// SweepDeadlines cancels the pending jobs whose deadline has passed now,
+// whoever leads maintenance. The cron-triggered runner calls it before
+// claiming.
+func (c *Client) SweepDeadlines(ctx context.Context) (int64, error) {
+	return maintenance.SweepDeadlines(ctx, c.drv, c.cfg.KeepAttempts, c.log)
 }
 
 // countRescued counts rescued jobs, and those the rescue failed for good

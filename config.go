@@ -25,8 +25,14 @@ type Type struct {
 	Timeout     time.Duration // cancels the handler's context; 0 means none
 	Lease       time.Duration // default DefaultLease; renewed every Lease/3
 	MaxAttempts int           // default DefaultMaxAttempts
-	Backoff     Backoff
-	Dedupe      string // sluicetype.DedupePermanent (default) or sluicetype.DedupeActive
+	// Deadline, if positive, is how long after becoming due (its run_at,
+	// or the enqueue plus its delay) a job of this type may still start:
+	// past it the job is never started and maintenance cancels it. A
+	// job's own EnqueueParams.Deadline wins. Jobs inserted by plain SQL
+	// get no deadline from it.
+	Deadline time.Duration
+	Backoff  Backoff
+	Dedupe   string // sluicetype.DedupePermanent (default) or sluicetype.DedupeActive
 	// Circuit is the type's circuit breaker, shared by every node; a zero
 	// Threshold means none.
 	Circuit Circuit
@@ -158,6 +164,10 @@ type Config struct {
 	// DefaultRetentionFailed, DefaultRetentionCancelled. A negative value
 	// keeps them forever.
 	Retention map[sluicetype.Status]time.Duration
+	// AuditRetention keeps audit entries (WithActor) this long before the
+	// maintenance leader prunes them; 0 means DefaultAuditRetention, a
+	// negative value keeps them forever.
+	AuditRetention time.Duration
 	// DisableMaintenance keeps this client out of the maintenance leader
 	// election: it does not rescue expired leases, purge finished jobs or
 	// compact roll-ups. By default every client that runs workers takes
@@ -212,6 +222,9 @@ func (c Config) withDefaults() Config {
 		ret[k] = v
 	}
 	c.Retention = ret
+	if c.AuditRetention == 0 {
+		c.AuditRetention = DefaultAuditRetention
+	}
 	types := make(map[string]Type, len(c.Types))
 	for name, t := range c.Types {
 		types[name] = t.WithDefaults()
@@ -338,14 +351,6 @@ func (c Config) validate() error {
 	return nil
 }
 
-// checkName applies driver.CheckName and names the field in the error.
-func checkName(field, v string, maxLen int) error {
-	if err := driver.CheckName(v, maxLen); err != nil {
-		return inputErr(field, "%v", err)
-	}
-	return nil
-}
-
 // checkQueueLimits is the one rule for a queue's running caps, shared with
 // the config file.
 func checkQueueLimits(q QueueConfig) error {
@@ -359,7 +364,7 @@ func checkQueueLimits(q QueueConfig) error {
 		return inputErr("max_running_per_partition", "needs fair: true")
 	}
 	for p, n := range q.PartitionMaxRunning {
-		if err := driver.CheckPartition(p); err != nil {
+		if err := sluicetype.CheckPartition(p); err != nil {
 			return inputErr("partition_max_running", "partition %q: %v", p, err)
 		}
 		if n < 1 {
@@ -380,7 +385,7 @@ func checkQueueLimits(q QueueConfig) error {
 		return inputErr("partition_cluster_rate", "needs fair: true")
 	}
 	for p, r := range q.PartitionClusterRate {
-		if err := driver.CheckPartition(p); err != nil {
+		if err := sluicetype.CheckPartition(p); err != nil {
 			return inputErr("partition_cluster_rate", "partition %q: %v", p, err)
 		}
 		if r <= 0 || math.IsNaN(r) || math.IsInf(r, 0) {

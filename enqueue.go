@@ -1,20 +1,13 @@
 package sluice
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"math"
-	"strconv"
+	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"go.opentelemetry.io/otel/codes"
 
 	"github.com/sluicehq/sluice/driver"
@@ -29,16 +22,21 @@ type EnqueueParams struct {
 	Key string
 	// Payload is marshalled to JSON; json.RawMessage and []byte are used
 	// as they are, after a validity check. nil means {}.
-	Payload     any
-	Queue       string
-	Priority    int // lower runs first
-	Delay       time.Duration
-	RunAt       time.Time // overrides Delay when set
+	Payload  any
+	Queue    string
+	Priority int // lower runs first
+	Delay    time.Duration
+	RunAt    time.Time // overrides Delay when set
+	// Deadline, if set, is when the job must have started by: it is
+	// never started later, and maintenance cancels it with that reason.
+	// It must be after the job is due, and so in the future, by the
+	// Config.Clock. Zero means the type's Deadline, if any.
+	Deadline    time.Time
 	MaxAttempts int
 	Dedupe      string // "permanent" or "active"
 	// Partition is the job's fairness key, such as a tenant id: a fair
 	// queue takes turns between partitions, and concurrency limits can cap
-	// each partition's running jobs. "" for none; see driver.CheckPartition
+	// each partition's running jobs. "" for none; see sluicetype.CheckPartition
 	// for what it may contain.
 	Partition string
 }
@@ -47,6 +45,9 @@ type EnqueueParams struct {
 type EnqueueResult struct {
 	ID        int64 `json:"id"`
 	Duplicate bool  `json:"duplicate"`
+	// Warnings name what will keep the job waiting though it was
+	// accepted: a queue that nothing runs (see queueWarnings).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Enqueue adds a job. An existing business key is not an error: the
@@ -106,10 +107,14 @@ func (c *Client) enqueue(ctx context.Context, tx *sql.Tx, ps []EnqueueParams) ([
 		return nil, err
 	}
 	c.warnUnknownTypes(rows)
+	warned := c.queueWarnings(ctx, rows)
 	out := make([]EnqueueResult, len(res))
 	queues := map[string]bool{}
 	for i, r := range res {
 		out[i] = EnqueueResult{ID: r.ID, Duplicate: r.Duplicate}
+		if w, ok := warned[rows[i].Queue]; ok {
+			out[i].Warnings = []string{w}
+		}
 		// Counted when the insert returns: inside a caller's transaction
 		// that later rolls back, the count is one too many.
 		c.metrics.Enqueued(rows[i].Queue, rows[i].Type, r.Duplicate)
@@ -145,12 +150,52 @@ func (c *Client) warnUnknownTypes(rows []driver.InsertJob) {
 	}
 }
 
+// queueWarnings warns, by queue, of the queues of rows that this client's
+// config does not list and that no process has claimed from within
+// HandlerWindow (ServeQueues): a job sent there, as by Laravel's
+// ->onQueue('emails'), is accepted and would wait unseen. A queue another
+// process serves, whose config this one cannot see, is not warned of.
+// Each queue is logged once per client, as unknown types are; the answer
+// carries the warning every time. A failed check is logged and warns of
+// nothing: the jobs are in.
+func (c *Client) queueWarnings(ctx context.Context, rows []driver.InsertJob) map[string]string {
+	known := c.configQueues()
+	var unlisted []string
+	for _, r := range rows {
+		if !known[r.Queue] && !slices.Contains(unlisted, r.Queue) {
+			unlisted = append(unlisted, r.Queue)
+		}
+	}
+	if len(unlisted) == 0 {
+		return nil
+	}
+	served, err := c.drv.ServedQueues(ctx, driver.UnservedQueuesParams{Within: HandlerWindow})
+	if err != nil {
+		c.log.Warn("enqueue: reading which queues are served failed", "err", err)
+		return nil
+	}
+	out := map[string]string{}
+	for _, q := range unlisted {
+		if slices.Contains(served, q) {
+			continue
+		}
+		out[q] = fmt.Sprintf("queue %s: no config here lists it and no worker or pass has claimed from it in the last %s; its jobs wait until one runs it",
+			q, strings.TrimSuffix(HandlerWindow.String(), "0m0s"))
+		if c.firstWarning("queue\x00" + q) {
+			c.log.Warn("enqueued a job to a queue nothing runs: no config here lists it and no worker or pass has claimed from it lately",
+				"queue", q, "within", HandlerWindow.String())
+		}
+	}
+	return out
+}
+
 // maxWarnedTypes bounds the unknown types a client remembers having
 // warned of, so that enqueues of ever new type names cannot grow it
 // without end; past it, each such enqueue warns again.
 const maxWarnedTypes = 1000
 
-// firstWarning reports whether typ has not been warned of before.
+// firstWarning reports whether typ (or a queue, as "queue\x00" + name)
+// has not been warned of before.
 func (c *Client) firstWarning(typ string) bool {
 	c.warnedMu.Lock()
 	defer c.warnedMu.Unlock()
@@ -166,14 +211,16 @@ func (c *Client) firstWarning(typ string) bool {
 	return true
 }
 
-// prepare validates one job and fills in its type's defaults.
+// prepare fills in a job's type's defaults and applies the rules
+// (rules.go).
 func (c *Client) prepare(p EnqueueParams) (driver.InsertJob, error) {
 	if err := checkName("type", p.Type, sluicetype.MaxTypeLen); err != nil {
 		return driver.InsertJob{}, err
 	}
 	t := c.typeOf(p.Type)
 	row := driver.InsertJob{Type: p.Type, Key: p.Key, Queue: p.Queue, Priority: p.Priority,
-		MaxAttempts: p.MaxAttempts, Dedupe: p.Dedupe, RunAt: p.RunAt, Delay: p.Delay, Partition: p.Partition}
+		MaxAttempts: p.MaxAttempts, Dedupe: p.Dedupe, RunAt: p.RunAt, Delay: p.Delay, Partition: p.Partition,
+		Deadline: p.Deadline}
 	if row.Queue == "" {
 		row.Queue = t.Queue
 	}
@@ -183,181 +230,10 @@ func (c *Client) prepare(p EnqueueParams) (driver.InsertJob, error) {
 	if row.Dedupe == "" {
 		row.Dedupe = t.Dedupe
 	}
-	switch {
-	case row.MaxAttempts < 1 || row.MaxAttempts > MaxMaxAttempts:
-		return row, inputErr("max_attempts", "%d is out of range: want 1 to %d, or 0 for the type's default", p.MaxAttempts, MaxMaxAttempts)
-	case row.Priority < MinPriority || row.Priority > MaxPriority:
-		return row, inputErr("priority", "%d is out of range: want %d to %d", row.Priority, MinPriority, MaxPriority)
-	case row.Dedupe != sluicetype.DedupePermanent && row.Dedupe != sluicetype.DedupeActive:
-		return row, inputErr("dedupe", "%q: want permanent or active", row.Dedupe)
-	case row.Delay < 0:
-		return row, inputErr("delay", "must not be negative")
-	case !row.RunAt.IsZero() && row.Delay != 0:
-		return row, inputErr("run_at", "give run_at or delay, not both")
+	if row.Deadline.IsZero() {
+		row.DeadlineAfter = t.Deadline
 	}
-	if !row.RunAt.IsZero() {
-		if err := checkRunAt(row.RunAt); err != nil {
-			return row, err
-		}
-	}
-	if err := checkKey(p.Key); err != nil {
-		return row, err
-	}
-	if err := checkName("queue", row.Queue, sluicetype.MaxQueueLen); err != nil {
-		return row, err
-	}
-	if err := driver.CheckPartition(row.Partition); err != nil {
-		return row, inputErr("partition", "%v", err)
-	}
-	payload, err := encodePayload(p.Payload)
-	if err != nil {
-		return row, err
-	}
+	payload, err := checkJob(p, row, c.cfg.Clock())
 	row.Payload = payload
-	return row, nil
-}
-
-// Limits of a job request, the same on every path (API, CLI, Go) and every
-// database, as docs/reference.md "Job request rules" states them; the
-// column widths are sluicetype.MaxTypeLen and its neighbours.
-const (
-	// MaxPayloadBytes bounds a payload's JSON text.
-	MaxPayloadBytes = 1 << 20
-	// MaxPayloadDepth bounds a payload's nesting: objects and arrays, the
-	// payload object itself counting as one. MariaDB's JSON check refuses
-	// 32 (its JSON_DEPTH_LIMIT); MySQL stops at 100, PostgreSQL and SQLite
-	// go deeper.
-	MaxPayloadDepth = 31
-	// MaxMaxAttempts is the largest max_attempts: the column is a 32-bit
-	// INTEGER on every database.
-	MaxMaxAttempts = math.MaxInt32
-	// MinPriority and MaxPriority bound priority: a SMALLINT column.
-	MinPriority = math.MinInt16
-	MaxPriority = math.MaxInt16
-)
-
-// minRunAt and maxRunAt bound run_at: MariaDB's DATETIME ends with year
-// 9999, and an earlier time than 1970 is surely a mistake (year 1 is Go's
-// zero time, which would otherwise mean "now").
-var (
-	minRunAt = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
-	maxRunAt = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
-)
-
-func checkRunAt(t time.Time) error {
-	if t.Before(minRunAt) || t.After(maxRunAt) {
-		return inputErr("run_at", "%s is out of range: want %s to %s", t.Format(time.RFC3339Nano),
-			minRunAt.Format(time.RFC3339), maxRunAt.Format(time.RFC3339))
-	}
-	return nil
-}
-
-// checkKey is the rule for a business key: "" for none, or up to
-// sluicetype.MaxKeyLen characters (counted as the databases count them, not
-// in bytes) of valid UTF-8 without NUL, which PostgreSQL refuses in text
-// and a command handler cannot pass in its environment.
-func checkKey(k string) error {
-	switch {
-	case !utf8.ValidString(k):
-		return inputErr("key", "not valid UTF-8")
-	case utf8.RuneCountInString(k) > sluicetype.MaxKeyLen:
-		return inputErr("key", "%d characters, at most %d allowed", utf8.RuneCountInString(k), sluicetype.MaxKeyLen)
-	case strings.IndexByte(k, 0) >= 0:
-		return inputErr("key", "contains a NUL character")
-	}
-	return nil
-}
-
-func encodePayload(v any) ([]byte, error) {
-	var b []byte
-	switch x := v.(type) {
-	case nil:
-		return []byte("{}"), nil
-	case json.RawMessage:
-		b = x
-	case []byte:
-		b = x
-	default:
-		var err error
-		if b, err = json.Marshal(v); err != nil {
-			return nil, inputErr("payload", "cannot encode as JSON: %v", err)
-		}
-	}
-	// Empty and null are the default {}, as an absent payload is.
-	b = bytes.TrimSpace(b)
-	if len(b) == 0 || string(b) == "null" {
-		return []byte("{}"), nil
-	}
-	if err := checkPayload(b); err != nil {
-		return nil, err
-	}
-	return b, nil
-}
-
-// checkPayload is the one rule for a payload, whichever path it came by:
-// a JSON object of at most MaxPayloadBytes and MaxPayloadDepth levels,
-// valid UTF-8 without lone surrogates, each member name once per object,
-// no NUL character in any string (PostgreSQL's jsonb refuses \u0000) and
-// every number within a 64-bit float's range (jsonb refuses 1e1000000).
-// Every database stores such a payload, and stores it the same.
-func checkPayload(b []byte) error {
-	if len(b) > MaxPayloadBytes {
-		return inputErr("payload", "%d bytes, at most %d allowed", len(b), MaxPayloadBytes)
-	}
-	dec := jsontext.NewDecoder(bytes.NewReader(b))
-	tok, err := dec.ReadToken()
-	if err != nil {
-		return payloadSyntaxError(err)
-	}
-	switch tok.Kind() {
-	case '{':
-	case '"':
-		if s := strings.TrimSpace(tok.String()); (strings.HasPrefix(s, "{") || strings.HasPrefix(s, "[")) && json.Valid([]byte(s)) {
-			return inputErr("payload", "a JSON string that holds JSON: it looks double-encoded; send the object itself")
-		}
-		return inputErr("payload", "must be a JSON object, got a string")
-	default:
-		return inputErr("payload", "must be a JSON object, got %s", jsonKindName(tok.Kind()))
-	}
-	for dec.StackDepth() > 0 {
-		tok, err := dec.ReadToken()
-		if err != nil {
-			return payloadSyntaxError(err)
-		}
-		switch tok.Kind() {
-		case '{', '[':
-			if dec.StackDepth() > MaxPayloadDepth {
-				return inputErr("payload", "nested deeper than %d levels of objects and arrays (at %s)", MaxPayloadDepth, fieldOf(prefixed(dec.StackPointer())))
-			}
-		case '"':
-			if strings.IndexByte(tok.String(), 0) >= 0 {
-				// A member name is read as a string token too (an odd count
-				// in its object); it is reported against its object.
-				at, what := dec.StackPointer(), "value"
-				if k, n := dec.StackIndex(dec.StackDepth()); k == '{' && n%2 == 1 {
-					at, what = at.Parent(), "member name"
-				}
-				return inputErr(fieldOf(prefixed(at)), "a %s contains a NUL character (\\u0000), which PostgreSQL cannot store", what)
-			}
-		case '0':
-			if _, err := strconv.ParseFloat(tok.String(), 64); err != nil {
-				return inputErr(fieldOf(prefixed(dec.StackPointer())), "the number %s is out of range: want one a 64-bit float holds", tok.String())
-			}
-		}
-	}
-	if _, err := dec.ReadToken(); err != io.EOF {
-		return inputErr("payload", "must hold exactly one JSON value")
-	}
-	return nil
-}
-
-// prefixed roots a pointer inside the payload at the payload field.
-func prefixed(p jsontext.Pointer) jsontext.Pointer { return "/payload" + p }
-
-func payloadSyntaxError(err error) error {
-	var syn *jsontext.SyntacticError
-	if errors.As(err, &syn) {
-		return inputErr(fieldOf(prefixed(syn.JSONPointer)), "not valid JSON text at byte offset %d: %v", syn.ByteOffset, syn.Err)
-	}
-	return inputErr("payload", "not valid JSON: %v", err)
+	return row, err
 }

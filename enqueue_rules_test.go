@@ -11,8 +11,8 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/internal/rulestest"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/rulestest"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -94,6 +94,9 @@ func TestEnqueueRulesGoValues(t *testing.T) {
 			{"NUL in a Go key", sluice.EnqueueParams{Type: "t", Key: "a\x00b"}, "key", "NUL"},
 			{"invalid UTF-8 in a Go type", sluice.EnqueueParams{Type: "t\xff"}, "type", "UTF-8"},
 			{"max_attempts above 32 bits", sluice.EnqueueParams{Type: "t", MaxAttempts: sluice.MaxMaxAttempts + 1}, "max_attempts", "out of range"},
+			{"deadline after year 9999", sluice.EnqueueParams{Type: "t", Deadline: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}, "deadline", "out of range"},
+			{"deadline within a delay", sluice.EnqueueParams{Type: "t", Delay: time.Hour, Deadline: time.Now().Add(time.Minute)}, "deadline", "not after the job is due"},
+			{"deadline a second ago", sluice.EnqueueParams{Type: "t", Deadline: time.Now().Add(-time.Second)}, "deadline", "in the past"},
 		} {
 			_, err := c.Enqueue(ctx, tc.p)
 			requireInputError(t, err, tc.field, tc.inMsg, tc.name)

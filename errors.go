@@ -1,9 +1,12 @@
 package sluice
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/worker"
 )
 
 // permanentError marks an error that must not be retried.
@@ -62,13 +65,6 @@ func RetryAfterDelay(err error) (time.Duration, bool) {
 	return 0, false
 }
 
-// InputError is bad input from a caller: it names the field and nothing was
-// written. The CLI exits 2 and the HTTP API answers 400 on it.
-type InputError struct {
-	Field string
-	Msg   string
-}
-
 func (e *InputError) Error() string {
 	if e.Field == "" {
 		return e.Msg
@@ -76,6 +72,30 @@ func (e *InputError) Error() string {
 	return e.Field + ": " + e.Msg
 }
 
-func inputErr(field, format string, args ...any) error {
-	return &InputError{Field: field, Msg: fmt.Sprintf(format, args...)}
+// ErrLeaseLost is the cause (context.Cause) of a handler's context ended
+// because its job's lease was lost: its renewals failed until the lease
+// could pass, or the database says another attempt holds it. Whatever the
+// handler does next is fenced out; StopBy says by when it must be gone.
+var ErrLeaseLost = worker.ErrLeaseLost
+
+// ErrCancelled is the cause (context.Cause) of a handler's context ended
+// because an operator cancelled its job while it ran (Client.Cancel, the
+// API, the CLI, the dashboard): the job is cancelled already, and whatever
+// the handler returns is dropped. It is neither a shutdown nor a timeout:
+// the job will not run again unless someone retries it.
+var ErrCancelled = worker.ErrCancelled
+
+// StopBy reports when a handler whose context has ended must have
+// returned, if there is such a bound: after a lost lease, the earliest
+// moment another worker may start the job (now, when the database said
+// the lease was gone already). ok is false while the context is live and
+// when it ended otherwise (a timeout, a shutdown), where the worker keeps
+// the lease and waits for the handler. A command handler's kill grace
+// ends there, whatever its length.
+func StopBy(ctx context.Context) (by time.Time, ok bool) {
+	var ll *worker.LeaseLostError
+	if errors.As(context.Cause(ctx), &ll) {
+		return ll.StopBy, true
+	}
+	return time.Time{}, false
 }

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Job is one attempt of a job, as a handler sees it.
@@ -27,6 +29,10 @@ type Job struct {
 	result     *string
 	httpStatus int
 	exitCode   *int
+	log        *sluicetype.AttemptLog
+	progress   func(done, total int64, message string)
+	// lease is the attempt's lease token, for ProgressToken.
+	lease string
 }
 
 // IdempotencyKey is what a handler should use to make its effects
@@ -61,6 +67,49 @@ func (j *Job) SetHTTPStatus(code int) { j.httpStatus = code }
 // SetExitCode records the exit code of the process the handler ran, which
 // the job's attempt history and its span keep. The command handler sets it.
 func (j *Job) SetExitCode(code int) { j.exitCode = &code }
+
+// Progress reports how far this attempt is: done of total (0 when the
+// total is unknown) and a short message, cut to
+// sluicetype.MaxProgressMessageLen bytes. It never blocks: the worker
+// writes the latest report at most once a second (worker.ProgressEvery),
+// and the last one when the handler returns, on the job's row, where
+// jobs show, the API and the dashboard read it, and on the attempt's
+// history entry. Call it as often as is convenient. A job run outside a
+// worker (a test calling the handler) ignores it.
+func (j *Job) Progress(done, total int64, message string) {
+	if j.progress != nil {
+		j.progress(done, total, message)
+	}
+}
+
+// ProgressToken is the token a webhook receiver reports this attempt's
+// progress with (POST /v1/jobs/{id}/progress, docs/http-api.md); the
+// webhook handler sends it. "" for a job run outside a worker.
+func (j *Job) ProgressToken() string {
+	if j.lease == "" {
+		return ""
+	}
+	return sluicetype.ProgressToken(j.lease, j.ID)
+}
+
+// SetLog stores what this attempt wrote, kept as its attempt's log
+// whatever the outcome (Client.AttemptLogs reads it), unless the attempt
+// lost its lease. text is what was kept of bytes written in all, omitted
+// of them left out; the store keeps at most sluicetype.MaxLogLen bytes of
+// it, with invalid UTF-8 and NUL bytes replaced. The command handler sets
+// it from the command's output; a Go handler may set it too.
+func (j *Job) SetLog(text string, bytes, omitted int64) {
+	j.log = &sluicetype.AttemptLog{Text: text, Bytes: bytes, Omitted: omitted}
+}
+
+// AttemptLog returns what SetLog stored, if anything; its JobID and
+// Attempt are filled in when it is written.
+func (j *Job) AttemptLog() (sluicetype.AttemptLog, bool) {
+	if j.log == nil {
+		return sluicetype.AttemptLog{}, false
+	}
+	return *j.log, true
+}
 
 // Result returns what SetResult stored, if anything.
 func (j *Job) Result() (string, bool) {

@@ -21,6 +21,11 @@ func (c *Client) Metrics() *metrics.Metrics { return c.metrics }
 // Schedules returns the configured schedules, for the dashboard.
 func (c *Client) Schedules() []Schedule { return c.cfg.Schedules }
 
+// QueueOf is the queue a job of jobType goes to when it names none: its
+// type's queue in the config, else DefaultQueue. The server checks it
+// against a token limited to some queues.
+func (c *Client) QueueOf(jobType string) string { return c.typeOf(jobType).Queue }
+
 // NodeID is the name this process uses in leases and sluice_nodes.
 func (c *Client) NodeID() string { return c.cfg.NodeID }
 
@@ -95,6 +100,14 @@ func (c *Client) readGauges(ctx context.Context) (metrics.Gauges, error) {
 	for _, w := range waiting {
 		g.WaitingForHandler[w.Type] = w.Pending
 	}
+	unserved, err := c.UnservedQueues(ctx)
+	if err != nil {
+		return metrics.Gauges{}, err
+	}
+	g.UnservedQueues = make(map[string]int64, len(unserved))
+	for _, u := range unserved {
+		g.UnservedQueues[u.Queue] = u.Pending
+	}
 	return g, nil
 }
 
@@ -124,6 +137,9 @@ func (c *Client) workerHooks() worker.Hooks {
 			c.logAttempt(job, o, outcome, ran)
 		},
 		LeaseLost: func(job sluicetype.JobRow, _ string) { c.metrics.LeaseLost(job.Queue, job.Type) },
+		CancelDropped: func(job sluicetype.JobRow, reported sluicetype.Outcome) {
+			c.metrics.CancelDropped(job.Queue, job.Type, reported)
+		},
 	}
 }
 

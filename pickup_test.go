@@ -10,8 +10,8 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/dburl"
-	"github.com/sluicehq/sluice/internal/clienttest"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/clienttest"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 )
 
 // TestPlainInsertWakesIdleWorkers inserts jobs with a plain SQL INSERT on

@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"reflect"
-	"strconv"
 	"strings"
 	"time"
 
@@ -27,8 +25,9 @@ type EnqueueRequest struct {
 	Payload     json.RawMessage `json:"payload"`
 	Queue       string          `json:"queue"`
 	Priority    int             `json:"priority"`
-	Delay       string          `json:"delay"`  // "30s", "2h", "7d"
-	RunAt       string          `json:"run_at"` // RFC 3339
+	Delay       string          `json:"delay"`    // "30s", "2h", "7d"
+	RunAt       string          `json:"run_at"`   // RFC 3339
+	Deadline    string          `json:"deadline"` // RFC 3339
 	MaxAttempts int             `json:"max_attempts"`
 	Dedupe      string          `json:"dedupe"`
 	Partition   string          `json:"partition"`
@@ -91,28 +90,6 @@ func decodeStrict(b []byte, v any, want string) error {
 	return inputErr("body", "not a JSON %s: %v", want, err)
 }
 
-// fieldOf names the value at a JSON pointer the way messages name fields:
-// "/3/payload/a/0" becomes "[3].payload.a[0]"; "" is the whole body. A
-// pointer does not say whether a number is an array index or an object's
-// member name; it is shown as an index, the likelier of the two.
-func fieldOf(p jsontext.Pointer) string {
-	var sb strings.Builder
-	for tok := range p.Tokens() {
-		if n, err := strconv.ParseUint(tok, 10, 31); err == nil && strconv.FormatUint(n, 10) == tok {
-			fmt.Fprintf(&sb, "[%s]", tok)
-			continue
-		}
-		if sb.Len() > 0 {
-			sb.WriteByte('.')
-		}
-		sb.WriteString(tok)
-	}
-	if sb.Len() == 0 {
-		return "body"
-	}
-	return sb.String()
-}
-
 // rawValueAt returns the JSON number that starts at or after off in b, for
 // a message; the decoder's error does not carry it.
 func rawValueAt(b []byte, off int64) string {
@@ -128,25 +105,6 @@ func rawValueAt(b []byte, off int64) string {
 		return "the number"
 	}
 	return string(rest[:n])
-}
-
-// jsonKindName says what a JSON value of kind k is, for a message.
-func jsonKindName(k jsontext.Kind) string {
-	switch k {
-	case 'n':
-		return "null"
-	case 't', 'f':
-		return "a boolean"
-	case '"':
-		return "a string"
-	case '0':
-		return "a number"
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	}
-	return "an invalid value"
 }
 
 // goKindName says what JSON a Go field of kind k takes, for a message.
@@ -186,10 +144,21 @@ func (r EnqueueRequest) Params() (EnqueueParams, error) {
 		}
 		// Checked here as well as in prepare: year 1 is time.Time's zero,
 		// which EnqueueParams reads as "no run_at".
-		if err := checkRunAt(t); err != nil {
+		if err := checkTime("run_at", t); err != nil {
 			return p, err
 		}
 		p.RunAt = t
+	}
+	if r.Deadline != "" {
+		t, err := time.Parse(time.RFC3339Nano, r.Deadline)
+		if err != nil {
+			return p, inputErr("deadline", "%q is not an RFC 3339 time such as 2025-01-02T15:04:05Z", r.Deadline)
+		}
+		// As run_at: year 1 would read as "no deadline".
+		if err := checkTime("deadline", t); err != nil {
+			return p, err
+		}
+		p.Deadline = t
 	}
 	return p, nil
 }

@@ -43,7 +43,7 @@ func (c *Client) runTraced(ctx context.Context, row sluicetype.JobRow) worker.Re
 	}
 	job := &Job{ID: row.ID, Queue: row.Queue, Type: row.Type, Key: row.Key, Payload: row.Payload,
 		Priority: row.Priority, Attempt: row.Attempts, MaxAttempts: row.MaxAttempts, CreatedAt: row.CreatedAt,
-		Partition: row.Partition, db: c.drv.DB()}
+		Partition: row.Partition, db: c.drv.DB(), progress: worker.Report(ctx), lease: row.LockedBy}
 	err := callHandler(ctx, t.Handler, job)
 	if err == nil && ctx.Err() == context.DeadlineExceeded && t.Timeout > 0 {
 		err = fmt.Errorf("timed out after %s", t.Timeout)
@@ -59,7 +59,7 @@ func (c *Client) runTraced(ctx context.Context, row sluicetype.JobRow) worker.Re
 		}
 		o = c.failure(row, t, err)
 	}
-	o.HTTPStatus, o.ExitCode = job.httpStatus, job.exitCode
+	o.HTTPStatus, o.ExitCode, o.Log = job.httpStatus, job.exitCode, job.log
 	return o
 }
 

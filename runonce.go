@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,11 +20,13 @@ import (
 
 // RunParams bounds one pass of RunOnce.
 type RunParams struct {
-	Queue       string        // default DefaultQueue
+	// Queue is the queue to run; "" runs every queue that the config's
+	// types with a handler (or Type) are configured for.
+	Queue       string
 	Type        string        // optional: only jobs of this type
-	MaxJobs     int           // default 20
+	MaxJobs     int           // per queue; default 20
 	MaxDuration time.Duration // default 45s
-	// Concurrency defaults to the queue's configured concurrency, else 1.
+	// Concurrency defaults to each queue's configured concurrency, else 1.
 	Concurrency int
 }
 
@@ -30,8 +34,8 @@ type RunParams struct {
 // ended is in exactly one count, under the outcome that metrics, roll-ups
 // and logs give it (an attempt whose lease was lost ends nowhere: its
 // outcome is dropped, as under sluice work). Skipped is set when another
-// pass for the same queue and type held the run lock; the answer is then
-// only {"ok":true,"skipped":...}.
+// pass for the same queues and type held every run lock; the answer is
+// then only {"ok":true,"skipped":...}.
 type RunResult struct {
 	OK bool `json:"ok"`
 	// Done counts jobs that succeeded.
@@ -48,9 +52,11 @@ type RunResult struct {
 	// never interrupts a job.
 	Requeued int    `json:"requeued"`
 	Skipped  string `json:"skipped,omitempty"`
-	// Warnings name the pass's job types whose timeout is longer than the
-	// pass's window: a job of theirs may hold the pass (and its run lock)
-	// past max_seconds.
+	// Warnings name what the pass did not run that a reader may expect
+	// it to: the config's types configured for a queue the pass did not
+	// run, a queue whose run lock another pass held; and the pass's job
+	// types whose timeout is longer than the pass's window: a job of
+	// theirs may hold the pass (and its run lock) past max_seconds.
 	Warnings []string `json:"warnings,omitempty"`
 }
 
@@ -80,32 +86,39 @@ func (r *RunResult) count(outcome sluicetype.Outcome) {
 	}
 }
 
-// RunOnce is the cron-triggered runner: it takes the run lock for the
-// queue and type (a lease row, so no other service is needed), rescues
-// expired leases, then claims and executes up to MaxJobs jobs before the
-// deadline. The deadline stops claiming; jobs already running finish (or
-// are cut by their type's Timeout, a failed attempt like any other), so a
-// job longer than the pass's window still reaches a final state, and the
-// pass keeps the run lock until they return. Only ctx ending stops them
-// early: they are then interrupted as at a worker shutdown (given back
-// uncharged up to worker.FreeInterruptions times in a row). Its attempts
-// are logged and counted in the metrics and roll-ups exactly as the
-// workers' are, and the roll-ups are in sluice_stats when it returns.
+// runLock is one queue's run lock, held by a pass.
+type runLock struct {
+	queue string
+	lp    driver.LeaseParams
+}
+
+// RunOnce is the cron-triggered runner: it takes the run lock of each of
+// its queues and the type (a lease row, so no other service is needed),
+// rescues expired leases, then claims and executes up to MaxJobs jobs per
+// queue before the deadline. Without a Queue it runs the queues its types
+// are configured for, so that a crontab line with no queue runs the
+// config's jobs wherever they are configured to wait. The deadline stops
+// claiming; jobs already running finish (or are cut by their type's
+// Timeout, a failed attempt like any other), so a job longer than the
+// pass's window still reaches a final state, and the pass keeps its run
+// locks until they return. Only ctx ending stops them early: they are
+// then interrupted as at a worker shutdown (given back uncharged up to
+// worker.FreeInterruptions times in a row). Its attempts are logged and
+// counted in the metrics and roll-ups exactly as the workers' are, and the
+// roll-ups are in sluice_stats when it returns. A pass stamps as served
+// (see HandlerWindow) only the queues it claimed from and the types
+// configured for them.
 func (c *Client) RunOnce(ctx context.Context, p RunParams) (RunResult, error) {
-	if p.Queue == "" {
-		p.Queue = DefaultQueue
-	}
 	if p.MaxJobs <= 0 {
 		p.MaxJobs = 20
 	}
 	if p.MaxDuration <= 0 {
 		p.MaxDuration = 45 * time.Second
 	}
-	if p.Concurrency <= 0 {
-		p.Concurrency = max(c.cfg.Queues[p.Queue].Concurrency, 1)
-	}
-	if err := checkName("queue", p.Queue, sluicetype.MaxQueueLen); err != nil {
-		return RunResult{}, err
+	if p.Queue != "" {
+		if err := checkName("queue", p.Queue, sluicetype.MaxQueueLen); err != nil {
+			return RunResult{}, err
+		}
 	}
 	// The pass claims only the types it has handlers for, so that a job
 	// of another type is never charged for a handler this process lacks.
@@ -124,8 +137,11 @@ func (c *Client) RunOnce(ctx context.Context, p RunParams) (RunResult, error) {
 		c.log.Warn("run pass: "+msg, "queue", p.Queue)
 		return RunResult{OK: true, Warnings: []string{msg}}, nil
 	}
-	if err := c.checkQueueKnown(ctx, p.Queue); err != nil {
-		return RunResult{}, err
+	queues, warnings := c.passQueues(p.Queue, types)
+	if p.Queue != "" {
+		if err := c.checkQueueKnown(ctx, p.Queue); err != nil {
+			return RunResult{}, err
+		}
 	}
 	if err := c.syncTypesOnce(ctx); err != nil {
 		return RunResult{}, err
@@ -134,42 +150,65 @@ func (c *Client) RunOnce(ctx context.Context, p RunParams) (RunResult, error) {
 	// it on its own monotonic clock, which a skewed Config.Clock cannot move.
 	runCtx, cancel := context.WithTimeout(ctx, p.MaxDuration)
 	defer cancel()
-	lockName := "run:" + p.Queue + ":" + p.Type
 	holder := c.cfg.NodeID + ":" + randomHex()
 	lockTTL := p.MaxDuration + 30*time.Second
-	l, err := c.drv.AcquireLease(ctx, driver.LeaseParams{Name: lockName, Holder: holder, TTL: lockTTL})
-	if err != nil {
-		return RunResult{}, err
-	}
-	if !l.Held {
-		c.metrics.LockBusy(lockName)
-		return RunResult{OK: true, Skipped: "another run is active"}, nil
-	}
-	c.metrics.LockAcquired(lockName)
-	// Jobs may run past the deadline: the lock is renewed until the pass
-	// ends, so that the next pass is skipped rather than doubled.
-	renewed := c.renewRunLock(ctx, driver.LeaseParams{Name: lockName, Holder: holder, TTL: lockTTL})
-	defer renewed()
+	var held []runLock
+	// Released when the pass ends, whatever it ran.
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		if _, err := c.drv.ReleaseLease(rctx, driver.ReleaseLeaseParams{Name: lockName, Holder: holder}); err != nil {
-			c.log.Warn("releasing run lock", "lock", lockName, "err", err)
+		for _, l := range held {
+			if _, err := c.drv.ReleaseLease(rctx, driver.ReleaseLeaseParams{Name: l.lp.Name, Holder: holder}); err != nil {
+				c.log.Warn("releasing run lock", "lock", l.lp.Name, "err", err)
+			}
 		}
 	}()
+	for _, q := range queues {
+		lp := driver.LeaseParams{Name: "run:" + q + ":" + p.Type, Holder: holder, TTL: lockTTL}
+		l, err := c.drv.AcquireLease(ctx, lp)
+		if err != nil {
+			return RunResult{}, err
+		}
+		if !l.Held {
+			c.metrics.LockBusy(lp.Name)
+			if len(queues) > 1 {
+				warnings = append(warnings, fmt.Sprintf("queue %s: another run is active; this pass skipped it", q))
+			}
+			continue
+		}
+		c.metrics.LockAcquired(lp.Name)
+		held = append(held, runLock{queue: q, lp: lp})
+	}
+	if len(held) == 0 {
+		return RunResult{OK: true, Skipped: "another run is active"}, nil
+	}
+	// Jobs may run past the deadline: the locks are renewed until the
+	// pass ends, so that the next pass is skipped rather than doubled.
+	for _, l := range held {
+		renewed := c.renewRunLock(ctx, l.lp)
+		defer renewed()
+	}
 	if _, err := c.Rescue(ctx); err != nil {
 		return RunResult{}, err
 	}
-	// The pass serves its types as a worker does, so that a cron-only
-	// setup does not show its jobs as waiting for a handler.
-	if err := c.serveTypes(ctx); err != nil {
-		c.log.Warn("run pass: stamping the served job types failed", "err", err)
+	if _, err := c.SweepDeadlines(ctx); err != nil {
+		return RunResult{}, err
+	}
+	ran := make([]string, len(held))
+	for i, l := range held {
+		ran[i] = l.queue
+	}
+	// The pass serves its queues and their types as a worker does, so
+	// that a cron-only setup does not show its jobs as waiting for a
+	// handler, nor its queues as unserved.
+	if err := c.serve(ctx, ran); err != nil {
+		c.log.Warn("run pass: stamping the served queues and job types failed", "err", err)
 	}
 
 	var mu sync.Mutex
-	res := RunResult{OK: true, Warnings: c.passWarnings(p)}
+	res := RunResult{OK: true, Warnings: append(warnings, c.passWarnings(p, ran)...)}
 	for _, w := range res.Warnings {
-		c.log.Warn("run pass: "+w, "queue", p.Queue, "max_seconds", p.MaxDuration.Seconds())
+		c.log.Warn("run pass: "+w, "queues", ran, "max_seconds", p.MaxDuration.Seconds())
 	}
 	// The pass's jobs are observed like any other worker's (logs, metrics,
 	// roll-ups); the pass only adds its own tally.
@@ -181,23 +220,13 @@ func (c *Client) RunOnce(ctx context.Context, p RunParams) (RunResult, error) {
 		defer mu.Unlock()
 		res.count(outcomeOf(o))
 	}
-	lease := c.leaseFor(p.Type)
-	// A bounded pass claims as the queue's workers do: in turns when it is
-	// fair, within its running caps (the types' caps hold in any queue).
-	qc := c.cfg.Queues[p.Queue]
-	pass := worker.Queue{Name: p.Queue, Types: types, Concurrency: p.Concurrency, MaxJobs: p.MaxJobs,
-		Fair: qc.Fair, Limits: c.limitsOf(qc), Pace: c.paceOf(qc)}
-	for _, q := range c.queueList() {
-		if q.Name == p.Queue {
-			lease = max(lease, q.Lease)
-			// The queue's cluster-wide rate binds a pass too.
-			pass.ClusterRate, pass.ClusterBurst = q.ClusterRate, q.ClusterBurst
-		}
+	passes := make([]worker.Queue, len(ran))
+	for i, name := range ran {
+		passes[i] = c.passQueue(name, types, p)
 	}
-	pass.Lease = lease
 	pool := worker.New(worker.Config{
 		Driver:   c.drv,
-		Queues:   []worker.Queue{pass},
+		Queues:   passes,
 		Run:      c.run,
 		LeaseFor: c.leaseFor,
 		Circuit:  c.circuitFor,
@@ -214,7 +243,7 @@ func (c *Client) RunOnce(ctx context.Context, p RunParams) (RunResult, error) {
 	case <-runCtx.Done():
 		if n := pool.Running(); n > 0 && ctx.Err() == nil {
 			c.log.Info("run pass deadline reached; claiming stopped, waiting for running jobs to finish",
-				"queue", p.Queue, "running", n, "max_seconds", p.MaxDuration.Seconds())
+				"queues", ran, "running", n, "max_seconds", p.MaxDuration.Seconds())
 		}
 		// Every claimed job starts and runs to its end, unless ctx ends
 		// first (a signal, or the caller giving up).
@@ -259,13 +288,60 @@ func (c *Client) renewRunLock(ctx context.Context, lp driver.LeaseParams) (stop 
 	return func() { cancel(); <-done }
 }
 
+// passQueue is the bounded claim of one queue of a pass: in turns when
+// the queue is fair, within its running caps (the types' caps hold in any
+// queue) and its cluster-wide rate, with the longest lease of its types.
+func (c *Client) passQueue(name string, types []string, p RunParams) worker.Queue {
+	qc := c.cfg.Queues[name]
+	concurrency := p.Concurrency
+	if concurrency <= 0 {
+		concurrency = max(qc.Concurrency, 1)
+	}
+	pass := worker.Queue{Name: name, Types: types, Concurrency: concurrency, MaxJobs: p.MaxJobs,
+		Fair: qc.Fair, Limits: c.limitsOf(qc), Pace: c.paceOf(qc)}
+	lease := c.leaseFor(p.Type)
+	for _, q := range c.queueList() {
+		if q.Name == name {
+			lease = max(lease, q.Lease)
+			pass.ClusterRate, pass.ClusterBurst = q.ClusterRate, q.ClusterBurst
+		}
+	}
+	pass.Lease = lease
+	return pass
+}
+
+// passQueues are the queues a pass runs, in name order, and a warning
+// when they hold none of the config's jobs: the queue asked for, or else
+// every queue that types are configured for. A pass asked for a queue no
+// type is configured for says so, so that a crontab line with the wrong
+// queue does not answer done:0 forever in silence.
+func (c *Client) passQueues(queue string, types []string) ([]string, []string) {
+	configured := map[string]bool{}
+	for _, name := range types {
+		configured[c.cfg.Types[name].Queue] = true
+	}
+	all := make([]string, 0, len(configured))
+	for q := range configured {
+		all = append(all, q)
+	}
+	sort.Strings(all)
+	if queue == "" {
+		return all, nil
+	}
+	if configured[queue] {
+		return []string{queue}, nil
+	}
+	return []string{queue}, []string{fmt.Sprintf("no job type of this config is configured for queue %s (they are for %s): the pass ran none of their queues and claims only jobs of theirs sent to %s explicitly; leave the queue out to run the configured ones",
+		queue, strings.Join(all, ", "), queue)}
+}
+
 // passWarnings names the types a pass may run whose timeout is longer than
 // its window: known here, and not at config load, because the window is
 // the caller's (a crontab line).
-func (c *Client) passWarnings(p RunParams) []string {
+func (c *Client) passWarnings(p RunParams, queues []string) []string {
 	var out []string
 	for name, t := range c.cfg.Types {
-		if t.Queue != p.Queue || (p.Type != "" && name != p.Type) || t.Timeout <= p.MaxDuration {
+		if !slices.Contains(queues, t.Queue) || (p.Type != "" && name != p.Type) || t.Timeout <= p.MaxDuration {
 			continue
 		}
 		out = append(out, fmt.Sprintf("type %s: timeout %s is longer than the pass's max_seconds %s; a job of it may keep the pass running until it ends",

@@ -12,7 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -58,7 +58,7 @@ func TestRunOnce(t *testing.T) {
 			require.NoError(t, err)
 			first <- r
 		}()
-		require.Eventually(t, func() bool { _, ok := runs.Load(int64(1)); return ok }, 5*time.Second, 10*time.Millisecond)
+		require.Eventually(t, func() bool { _, ok := runs.Load(int64(1)); return ok }, time.Minute, 10*time.Millisecond)
 		r, err := c.RunOnce(ctx, sluice.RunParams{Type: "ok", MaxJobs: 10})
 		require.NoError(t, err)
 		require.Equal(t, sluice.RunResult{OK: true, Skipped: "another run is active"}, r)
@@ -77,14 +77,26 @@ func TestRunOnce(t *testing.T) {
 		// The deadline stops the claims only: a job that runs over is cut
 		// by its type's timeout, a failed attempt, and the pass waits for
 		// it; the answer flags the type whose timeout exceeds the window.
+		// A loaded machine may take the pass's whole 300 ms window to
+		// set up, claiming nothing: such a pass answers done 0 and the
+		// next one tries again; the pass that claims the job must wait
+		// for its timeout (a lower bound, which load cannot break).
 		res, err := c.Enqueue(ctx, sluice.EnqueueParams{Type: "slow", MaxAttempts: 2})
 		require.NoError(t, err)
-		start := time.Now()
-		r, err = c.RunOnce(ctx, sluice.RunParams{Type: "slow", MaxDuration: 300 * time.Millisecond})
-		require.NoError(t, err)
-		require.GreaterOrEqual(t, time.Since(start), time.Second, "the pass waited for the job's own timeout")
-		require.Equal(t, sluice.RunResult{OK: true, Retried: 1, Warnings: []string{
-			"type slow: timeout 1s is longer than the pass's max_seconds 300ms; a job of it may keep the pass running until it ends"}}, r)
+		warning := []string{"type slow: timeout 1s is longer than the pass's max_seconds 300ms; a job of it may keep the pass running until it ends"}
+		for pass := 1; ; pass++ {
+			start := time.Now()
+			r, err = c.RunOnce(ctx, sluice.RunParams{Type: "slow", MaxDuration: 300 * time.Millisecond})
+			require.NoError(t, err)
+			if r.Retried == 0 {
+				require.Equal(t, sluice.RunResult{OK: true, Warnings: warning}, r, "pass %d claimed nothing", pass)
+				require.Less(t, pass, 100, "no pass claimed the job")
+				continue
+			}
+			require.GreaterOrEqual(t, time.Since(start), time.Second, "the pass waited for the job's own timeout")
+			require.Equal(t, sluice.RunResult{OK: true, Retried: 1, Warnings: warning}, r)
+			break
+		}
 		j, err := d.GetJob(ctx, res.ID)
 		require.NoError(t, err)
 		require.Equal(t, sluicetype.StatusPending, j.Status)

@@ -12,7 +12,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/cron"
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -68,11 +68,11 @@ func TestScheduleOverlapDefaultsToForbid(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, c.Start(context.Background()))
 	t.Cleanup(func() { c.Stop(context.Background()) })
-	require.Eventually(t, func() bool {
+	testdb.WaitFor(t, 10*time.Second, "later slots are skipped while the first job is pending", func() bool {
 		st, err := d.ScheduleState(context.Background(), driver.ScheduleStateParams{Name: "tick"})
 		require.NoError(t, err)
 		return st.Skips >= 2
-	}, 10*time.Second, 50*time.Millisecond, "later slots are skipped while the first job is pending")
+	})
 	st, err := d.ScheduleState(context.Background(), driver.ScheduleStateParams{Name: "tick"})
 	require.NoError(t, err)
 	require.Equal(t, int64(1), st.Fires)
@@ -104,11 +104,11 @@ func TestScheduleCatchUp(t *testing.T) {
 			Overlap: sluice.OverlapAllow}}})
 	require.NoError(t, err)
 	require.NoError(t, c.Start(ctx))
-	require.Eventually(t, func() bool {
+	testdb.WaitFor(t, 5*time.Second, "three report jobs", func() bool {
 		jobs, err := d.ListJobs(ctx, sluicetype.ListParams{Type: "report"})
 		require.NoError(t, err)
 		return len(jobs) >= 3
-	}, 5*time.Second, 20*time.Millisecond)
+	})
 	c.Stop(ctx)
 	jobs, err := d.ListJobs(ctx, sluicetype.ListParams{Type: "report"})
 	require.NoError(t, err)

@@ -3,6 +3,7 @@ package sluice
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -35,12 +36,34 @@ func (c *Client) handledTypes() []string {
 	return names
 }
 
-// serveTypes stamps the client's handled types as served now.
-func (c *Client) serveTypes(ctx context.Context) error {
-	if err := c.drv.ServeTypes(ctx, driver.ServeTypesParams{Types: c.handledTypes()}); err != nil {
+// serve stamps queues as served now, and the handled types configured
+// for one of them: only what this process claims. A type whose queue it
+// does not run is left to the process that runs it, so that its jobs
+// still show as waiting for a handler when none does.
+func (c *Client) serve(ctx context.Context, queues []string) error {
+	var types []string
+	for _, name := range c.handledTypes() {
+		if slices.Contains(queues, c.cfg.Types[name].Queue) {
+			types = append(types, name)
+		}
+	}
+	if err := c.drv.ServeTypes(ctx, driver.ServeTypesParams{Types: types}); err != nil {
+		return fmt.Errorf("sluice: %w", err)
+	}
+	if err := c.drv.ServeQueues(ctx, driver.ServeQueuesParams{Queues: queues}); err != nil {
 		return fmt.Errorf("sluice: %w", err)
 	}
 	return nil
+}
+
+// serveWorkers stamps the queues this client's workers claim from.
+func (c *Client) serveWorkers(ctx context.Context) error {
+	names := make([]string, 0, len(c.cfg.Queues))
+	for n := range c.cfg.Queues {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return c.serve(ctx, names)
 }
 
 // WaitingForHandler counts, per job type in name order, the pending jobs
@@ -50,6 +73,22 @@ func (c *Client) serveTypes(ctx context.Context) error {
 // sluice_jobs_waiting_for_handler show these counts.
 func (c *Client) WaitingForHandler(ctx context.Context) ([]sluicetype.TypeCount, error) {
 	waiting, err := c.drv.UnservedTypes(ctx, driver.UnservedTypesParams{Within: HandlerWindow})
+	if err != nil {
+		return nil, fmt.Errorf("sluice: %w", err)
+	}
+	return waiting, nil
+}
+
+// UnservedQueues counts, per queue in name order, the pending jobs of the
+// queues that no process has claimed from (a worker, or a pass of
+// RunOnce) within HandlerWindow: a queue no config lists, such as one a
+// framework's ->onQueue('emails') names. Each process stamps the queues
+// it claims from, so a queue served only by another process, whose
+// config this one cannot see, does not count. `sluice stats`,
+// GET /v1/stats, the dashboard and the metric sluice_jobs_in_unserved_queue
+// show these counts.
+func (c *Client) UnservedQueues(ctx context.Context) ([]sluicetype.QueueCount, error) {
+	waiting, err := c.drv.UnservedQueues(ctx, driver.UnservedQueuesParams{Within: HandlerWindow})
 	if err != nil {
 		return nil, fmt.Errorf("sluice: %w", err)
 	}

@@ -35,18 +35,18 @@ func (c *Client) Stats(ctx context.Context) ([]sluicetype.QueueStats, error) {
 // queuesAndDay reads the queue statistics, and returns the roll-ups they
 // were summed from (with the latency slots if latency) for the type
 // statistics to reuse.
-func (c *Client) queuesAndDay(ctx context.Context, latency bool) ([]sluicetype.QueueStats, Rollups, error) {
+func (c *Client) queuesAndDay(ctx context.Context, latency bool) ([]sluicetype.QueueStats, sluicetype.Rollups, error) {
 	live, err := c.QueueCounts(ctx)
 	if err != nil {
-		return nil, Rollups{}, err
+		return nil, sluicetype.Rollups{}, err
 	}
 	day, err := c.readRollups(ctx, latency)
 	if err != nil {
-		return nil, Rollups{}, err
+		return nil, sluicetype.Rollups{}, err
 	}
 	qs := day.Queues(live, day.Now, day.Now.Add(-time.Hour), day.Now.Add(-24*time.Hour))
 	if err := c.addPartitions(ctx, qs); err != nil {
-		return nil, Rollups{}, err
+		return nil, sluicetype.Rollups{}, err
 	}
 	c.applyConfig(qs)
 	return qs, day, nil
@@ -77,79 +77,24 @@ func (c *Client) QueueCounts(ctx context.Context) ([]sluicetype.QueueStats, erro
 	return rows, nil
 }
 
-// Rollups is the database clock and the roll-ups of the 24 hours before
-// it: finished attempts (sluice_stats) and queue-latency slots
-// (sluice_stats_latency), in minute buckets or, once compacted, hourly
-// ones. Stats and TypeStats sum them over the last hour and day; a page
-// that draws charts sums them per bucket.
-type Rollups struct {
-	Now      time.Time
-	Finished []sluicetype.StatRow
-	Latency  []sluicetype.LatencyRow
-}
-
-// Rollups reads the database clock and the day of roll-ups before it.
-func (c *Client) Rollups(ctx context.Context) (Rollups, error) {
-	return c.readRollups(ctx, true)
-}
-
 // readRollups reads the clock and the finished attempts, and the latency
 // slots if latency.
-func (c *Client) readRollups(ctx context.Context, latency bool) (Rollups, error) {
+func (c *Client) readRollups(ctx context.Context, latency bool) (sluicetype.Rollups, error) {
 	now, err := c.drv.Now(ctx)
 	if err != nil {
-		return Rollups{}, err
+		return sluicetype.Rollups{}, err
 	}
 	since := driver.ReadStatsParams{Since: now.Add(-24 * time.Hour)}
-	r := Rollups{Now: now}
+	r := sluicetype.Rollups{Now: now}
 	if r.Finished, err = c.drv.ReadStats(ctx, since); err != nil {
-		return Rollups{}, err
+		return sluicetype.Rollups{}, err
 	}
 	if latency {
 		if r.Latency, err = c.drv.ReadLatency(ctx, since); err != nil {
-			return Rollups{}, err
+			return sluicetype.Rollups{}, err
 		}
 	}
 	return r, nil
-}
-
-// Queues joins live, the counts QueueCounts read, with the finished
-// attempts of the buckets at or after hour (FinishedHour) and day
-// (FinishedDay), and sets each queue's OldestPendingAge at now; a queue
-// that only the roll-ups name is added. The result is in name order.
-func (r Rollups) Queues(live []sluicetype.QueueStats, now, hour, day time.Time) []sluicetype.QueueStats {
-	out := make([]sluicetype.QueueStats, 0, len(live))
-	index := map[string]int{}
-	at := func(q string) *sluicetype.QueueStats {
-		i, ok := index[q]
-		if !ok {
-			i = len(out)
-			index[q] = i
-			out = append(out, sluicetype.QueueStats{Queue: q})
-		}
-		return &out[i]
-	}
-	for _, s := range live {
-		q := at(s.Queue)
-		*q = s
-		q.OldestPendingAge = s.PendingAge(now).Seconds()
-		q.FinishedHour, q.FinishedDay = map[string]int64{}, map[string]int64{}
-	}
-	for _, f := range r.Finished {
-		if f.Bucket.Before(day) {
-			continue
-		}
-		q := at(f.Queue)
-		if q.FinishedDay == nil {
-			q.FinishedHour, q.FinishedDay = map[string]int64{}, map[string]int64{}
-		}
-		q.FinishedDay[string(f.Outcome)] += f.Count
-		if !f.Bucket.Before(hour) {
-			q.FinishedHour[string(f.Outcome)] += f.Count
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Queue < out[j].Queue })
-	return out
 }
 
 // applyConfig fills in the settings of the queues this client configures.
@@ -197,91 +142,6 @@ func (c *Client) QueuePartitions(ctx context.Context, queues []string) ([]sluice
 	return out, nil
 }
 
-// TypeStats is one job type's finished attempts and queue latency over
-// the last hour and day, from the roll-ups (sluice_stats and
-// sluice_stats_latency), never from counting finished rows.
-type TypeStats struct {
-	Type string `json:"type"`
-	// Finished attempts by outcome (success, retry, failed, cancelled).
-	FinishedHour map[string]int64 `json:"finished_1h"`
-	FinishedDay  map[string]int64 `json:"finished_24h"`
-	// Queue latency of the attempts that started; nil when none did.
-	LatencyHour *LatencyStats `json:"queue_latency_1h"`
-	LatencyDay  *LatencyStats `json:"queue_latency_24h"`
-}
-
-// LatencyStats is the p50 and p95 of the queue latencies (next_run_at to
-// the claim, in database time) of Count attempts. They come from a
-// histogram with slots doubling from 1 ms (see sluicetype.LatencySlots),
-// interpolated within a slot: under 1 ms they are off by under 1 ms, above
-// it by under a factor of 2, and above 2h19m they say "at least" that.
-type LatencyStats struct {
-	Count int64   `json:"count"`
-	P50   float64 `json:"p50_s"`
-	P95   float64 `json:"p95_s"`
-}
-
-// LatencyOf summarizes a histogram; nil when it counted nothing.
-func LatencyOf(h *sluicetype.Latency) *LatencyStats {
-	if h == nil {
-		return nil
-	}
-	p50, ok := h.Quantile(0.5)
-	if !ok {
-		return nil
-	}
-	p95, _ := h.Quantile(0.95)
-	// Microseconds: the interpolation's nanoseconds are noise, and they
-	// would show as 124.518399999 in JSON.
-	return &LatencyStats{Count: h.Count(), P50: p50.Round(time.Microsecond).Seconds(), P95: p95.Round(time.Microsecond).Seconds()}
-}
-
-// TypeStats reads per-type counts and queue latency percentiles over the
-// last hour and day (of database time) from the roll-ups, sorted by type.
-func (c *Client) TypeStats(ctx context.Context) ([]TypeStats, error) {
-	r, err := c.Rollups(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return r.Types(r.Now.Add(-time.Hour), r.Now.Add(-24*time.Hour)), nil
-}
-
-// Types sums the roll-ups per type over the buckets at or after hour and
-// day, sorted by type.
-func (r Rollups) Types(hour, day time.Time) []TypeStats {
-	byType := map[string]*TypeStats{}
-	at := func(typ string) *TypeStats {
-		t := byType[typ]
-		if t == nil {
-			t = &TypeStats{Type: typ, FinishedHour: map[string]int64{}, FinishedDay: map[string]int64{}}
-			byType[typ] = t
-		}
-		return t
-	}
-	for _, f := range r.Finished {
-		if f.Bucket.Before(day) {
-			continue
-		}
-		t := at(f.Type)
-		t.FinishedDay[string(f.Outcome)] += f.Count
-		if !f.Bucket.Before(hour) {
-			t.FinishedHour[string(f.Outcome)] += f.Count
-		}
-	}
-	for typ, h := range sluicetype.LatencyByType(r.Latency, day) {
-		at(typ).LatencyDay = LatencyOf(h)
-	}
-	for typ, h := range sluicetype.LatencyByType(r.Latency, hour) {
-		at(typ).LatencyHour = LatencyOf(h)
-	}
-	out := make([]TypeStats, 0, len(byType))
-	for _, t := range byType {
-		out = append(out, *t)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Type < out[j].Type })
-	return out
-}
-
 // StatsSnapshot is the whole picture that /v1/stats and `sluice stats
 // --json` show. Every list is empty rather than nil, so that JSON has []
 // for it, never null. The fields stand in the order of their JSON names,
@@ -290,17 +150,19 @@ type StatsSnapshot struct {
 	Circuits    []sluicetype.Circuit    `json:"circuits"`
 	Queues      []sluicetype.QueueStats `json:"queues"`
 	RateBuckets []sluicetype.RateBucket `json:"rate_buckets"`
-	Types       []TypeStats             `json:"types"`
+	Types       []sluicetype.TypeStats  `json:"types"`
+	// UnservedQueues: see Client.UnservedQueues.
+	UnservedQueues []sluicetype.QueueCount `json:"unserved_queues"`
 	// WaitingForHandler: see Client.WaitingForHandler.
 	WaitingForHandler []sluicetype.TypeCount `json:"waiting_for_handler"`
 }
 
-// StatsSnapshot reads Stats, Circuits, RateBuckets, TypeStats and
-// WaitingForHandler at once, the clock and the day's roll-ups once for
+// StatsSnapshot reads Stats, Circuits, RateBuckets, TypeStats,
+// UnservedQueues and WaitingForHandler at once, the clock and the day's roll-ups once for
 // both the queues and the types.
 func (c *Client) StatsSnapshot(ctx context.Context) (StatsSnapshot, error) {
 	var s StatsSnapshot
-	var day Rollups
+	var day sluicetype.Rollups
 	var err error
 	if s.Queues, day, err = c.queuesAndDay(ctx, true); err != nil {
 		return StatsSnapshot{}, err
@@ -312,8 +174,33 @@ func (c *Client) StatsSnapshot(ctx context.Context) (StatsSnapshot, error) {
 		return StatsSnapshot{}, err
 	}
 	s.Types = day.Types(day.Now.Add(-time.Hour), day.Now.Add(-24*time.Hour))
+	if s.UnservedQueues, err = c.UnservedQueues(ctx); err != nil {
+		return StatsSnapshot{}, err
+	}
 	if s.WaitingForHandler, err = c.WaitingForHandler(ctx); err != nil {
 		return StatsSnapshot{}, err
 	}
+	// [] in JSON, never null, for the lists that read no rows.
+	if s.UnservedQueues == nil {
+		s.UnservedQueues = []sluicetype.QueueCount{}
+	}
+	if s.WaitingForHandler == nil {
+		s.WaitingForHandler = []sluicetype.TypeCount{}
+	}
 	return s, nil
+}
+
+// Rollups reads the database clock and the day of roll-ups before it.
+func (c *Client) Rollups(ctx context.Context) (sluicetype.Rollups, error) {
+	return c.readRollups(ctx, true)
+}
+
+// TypeStats reads per-type counts and queue latency percentiles over the
+// last hour and day (of database time) from the roll-ups, sorted by type.
+func (c *Client) TypeStats(ctx context.Context) ([]sluicetype.TypeStats, error) {
+	r, err := c.Rollups(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Types(r.Now.Add(-time.Hour), r.Now.Add(-24*time.Hour)), nil
 }

@@ -98,6 +98,10 @@ type Batch struct {
 	ChunkSize           int
 	TargetChunkDuration time.Duration
 	MinChunk, MaxChunk  int
+	// Clock times each chunk for the adaptive size and the chunk metrics;
+	// nil is time.Now. Tests pass a clock their sink moves, so that the
+	// sizing they check does not depend on how busy the machine is.
+	Clock func() time.Time
 
 	Throttle Throttle
 	Retry    Retry

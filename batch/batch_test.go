@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/batch"
+	"github.com/sluicehq/sluice/internal/clock"
 )
 
 // hitSink is the SQL sink that counts visits per row.
@@ -145,12 +146,22 @@ func TestAdaptiveSizing(t *testing.T) {
 		f.create(t)
 		f.insert(t, 1, 40_000)
 		b := f.batch("adaptive")
-		const perRow = 50 * time.Microsecond
+		// The chunks are timed on a clock that only the sink moves, by a
+		// cost per row, so that neither the database's time nor the
+		// machine's load enters the sizes. Rows cost 25µs (2000 fit the
+		// target) for the first 12 chunks, then 100µs (500 fit).
+		clk := clock.NewManual(time.Now())
+		b.Clock = clk.Now
+		chunks := 0
 		b.Sink = batch.FuncSink(func(ctx context.Context, tx *sql.Tx, rows []batch.Row) error {
-			time.Sleep(time.Duration(len(rows)) * perRow)
+			perRow := 25 * time.Microsecond
+			if chunks++; chunks > 12 {
+				perRow = 100 * time.Microsecond
+			}
+			clk.Advance(time.Duration(len(rows)) * perRow)
 			return nil
 		})
-		b.TargetChunkDuration = 50 * time.Millisecond // about 1000 rows at 50µs each
+		b.TargetChunkDuration = 50 * time.Millisecond
 		b.MinChunk, b.MaxChunk = 10, 20_000
 		var sizes []int
 		b.Progress = func(p batch.Progress) {
@@ -159,17 +170,29 @@ func TestAdaptiveSizing(t *testing.T) {
 			}
 		}
 		require.NoError(t, b.Run(context.Background(), f.d))
-		require.Greater(t, len(sizes), 12)
-		last := sizes[len(sizes)-4 : len(sizes)-1] // the very last chunk may be short
-		for _, s := range last {
-			// The database's own time per row makes the size a bit smaller than 1000.
-			require.InDelta(t, 800, s, 450, "sizes %v", sizes)
+		t.Logf("sizes %v", sizes)
+		require.Greater(t, len(sizes), 20, "sizes %v", sizes)
+		// Under the target the size grows by steps, each closing half the
+		// distance to what fits, never past it…
+		for i := 1; i < 13; i++ {
+			require.GreaterOrEqual(t, sizes[i], sizes[i-1], "sizes %v", sizes)
+			require.LessOrEqual(t, sizes[i], 2000, "sizes %v", sizes)
+		}
+		require.Equal(t, 1500, sizes[1], "half the way from 1000 to 2000")
+		require.Equal(t, 2000, sizes[12], "sizes %v", sizes)
+		// …and over it (from the 13th chunk), it is cut at once, halving at
+		// most per chunk.
+		require.Equal(t, []int{1000, 500}, sizes[13:15], "sizes %v", sizes)
+		for _, s := range sizes[15 : len(sizes)-1] { // the very last chunk may be short
+			require.Equal(t, 500, s, "sizes %v", sizes)
 		}
 	})
 }
 
 // While the throttle query is above the threshold the batch waits and
-// says why; it goes on when the value drops.
+// says why; it goes on when the value drops, here once it has said so
+// three times (waiting on state: a fixed 100 ms let a loaded machine
+// poll only twice).
 func TestThrottleQuery(t *testing.T) {
 	forEachDB(t, func(t *testing.T, f *fixture) {
 		f.create(t)
@@ -181,17 +204,13 @@ func TestThrottleQuery(t *testing.T) {
 		b.ChunkSize = 100
 		b.Throttle = batch.Throttle{Query: "SELECT v FROM " + knob, Threshold: 1, Poll: 20 * time.Millisecond}
 		var reasons []string
-		var once sync.Once
 		b.Progress = func(p batch.Progress) {
 			if p.Throttled != "" {
 				reasons = append(reasons, p.Throttled)
 				require.Zero(t, p.Rows, "no chunk while throttled")
-				once.Do(func() {
-					go func() {
-						time.Sleep(100 * time.Millisecond)
-						f.exec(t, "UPDATE "+knob+" SET v = 0")
-					}()
-				})
+				if len(reasons) == 3 {
+					f.exec(t, "UPDATE "+knob+" SET v = 0")
+				}
 			}
 		}
 		require.NoError(t, b.Run(context.Background(), f.d))

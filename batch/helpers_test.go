@@ -11,7 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice/batch"
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 )
 
 // base is the first created_at of the test tables.

@@ -108,6 +108,14 @@ func (r *shardRun) run(ctx context.Context) error {
 	return err
 }
 
+// now reads the clock chunks are timed on.
+func (r *shardRun) now() time.Time {
+	if r.b.Clock != nil {
+		return r.b.Clock()
+	}
+	return time.Now()
+}
+
 // work runs the shard's chunks from checkpoint c until none is left.
 func (r *shardRun) work(ctx context.Context, c Checkpoint) error {
 	var err error
@@ -133,12 +141,12 @@ func (r *shardRun) work(ctx context.Context, c Checkpoint) error {
 		if err := r.waitThrottle(ctx); err != nil {
 			return err
 		}
-		start := time.Now()
+		start := r.now()
 		n, err := r.chunkWithRetry(ctx)
 		if err != nil {
 			return err
 		}
-		took := time.Since(start)
+		took := r.now().Sub(start)
 		full := n == r.size
 		if n > 0 {
 			r.progress.chunk(r.shard.name, n, r.size, took)

@@ -94,7 +94,7 @@ const ProtocolHTTP = "http/protobuf"
 
 // Auth guards the HTTP API and the dashboard.
 type Auth struct {
-	Tokens     []string       `yaml:"tokens"`      // accepted bearer tokens; none means no auth
+	Tokens     []Token        `yaml:"tokens"`      // accepted bearer tokens; none means no auth
 	AllowCIDRs []netip.Prefix `yaml:"allow_cidrs"` // client allowlist; empty allows every address
 	QueryToken bool           `yaml:"query_token"` // also accept ?token=
 	// AllowedHosts are host names the server answers to besides IP
@@ -106,6 +106,21 @@ type Auth struct {
 	// PublicURL is the address browsers use; an https one makes the
 	// session cookie Secure, and its host is allowed.
 	PublicURL string `yaml:"public_url"`
+}
+
+// Token is one entry of auth.tokens: a mapping with its name, value and
+// scope, or, as before scopes existed, a plain string, which works as
+// scope admin (Plain) and is warned about at start.
+type Token struct {
+	Name  string `yaml:"name"`  // shown in logs and 403 answers instead of the value
+	Token string `yaml:"token"` // the secret, usually ${VAR}
+	Scope string `yaml:"scope"` // one of sluicetype.Scopes
+	// Types and Queues limit an enqueue token to these job types and
+	// queues; empty allows any.
+	Types  []string `yaml:"types"`
+	Queues []string `yaml:"queues"`
+	// Plain is true for an entry written as a bare string.
+	Plain bool `yaml:"-"`
 }
 
 // Queue configures the workers of one queue.
@@ -155,8 +170,11 @@ type Type struct {
 	Command Argv   `yaml:"command"`
 	// Timeout bounds each run; zero means no bound beyond the webhook's
 	// own timeout.
-	Timeout     time.Duration `yaml:"timeout"`
-	Lease       time.Duration `yaml:"lease"`        // 0: sluice.DefaultLease
+	Timeout time.Duration `yaml:"timeout"`
+	Lease   time.Duration `yaml:"lease"` // 0: sluice.DefaultLease
+	// Deadline is how long after a job becomes due it may still start,
+	// as sluice.Type.Deadline; zero means no deadline.
+	Deadline    time.Duration `yaml:"deadline"`
 	MaxAttempts int           `yaml:"max_attempts"` // 0: sluice.DefaultMaxAttempts
 	Backoff     Backoff       `yaml:"backoff"`
 	Dedupe      string        `yaml:"dedupe"` // "permanent" (empty: the default) or "active"
@@ -170,6 +188,14 @@ type Type struct {
 	// command handler's default, [65]; an explicit [] makes every failing
 	// exit transient.
 	PermanentExitCodes []int `yaml:"permanent_exit_codes"`
+	// KillGrace is how long a stopped command (cancelled, timed out, shut
+	// down) has between SIGTERM and SIGKILL; zero means the most,
+	// sluicetype.MaxKillGrace.
+	KillGrace time.Duration `yaml:"kill_grace"`
+	// Env is a command's environment besides the few variables it
+	// inherits of sluice's (command.BaseEnv) and the job's own: pass a
+	// secret on as KEY: "${VAR}".
+	Env map[string]string `yaml:"env"`
 	// Circuit is the type's circuit breaker, as sluice.Circuit; threshold
 	// 0 (the default) means none.
 	Circuit Circuit `yaml:"circuit"`
@@ -217,12 +243,14 @@ type Schedule struct {
 	CatchUp  int             `yaml:"catch_up"` // missed slots to run after downtime
 }
 
-// Retention is how long finished jobs are kept, per status; 0 is the
-// library's default (sluice.DefaultRetentionSuccess and its neighbours).
+// Retention is how long finished jobs are kept, per status, and audit
+// entries; 0 is the library's default (sluice.DefaultRetentionSuccess
+// and its neighbours, sluice.DefaultAuditRetention).
 type Retention struct {
 	Success   time.Duration `yaml:"success"`
 	Failed    time.Duration `yaml:"failed"`
 	Cancelled time.Duration `yaml:"cancelled"`
+	Audit     time.Duration `yaml:"audit"`
 }
 
 // The file's own defaults: what no library package has a default for.

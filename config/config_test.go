@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,11 +78,14 @@ schedules:
 
 func TestEnvExpansionErrors(t *testing.T) {
 	t.Setenv("EMPTY", "")
+	t.Setenv("SHORT", "t0k")
 	for _, tc := range []struct{ yaml, path, msg string }{
 		{`listen: "${SLUICE_TEST_UNSET}"`, "listen", "environment variable SLUICE_TEST_UNSET is not set"},
 		{`listen: "${SLUICE_TEST_UNSET"`, "listen", "unterminated ${"},
 		{`listen: "${1BAD}"`, "listen", "bad reference ${1BAD}"},
 		{`auth: { tokens: ["${EMPTY}"] }`, "auth.tokens[0]", "empty token"},
+		{`auth: { tokens: ["${SHORT}"] }`, "auth.tokens[0]", "token too weak"},
+		{"auth:\n  tokens:\n    - " + strings.Repeat("ab12", 8) + "\n    - secret", "auth.tokens[1]", "sluice token new"},
 		{"types:\n  x:\n    http: { url: \"http://h\", secret: \"${EMPTY}\" }", "types.x.http.secret", "empty secret"},
 		{"types:\n  x:\n    http:\n      url: http://h\n      secret: ${EMPTY}", "types.x.http.secret", "empty secret"},
 		{"types: { x: { command: [x] } }\nschedules: { s: { cron: '@daily', type: x, payload: { a: '${SLUICE_TEST_UNSET}' } } }",
@@ -264,4 +268,51 @@ tracing:
 	require.Equal(t, config.History{Keep: 5}, f.History)
 	require.Equal(t, config.Tracing{Endpoint: "https://otel.example:4318", Protocol: config.ProtocolHTTP, ServiceName: "jobs",
 		Sampling: 0.25, Headers: map[string]string{"api-key": "k"}}, f.Tracing)
+}
+
+// A command's env: names a variable and its value, which may come from
+// sluice's environment like a secret (resolved only where handlers run);
+// bad names, sluice's own job variables and env on a webhook are refused.
+func TestCommandEnv(t *testing.T) {
+	t.Setenv("SLUICE_TEST_APP_KEY", "k-1")
+	f, err := config.Parse("sluice.yaml", []byte(`types:
+  report: { command: [php, report.php], env: { APP_KEY: "${SLUICE_TEST_APP_KEY}", APP_ENV: production, LATER: "${SLUICE_TEST_UNSET}" } }
+`))
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"APP_KEY": "k-1", "APP_ENV": "production", "LATER": ""}, f.Types["report"].Env)
+	require.ErrorContains(t, f.Unresolved("types"), "types.report.env.LATER: environment variable SLUICE_TEST_UNSET is not set")
+	requireRejected(t, "types: { x: { command: [x], env: { 1X: a } } }", "types.x.env.1X", "not a variable name")
+	requireRejected(t, "types: { x: { command: [x], env: { A-B: a } } }", "types.x.env.A-B", "not a variable name")
+	requireRejected(t, "types: { x: { command: [x], env: { SLUICE_JOB_ID: a } } }", "types.x.env.SLUICE_JOB_ID", "sluice's own")
+	requireRejected(t, "types: { x: { command: [x], env: { SLUICE_ANYTHING: a } } }", "types.x.env.SLUICE_ANYTHING", "sluice's own")
+	requireRejected(t, "types: { x: { http: { url: 'http://h' }, env: { A: a } } }", "types.x.env", "only applies to command handlers")
+}
+
+func TestKillGrace(t *testing.T) {
+	f, err := config.Parse("sluice.yaml", []byte("types: { x: { command: [x], kill_grace: 2s } }\n"))
+	require.NoError(t, err)
+	require.Equal(t, 2*time.Second, f.Types["x"].KillGrace)
+	requireRejected(t, "types: { x: { command: [x], kill_grace: 11s } }", "types.x.kill_grace", "at most 10s")
+	requireRejected(t, "types: { x: { command: [x], kill_grace: 0s } }", "types.x.kill_grace", "want more than 0")
+	requireRejected(t, "types: { x: { http: { url: 'http://h' }, kill_grace: 1s } }", "types.x.kill_grace", "only applies to command handlers")
+}
+
+func TestAuditRetention(t *testing.T) {
+	f, err := config.Parse("sluice.yaml", []byte("retention: { audit: 180d }\n"))
+	require.NoError(t, err)
+	require.Equal(t, 180*day, f.Retention.Audit)
+	requireRejected(t, "retention: { audit: 0s }", "retention.audit", "must be positive")
+	requireRejected(t, "retention: { audit: -24h }", "retention.audit", "must be positive")
+}
+
+// TestTypeDeadline: a type's deadline is a positive duration; left out,
+// its jobs have none.
+func TestTypeDeadline(t *testing.T) {
+	f, err := config.Parse("sluice.yaml", []byte("types:\n  x: { command: [x], deadline: 15m }\n  y: { command: [y] }\n"))
+	require.NoError(t, err)
+	require.Equal(t, 15*time.Minute, f.Types["x"].Deadline)
+	require.Zero(t, f.Types["y"].Deadline)
+	requireRejected(t, "types:\n  x: { command: [x], deadline: 0s }", "types.x.deadline", "must be positive, got 0s")
+	requireRejected(t, "types:\n  x: { command: [x], deadline: -1m }", "types.x.deadline", "must be positive")
+	requireRejected(t, "types:\n  x: { command: [x], deadline: soon }", "types.x.deadline", "invalid duration")
 }

@@ -36,17 +36,24 @@ type decoder struct {
 }
 
 // secretPath reports whether the value at path is a secret that only some
-// commands use: an API token, or a webhook's signing secret or header. An
+// commands use: an API token, a webhook's signing secret or header, or a
+// command's environment. An
 // unset variable there fails those commands alone (File.Unresolved), so
 // that `sluice jobs show` needs neither the server's tokens nor the
 // handlers' secrets.
 func secretPath(path string) bool {
-	if strings.HasPrefix(path, "auth.tokens[") {
-		return true
+	if rest, ok := strings.CutPrefix(path, "auth.tokens["); ok {
+		// The token itself, plain or under token:; a name or scope is
+		// needed by every command and must resolve.
+		_, field, _ := strings.Cut(rest, "]")
+		return field == "" || field == ".token"
 	}
 	rest, ok := strings.CutPrefix(path, "types.")
 	if !ok {
 		return false
+	}
+	if _, _, env := strings.Cut(rest, ".env."); env {
+		return true
 	}
 	_, field, ok := strings.Cut(rest, ".http.")
 	return ok && (field == "secret" || strings.HasPrefix(field, "headers."))
@@ -186,6 +193,17 @@ func (d *decoder) decode(n *yaml.Node, path string, v reflect.Value) error {
 				return err
 			}
 			*p = Statements{s.Value}
+			return nil
+		}
+	case *Token:
+		if n.Kind == yaml.ScalarNode {
+			// The form from before scopes: a bare token, which can do
+			// everything. A mapping is decoded as the struct below.
+			s, err := d.scalar(n, path, "a token")
+			if err != nil {
+				return err
+			}
+			*p = Token{Token: s.Value, Scope: "admin", Plain: true}
 			return nil
 		}
 	case *Argv:

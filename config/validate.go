@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/sluicehq/sluice/cron"
 	"github.com/sluicehq/sluice/dburl"
+	"github.com/sluicehq/sluice/internal/authtoken"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // fail reports a problem found after decoding, at the line of path or of
@@ -50,6 +53,66 @@ func sortedKeys[V any](m map[string]V) []string {
 	return slices.Sorted(maps.Keys(m))
 }
 
+// validateTokens checks auth.tokens: each value strong enough (unless its
+// variable is unset, which only the commands that serve report), each
+// mapping with a unique name and a known scope, and types and queues only
+// where they mean something, on an enqueue token.
+func (d *decoder) validateTokens(tokens []Token) error {
+	names := map[string]int{}
+	values := map[string]int{}
+	for i, tok := range tokens {
+		path := fmt.Sprintf("auth.tokens[%d]", i)
+		valuePath := path
+		if !tok.Plain {
+			valuePath = path + ".token"
+		}
+		if _, later := d.unresolved[valuePath]; tok.Token == "" && !later {
+			return d.failf(valuePath, "empty token (is its environment variable set?)")
+		}
+		if tok.Token != "" {
+			if err := authtoken.Check(tok.Token); err != nil {
+				return d.fail(valuePath, err)
+			}
+			// One value under two scopes would be matched as either.
+			if first, dup := values[tok.Token]; dup {
+				return d.failf(valuePath, "the same value as auth.tokens[%d]; each token needs its own", first)
+			}
+			values[tok.Token] = i
+		}
+		if tok.Plain {
+			continue
+		}
+		if tok.Name == "" {
+			return d.failf(path+".name", "required: a name for logs and refusals, such as grafana (the token's value is never shown)")
+		}
+		if first, dup := names[tok.Name]; dup {
+			return d.failf(path+".name", "%q is also the name of auth.tokens[%d]; names must be unique", tok.Name, first)
+		}
+		names[tok.Name] = i
+		if !sluicetype.Scope(tok.Scope).Valid() {
+			if tok.Scope == "" {
+				return d.failf(path+".scope", "required: one of %s", sluicetype.ScopeNames())
+			}
+			return d.failf(path+".scope", "%q is not one of %s", tok.Scope, sluicetype.ScopeNames())
+		}
+		for _, key := range []string{"types", "queues"} {
+			list := tok.Types
+			if key == "queues" {
+				list = tok.Queues
+			}
+			if len(list) > 0 && tok.Scope != "enqueue" {
+				return d.failf(path+"."+key, "only an enqueue token can be limited to %s (this one is scope %s)", key, tok.Scope)
+			}
+			for j, v := range list {
+				if v == "" {
+					return d.failf(fmt.Sprintf("%s.%s[%d]", path, key, j), "empty name")
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // validate checks what decoding could not: ranges, formats and references
 // between sections. Names are visited in sorted order so that a file with
 // several problems always reports the same one. A value the file leaves
@@ -74,10 +137,8 @@ func (d *decoder) validate(f *File) error {
 			return d.fail("listen", err)
 		}
 	}
-	for i, tok := range f.Auth.Tokens {
-		if _, later := d.unresolved[fmt.Sprintf("auth.tokens[%d]", i)]; tok == "" && !later {
-			return d.failf(fmt.Sprintf("auth.tokens[%d]", i), "empty token (is its environment variable set?)")
-		}
+	if err := d.validateTokens(f.Auth.Tokens); err != nil {
+		return err
 	}
 	for _, name := range sortedKeys(f.Queues) {
 		if err := d.validateQueue(name, f.Queues[name]); err != nil {
@@ -112,7 +173,7 @@ func (d *decoder) validate(f *File) error {
 	for _, r := range []struct {
 		key string
 		d   time.Duration
-	}{{"success", f.Retention.Success}, {"failed", f.Retention.Failed}, {"cancelled", f.Retention.Cancelled}} {
+	}{{"success", f.Retention.Success}, {"failed", f.Retention.Failed}, {"cancelled", f.Retention.Cancelled}, {"audit", f.Retention.Audit}} {
 		if d.set("retention."+r.key) && r.d <= 0 {
 			return d.failf("retention."+r.key, "must be positive, got %s", r.d)
 		}
@@ -177,12 +238,31 @@ func (d *decoder) validateType(name string, t Type) error {
 		if t.PermanentExitCodes != nil {
 			return d.failf(path+".permanent_exit_codes", "only applies to command handlers; a webhook's status code decides")
 		}
+		if t.Env != nil {
+			return d.failf(path+".env", "only applies to command handlers; a webhook gets the job in its request")
+		}
+		if d.set(path + ".kill_grace") {
+			return d.failf(path+".kill_grace", "only applies to command handlers; a webhook request is aborted at once")
+		}
 	default:
 		if len(t.Command) == 0 {
 			return d.failf(path+".command", "empty argv: want the program and its arguments")
 		}
 		if t.Command[0] == "" {
 			return d.failf(path+".command[0]", "empty program name")
+		}
+		for _, k := range sortedKeys(t.Env) {
+			if !envName.MatchString(k) {
+				return d.failf(path+".env."+k, "not a variable name: want letters, digits and _, not starting with a digit")
+			}
+			// The whole SLUICE_ namespace, so that a variable sluice adds
+			// to a job's environment later cannot meet one a config set.
+			if strings.HasPrefix(k, "SLUICE_") || k == "TRACEPARENT" {
+				return d.failf(path+".env."+k, "sluice's own: SLUICE_* and TRACEPARENT carry the job (docs/http-api.md \"Handler protocol\")")
+			}
+		}
+		if d.set(path+".kill_grace") && (t.KillGrace <= 0 || t.KillGrace > sluicetype.MaxKillGrace) {
+			return d.failf(path+".kill_grace", "want more than 0 and at most %s (the time a shutdown leaves a stopped command), got %s", sluicetype.MaxKillGrace, t.KillGrace)
 		}
 		for i, c := range t.PermanentExitCodes {
 			if c < 1 || c > 255 {
@@ -193,6 +273,8 @@ func (d *decoder) validateType(name string, t Type) error {
 	switch {
 	case t.Timeout < 0:
 		return d.failf(path+".timeout", "must not be negative, got %s", t.Timeout)
+	case d.set(path+".deadline") && t.Deadline <= 0:
+		return d.failf(path+".deadline", "must be positive, got %s", t.Deadline)
 	case d.set(path+".lease") && t.Lease <= 0:
 		return d.failf(path+".lease", "must be positive, got %s", t.Lease)
 	case d.set(path+".max_attempts") && t.MaxAttempts < 1:
@@ -249,3 +331,6 @@ func (d *decoder) validateSchedule(f *File, name string, s *Schedule) error {
 	}
 	return nil
 }
+
+// envName is a portable environment variable name.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

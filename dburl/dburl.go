@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	neturl "net/url"
 	"os"
 	"strings"
 
@@ -129,18 +130,37 @@ func (mysqlLog) Print(v ...any) { slog.Debug("mysql driver: " + fmt.Sprint(v...)
 
 func init() { gomysql.SetLogger(mysqlLog{}) }
 
-// Redact hides the password in a URL for messages and logs.
+// Redact hides the password in a URL for messages and logs: the one in
+// the user info, and a password or sslpassword parameter, which pgx reads
+// from a postgres:// URL's query.
 func Redact(url string) string {
 	scheme, rest, ok := strings.Cut(url, "://")
 	if !ok {
 		return url
 	}
-	userinfo, host, ok := strings.Cut(rest, "@")
-	if !ok {
-		return url
+	rest, query, hasQuery := strings.Cut(rest, "?")
+	// The user info ends at the authority's last '@', as net/url (and so
+	// the MySQL driver) reads it: a password may hold an unescaped '@'.
+	// pgx splits at the first one instead; then what it takes for the
+	// host's start is hidden too, which hides more, never less.
+	authority := rest
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		authority = rest[:i]
 	}
-	if user, _, hasPass := strings.Cut(userinfo, ":"); hasPass {
-		return scheme + "://" + user + ":***@" + host
+	if at := strings.LastIndexByte(authority, '@'); at >= 0 {
+		if user, _, hasPass := strings.Cut(rest[:at], ":"); hasPass {
+			rest = user + ":***" + rest[at:]
+		}
 	}
-	return url
+	if !hasQuery {
+		return scheme + "://" + rest
+	}
+	params := strings.Split(query, "&")
+	for i, p := range params {
+		raw, _, _ := strings.Cut(p, "=")
+		if k, err := neturl.QueryUnescape(raw); err == nil && (strings.EqualFold(k, "password") || strings.EqualFold(k, "sslpassword")) {
+			params[i] = raw + "=***"
+		}
+	}
+	return scheme + "://" + rest + "?" + strings.Join(params, "&")
 }

@@ -33,3 +33,28 @@ func TestMustExist(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, d.Close())
 }
+
+// Redact hides every password a database URL can carry: the user info's,
+// up to the authority's last '@' as net/url and the MySQL driver read it
+// (password "p@ss"; pgx would read "p" and host "ss@db"), and the password
+// parameters pgx reads from a postgres URL's query. The rest is kept as
+// written.
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"mysql://app:s3cret@db:3306/app":                                    "mysql://app:***@db:3306/app",
+		"mysql://app:s3cret@tcp(db:3306)/app?parseTime=true":                "mysql://app:***@tcp(db:3306)/app?parseTime=true",
+		"postgres://app:s3cret@db:5432/app?sslmode=require":                 "postgres://app:***@db:5432/app?sslmode=require",
+		"postgres://app:p@ss@db:5432/app":                                   "postgres://app:***@db:5432/app",
+		"postgres://app:p%40ss@db/app":                                      "postgres://app:***@db/app",
+		"postgres://app@db/app?sslmode=require&password=s3cret":             "postgres://app@db/app?sslmode=require&password=***",
+		"postgres://app@db/app?PASSWORD=s3cret&sslpassword=k3y":             "postgres://app@db/app?PASSWORD=***&sslpassword=***",
+		"postgres://app@db/app?pass%77ord=s3cret":                           "postgres://app@db/app?pass%77ord=***",
+		"postgresql://app:s3cret@db/app?password=s3cret&pooler=transaction": "postgresql://app:***@db/app?password=***&pooler=transaction",
+		"postgres://db/app?user=app@corp":                                   "postgres://db/app?user=app@corp",
+		"postgres://app@db/app":                                             "postgres://app@db/app",
+		"sqlite:/var/lib/app/sluice.db":                                     "sqlite:/var/lib/app/sluice.db",
+		"sqlite:///tmp/a:b@c.db":                                            "sqlite:///tmp/a:b@c.db",
+	} {
+		require.Equal(t, want, dburl.Redact(in), in)
+	}
+}

@@ -17,7 +17,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/sluicehq/sluice/internal/metrics"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 )
 
 // TestPrometheusRules runs `promtool check rules` and `promtool test rules`
@@ -65,7 +65,7 @@ func TestRulesNameExportedMetrics(t *testing.T) {
 			require.Contains(t, string(tests), "alertname: "+r.Alert+"\n", "alert %s has no unit test", r.Alert)
 		}
 	}
-	require.Equal(t, 10, n, "alert rules")
+	require.Equal(t, 11, n, "alert rules")
 }
 
 // TestGrafanaNamesExportedMetrics checks every query of the dashboard,

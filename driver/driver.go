@@ -86,17 +86,40 @@ type Driver interface {
 	// claim may have committed, but its jobs were never delivered, so they
 	// never ran and must not wait for their lease to expire.
 	ReleaseClaim(ctx context.Context, p ReleaseClaimParams) (int64, error)
+	// Prefetched marks jobs of a claim held under p.Token that the worker
+	// has not started (it claimed them ahead of a free handler): if the
+	// worker dies before one starts, the rescue gives its attempt back
+	// instead of charging a run that never began.
+	Prefetched(ctx context.Context, p PrefetchedParams) error
+	// Started records that a job marked by Prefetched begins its run: from
+	// then on a rescue charges its attempt like any other. It reports
+	// false when p.Token no longer holds the job, and when the job's
+	// deadline passed while it waited, which cancels it (SweepDeadlines'
+	// reason): no job starts past its deadline.
+	Started(ctx context.Context, p StartedParams) (bool, error)
 	// Heartbeat extends the leases of jobs still held with p.Token and
 	// returns the ids whose lease was lost.
 	Heartbeat(ctx context.Context, p HeartbeatParams) (lost []int64, err error)
-	// Complete applies fenced outcomes and returns the ids whose lease was lost.
+	// Progress records what a running attempt reports on its job's row,
+	// fenced like a completion: held is false, and nothing is written,
+	// when p.Token no longer holds the job or it is no longer running.
+	Progress(ctx context.Context, p ProgressParams) (held bool, err error)
+	// Complete applies fenced outcomes and returns the ids whose lease was
+	// lost; the logs (Completion.Log) of the applied ones are written in
+	// the same transaction as their outcomes.
 	Complete(ctx context.Context, p CompleteParams) (lost []int64, err error)
 	// CompleteTx applies one fenced outcome inside the caller's transaction
-	// p.Tx and reports whether the lease was still held.
+	// p.Tx and reports whether the lease was still held; its log, if any,
+	// is written in p.Tx too when it was.
 	CompleteTx(ctx context.Context, p CompleteTxParams) (bool, error)
 	// Rescue returns jobs with an expired lease to pending, or fails them
 	// when their attempts are spent.
 	Rescue(ctx context.Context, p RescueParams) (sluicetype.RescueResult, error)
+	// SweepDeadlines moves up to p.Limit pending jobs whose deadline has
+	// passed at the database to cancelled, each with the reason in its
+	// last error and an entry in its history, and returns how many it
+	// moved. Claims already skip such jobs; this makes their end visible.
+	SweepDeadlines(ctx context.Context, p SweepDeadlinesParams) (int64, error)
 	// Purge deletes up to Limit finished jobs in Status finished before OlderThan ago.
 	Purge(ctx context.Context, p PurgeParams) (int64, error)
 
@@ -104,8 +127,15 @@ type Driver interface {
 	ListJobs(ctx context.Context, p sluicetype.ListParams) ([]sluicetype.JobRow, error)
 	// Retry moves failed or cancelled jobs back to pending with fresh attempts.
 	Retry(ctx context.Context, p RetryParams) (int64, error)
-	// Cancel moves a pending or failed job to cancelled.
-	Cancel(ctx context.Context, id int64) error
+	// Cancel moves a pending, failed or running job to cancelled and
+	// reports whether it was running. A running job's attempt ends like a
+	// completion, fenced by its lease token: of a cancel and the attempt's
+	// own outcome, whichever is written first wins, and the other changes
+	// nothing.
+	Cancel(ctx context.Context, p CancelParams) (running bool, err error)
+	// Cancelled returns the ids among ids whose job is cancelled: how a
+	// worker learns that an attempt it runs was cancelled.
+	Cancelled(ctx context.Context, ids []int64) ([]int64, error)
 	// CountBulk counts the jobs Bulk would change, reading at most
 	// MaxBulk+1 ids.
 	CountBulk(ctx context.Context, p BulkParams) (sluicetype.BulkCount, error)
@@ -209,6 +239,12 @@ type Driver interface {
 	// Bench: what `sluice bench` does to its own tables.
 	Bench
 
+	// Audit: the trail of operator actions.
+	Audit
+
+	// AttemptLogs: the output kept of each attempt.
+	AttemptLogs
+
 	// SyncTypes records p.Types in sluice_types, where the insert trigger
 	// of sluice_jobs reads what a plain-SQL enqueue leaves out, and
 	// returns how many rows it wrote; a type whose row already holds its
@@ -225,6 +261,21 @@ type Driver interface {
 	// types no process has served (ServeTypes) within p.Within: jobs that
 	// wait for a handler nothing runs.
 	UnservedTypes(ctx context.Context, p UnservedTypesParams) ([]sluicetype.TypeCount, error)
+
+	// ServeQueues stamps p.Queues in sluice_queues as served now, by the
+	// database's clock, writing a row (not paused) for a queue without
+	// one: a process that claims jobs from them calls it at start and
+	// then every minute.
+	ServeQueues(ctx context.Context, p ServeQueuesParams) error
+
+	// ServedQueues lists, in name order, the queues some process has
+	// served (ServeQueues) within p.Within.
+	ServedQueues(ctx context.Context, p UnservedQueuesParams) ([]string, error)
+
+	// UnservedQueues counts the pending jobs, by queue in name order, of
+	// the queues no process has served (ServeQueues) within p.Within: jobs
+	// sent to a queue nothing runs, such as one no config lists.
+	UnservedQueues(ctx context.Context, p UnservedQueuesParams) ([]sluicetype.QueueCount, error)
 
 	// DropTables drops every table whose name starts with p.Prefix, exactly
 	// (a LIKE pattern would take '_' as a wildcard). Tests and the bench
@@ -308,6 +359,12 @@ type InsertJob struct {
 	// added to the database clock.
 	RunAt time.Time
 	Delay time.Duration
+	// Deadline, if set, is when the job must have started by; otherwise a
+	// positive DeadlineAfter sets it that long after the job becomes due
+	// (RunAt, or the database clock plus Delay), which the database
+	// computes. No claim starts a job past its deadline (SweepDeadlines).
+	Deadline      time.Time
+	DeadlineAfter time.Duration
 	// TraceParent is the enqueuing caller's W3C trace context ("" for
 	// none), which the job's run continues.
 	TraceParent string
@@ -419,11 +476,43 @@ type ReleaseClaimParams struct {
 	Token string
 }
 
+// PrefetchedParams names jobs held under Token that have not started.
+type PrefetchedParams struct {
+	Token string
+	IDs   []int64
+}
+
+// StartedParams names a prefetched job that starts under Token.
+type StartedParams struct {
+	Token string
+	ID    int64
+}
+
+// CancelParams names the job to cancel. Reason becomes a running job's
+// last_error and its attempt's error in the history (the attempts kept
+// bounded by KeepAttempts, 0 for DefaultKeepAttempts); a pending or failed
+// job keeps its last_error.
+type CancelParams struct {
+	ID           int64
+	Reason       string
+	KeepAttempts int
+}
+
 // HeartbeatParams extends the leases of the given jobs held under Token.
 type HeartbeatParams struct {
 	Token string
 	IDs   []int64
 	Lease time.Duration
+}
+
+// ProgressParams is one progress report of the attempt holding job ID
+// under Token: Done of Total and a short Message, which the driver cleans
+// with StorableText and cuts to sluicetype.MaxProgressMessageLen bytes.
+type ProgressParams struct {
+	ID          int64
+	Token       string
+	Done, Total int64
+	Message     string
 }
 
 // Completion is the fenced outcome of one attempt.
@@ -445,6 +534,10 @@ type Completion struct {
 	// that never fails writes no history.
 	Attempt      *sluicetype.Attempt
 	KeepAttempts int
+	// Log, when set, is the attempt's output, written (keyed by its JobID
+	// and Attempt) only when the completion is applied. Nil writes
+	// nothing and costs no statement.
+	Log *sluicetype.AttemptLog
 }
 
 // CompleteParams is a set of outcomes to apply, each fenced by its own token.
@@ -463,6 +556,14 @@ type RescueParams struct {
 	Limit int
 	// KeepAttempts bounds the attempt history that each rescued job's
 	// lease_expired attempt is appended to (0: DefaultKeepAttempts).
+	KeepAttempts int
+}
+
+// SweepDeadlinesParams bounds one deadline sweep.
+type SweepDeadlinesParams struct {
+	Limit int
+	// KeepAttempts bounds the attempt history that each cancelled job's
+	// entry is appended to (0: DefaultKeepAttempts).
 	KeepAttempts int
 }
 

@@ -49,3 +49,15 @@ type ServeTypesParams struct {
 type UnservedTypesParams struct {
 	Within time.Duration
 }
+
+// ServeQueuesParams names the queues a process claims jobs from.
+type ServeQueuesParams struct {
+	Queues []string
+}
+
+// UnservedQueuesParams says how recently a process must have served a
+// queue (ServeQueues) for its pending jobs not to count as waiting in a
+// queue nothing runs.
+type UnservedQueuesParams struct {
+	Within time.Duration
+}

@@ -21,18 +21,19 @@ import (
 // dies, and a second open of the same file, even in the same process,
 // is a separate contender.
 type fileLocker struct {
-	dir    string
-	prefix string // "sluice-" in the shared temp directory, "" in the user's own
-	id     string
+	dir string
+	id  string
 }
 
 func openFile(rawURL string, opts Options) (*fileLocker, error) {
 	dir := strings.TrimPrefix(strings.TrimPrefix(rawURL, "file:"), "//")
 	f := &fileLocker{dir: dir, id: opts.ID}
 	if dir == "" {
-		// Other programs keep NAME.lock files in the temp directory too;
-		// the prefix keeps sluice from writing its holder line into theirs.
-		f.dir, f.prefix = os.TempDir(), "sluice-"
+		d, err := ownLockDir()
+		if err != nil {
+			return nil, err
+		}
+		f.dir = d
 	}
 	st, err := os.Stat(f.dir)
 	if err != nil {
@@ -44,9 +45,36 @@ func openFile(rawURL string, opts Options) (*fileLocker, error) {
 	return f, nil
 }
 
+// ownLockDir is the default lock directory, $TMPDIR/sluice-locks-UID, made
+// mode 0700 on first use: in the shared temp directory itself any local
+// user could create and hold a lock file first and keep the command from
+// ever running. An existing one that another user owns or can write to,
+// or that is not a plain directory, is refused.
+func ownLockDir() (string, error) {
+	uid := os.Geteuid()
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("sluice-locks-%d", uid))
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", fmt.Errorf("lock directory: %w", err)
+	}
+	st, err := os.Lstat(dir)
+	if err != nil {
+		return "", fmt.Errorf("lock directory: %w", err)
+	}
+	sys, _ := st.Sys().(*syscall.Stat_t)
+	switch {
+	case !st.IsDir():
+		return "", fmt.Errorf("lock directory %s is not a directory (a symlink?): remove it, or pass --backend file:DIR with a directory only you can write", dir)
+	case sys != nil && int(sys.Uid) != uid:
+		return "", fmt.Errorf("lock directory %s belongs to uid %d, not to this user (uid %d), who could hold every lock in it: remove it, or pass --backend file:DIR with a directory only you can write", dir, sys.Uid, uid)
+	case st.Mode().Perm()&0o022 != 0:
+		return "", fmt.Errorf("lock directory %s is writable by other users (mode %s), who could hold every lock in it: chmod 700 it", dir, st.Mode().Perm())
+	}
+	return dir, nil
+}
+
 // path escapes the name so that a slash or ".." in it cannot leave dir.
 func (f *fileLocker) path(name string) string {
-	return filepath.Join(f.dir, f.prefix+url.PathEscape(name)+".lock")
+	return filepath.Join(f.dir, url.PathEscape(name)+".lock")
 }
 
 func (f *fileLocker) TryAcquire(_ context.Context, name string, _ time.Duration) (Lease, Holder, error) {
@@ -62,12 +90,20 @@ func (f *fileLocker) TryAcquire(_ context.Context, name string, _ time.Duration)
 	writable := err == nil
 	if errors.Is(err, fs.ErrPermission) {
 		// Another user's lock file (or fs.protected_regular refusing
-		// O_CREAT on it): a read-only descriptor can still be flocked,
-		// it just cannot record its holder.
+		// O_CREAT on it): see the owner check below.
 		fh, err = os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	}
 	if err != nil {
 		return nil, Holder{}, fmt.Errorf("open lock file: %w", err)
+	}
+	// A lock file another user owns is theirs to hold for ever: whoever
+	// can create it first decides whether this command ever runs. Refused
+	// rather than taken as "busy", which would skip the command silently.
+	if st, err := fh.Stat(); err == nil {
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Geteuid() {
+			fh.Close()
+			return nil, Holder{}, fmt.Errorf("lock file %s belongs to uid %d, not to this user (uid %d), who could hold it to keep the command from running: remove it, or use a lock directory only you can write", path, sys.Uid, os.Geteuid())
+		}
 	}
 	fd := int(fh.Fd())
 	for {

@@ -37,7 +37,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/dburl"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 var (
@@ -226,7 +227,7 @@ func DefaultID() string {
 
 // CheckName reports whether name can name a lock on every backend.
 func CheckName(name string) error {
-	if err := driver.CheckName(name, MaxNameLen); err != nil {
+	if err := sluicetype.CheckName(name, MaxNameLen); err != nil {
 		return fmt.Errorf("lock name: %w", err)
 	}
 	return nil
@@ -240,14 +241,9 @@ func token() string {
 	return hex.EncodeToString(b)
 }
 
-// redact hides the password in a URL for messages.
-func redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		return raw
-	}
-	return u.Redacted()
-}
+// redact hides the password in a URL for messages, in its user info or,
+// as pgx reads it from a postgres:// URL, its query.
+func redact(raw string) string { return dburl.Redact(raw) }
 
 // discard closes a connection instead of pooling it, so that a session in
 // an unknown state, perhaps still holding a lock, is never reused.

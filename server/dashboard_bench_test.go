@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 )
 
 // BenchmarkDashboardPages measures each page on a table of 1,000,000

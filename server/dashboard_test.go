@@ -19,7 +19,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/cron"
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 	"github.com/sluicehq/sluice/server"
 	"github.com/sluicehq/sluice/sluicetype"
 )
@@ -28,7 +28,7 @@ import (
 const hostile = `<script>alert("x")</script>'"&`
 
 var dashPages = []string{"/", "/jobs", "/jobs?status=failed", "/jobs?status=pending&type=" + url.QueryEscape(hostile),
-	"/failed", "/queues", "/schedules", "/batches", "/leases", "/workers"}
+	"/failed", "/queues", "/schedules", "/batches", "/leases", "/workers", "/audit", "/audit?actor=" + url.QueryEscape(hostile)}
 
 // browser is a cookie-keeping HTTP client that does not follow redirects,
 // so tests see them.
@@ -124,12 +124,16 @@ func TestDashboardAuth(t *testing.T) {
 	u := newBrowser(t, base)
 	require.Equal(t, http.StatusSeeOther, u.login(token))
 	ck := u.hc.Jar.Cookies(mustURL(t, base))
-	require.Len(t, ck, 1)
-	require.NotContains(t, ck[0].Value, token, "the cookie never holds the token")
+	require.Len(t, ck, 2, "the session and the device cookie")
+	for _, c := range ck {
+		require.NotContains(t, c.Value, token, "a cookie never holds the token")
+	}
 	_, _, h := newBrowser(t, base).post("/login", url.Values{"token": {token}})
-	setCookie := h.Get("Set-Cookie")
-	require.Contains(t, setCookie, "HttpOnly")
-	require.Contains(t, setCookie, "SameSite=Strict")
+	require.Len(t, h.Values("Set-Cookie"), 2)
+	for _, setCookie := range h.Values("Set-Cookie") {
+		require.Contains(t, setCookie, "HttpOnly")
+		require.Contains(t, setCookie, "SameSite=Strict")
+	}
 
 	failed, err := c.Enqueue(ctx, sluice.EnqueueParams{Type: "t", MaxAttempts: 1})
 	require.NoError(t, err)
@@ -156,6 +160,30 @@ func TestDashboardAuth(t *testing.T) {
 	code, _, _ = u.post(fmt.Sprintf("/jobs/%d/cancel", pending.ID), url.Values{"csrf": {tok}})
 	require.Equal(t, http.StatusSeeOther, code)
 	requireStatus(t, c, pending.ID, sluicetype.StatusCancelled)
+
+	// A running job has the button too; its cancel ends the attempt, in
+	// the history as the dashboard session's.
+	running, err := c.Enqueue(ctx, sluice.EnqueueParams{Type: "t", Queue: "running"})
+	require.NoError(t, err)
+	claimed, err := d.Claim(ctx, driver.ClaimParams{Queue: "running", Limit: 1, Lease: time.Minute, Token: "running-tok"})
+	require.NoError(t, err)
+	require.Len(t, claimed, 1)
+	require.Equal(t, running.ID, claimed[0].ID)
+	code, body, _ = u.get(fmt.Sprintf("/jobs/%d", running.ID))
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, `id="cancel"`)
+	require.Contains(t, body, "Cancel this running job?")
+	code, _, _ = u.post(fmt.Sprintf("/jobs/%d/cancel", running.ID), url.Values{"csrf": {tok}})
+	require.Equal(t, http.StatusSeeOther, code)
+	requireStatus(t, c, running.ID, sluicetype.StatusCancelled)
+	rj, err := c.Job(ctx, running.ID)
+	require.NoError(t, err)
+	require.Len(t, rj.History, 1)
+	require.Contains(t, rj.History[0].Error, "cancelled by an operator: ")
+	require.Contains(t, rj.History[0].Error, " via dashboard")
+	lost, err := d.Complete(ctx, driver.CompleteParams{Completions: []driver.Completion{{ID: running.ID, Token: "running-tok", Status: sluicetype.StatusSuccess}}})
+	require.NoError(t, err)
+	require.Equal(t, []int64{running.ID}, lost, "the running attempt's success after the cancel")
 
 	// Bulk retry of a failed group, and pause/resume.
 	for range 3 {
@@ -227,9 +255,12 @@ func failJob(t *testing.T, d driver.Driver, id int64, msg string) {
 	var cs []driver.Completion
 	for _, r := range rows {
 		if r.ID == id {
-			// With an attempt in the history, whose text the job page shows too.
+			// With an attempt in the history, whose text the job page shows
+			// too. It started well before the claim, so that it has a
+			// duration to show: the completion can follow the claim within
+			// the same millisecond of SQLite's clock.
 			cs = append(cs, driver.Completion{ID: id, Token: "tok", Status: sluicetype.StatusFailed, Error: &msg,
-				Attempt: &sluicetype.Attempt{Number: r.Attempts, Node: hostile, Start: r.UpdatedAt, Outcome: sluicetype.OutcomeFailed,
+				Attempt: &sluicetype.Attempt{Number: r.Attempts, Node: hostile, Start: r.UpdatedAt.Add(-1500 * time.Millisecond), Outcome: sluicetype.OutcomeFailed,
 					Error: msg, HTTPStatus: http.StatusInternalServerError}})
 		} else {
 			cs = append(cs, driver.Completion{ID: r.ID, Token: "tok", Status: sluicetype.StatusPending, Refund: true})
@@ -289,6 +320,8 @@ func TestDashboardPages(t *testing.T) {
 		_, err = d.DB().ExecContext(ctx, cp, hostile, hostile, hostile, hostile)
 		require.NoError(t, err)
 		require.NoError(t, d.AddStats(ctx, driver.AddStatsParams{Rows: []sluicetype.StatRow{{Queue: hostile, Type: hostile, Outcome: "failed", Bucket: time.Now().Truncate(time.Minute), Count: 2}}}))
+		require.NoError(t, d.InsertAudit(ctx, driver.InsertAuditParams{Entry: sluicetype.AuditEntry{
+			Actor: hostile, Source: hostile, Address: hostile, Action: hostile, Target: hostile, Affected: 1}}))
 		if name == "sqlite" {
 			// Only SQLite stores invalid UTF-8 in a text column.
 			_, err = d.DB().ExecContext(ctx, "UPDATE "+tg.Prefix+"jobs SET last_error = CAST(X'3C7363726970743EC328FF' AS TEXT) WHERE id = ?", bad.ID)
@@ -355,6 +388,20 @@ func TestDashboardSearchAndBulk(t *testing.T) {
 		code, _, h := u.post("/jobs/bulk", form)
 		require.Equal(t, http.StatusSeeOther, code)
 		require.Contains(t, h.Get("Location"), "flash=3+jobs+deleted.")
+		// The page it leads to shows the notice; a link with a ?flash=
+		// that sluice did not sign shows nothing, not even with the
+		// signature of another notice.
+		loc, err := url.Parse(h.Get("Location"))
+		require.NoError(t, err)
+		_, body, _ = u.get(loc.RequestURI())
+		require.Contains(t, body, `<p class="flash" role="status">3 jobs deleted.</p>`)
+		forged := loc.Query()
+		forged.Set("flash", "Session expired: log in again at evil.example")
+		_, body, _ = u.get(loc.Path + "?" + forged.Encode())
+		require.NotContains(t, body, "evil.example")
+		require.NotContains(t, body, `class="flash"`)
+		_, body, _ = u.get("/?flash=Session+expired")
+		require.NotContains(t, body, "Session expired")
 		for _, id := range gold {
 			_, err := c.Job(ctx, id)
 			require.ErrorIs(t, err, sluicetype.ErrNotFound)
@@ -400,13 +447,49 @@ func TestDashboardWaitingForHandler(t *testing.T) {
 		// settings and stamps it served.
 		worker, err := sluice.NewClient(sluice.Config{Driver: d, DisableMaintenance: true,
 			Types:  map[string]sluice.Type{"unserved": {Handler: sluice.HandlerFunc(func(context.Context, *sluice.Job) error { return nil })}},
-			Queues: map[string]sluice.QueueConfig{"elsewhere": {Concurrency: 1}}})
+			Queues: map[string]sluice.QueueConfig{"default": {Concurrency: 1}}})
 		require.NoError(t, err)
 		require.NoError(t, worker.Start(ctx))
 		t.Cleanup(func() { worker.Stop(ctx) })
-		require.Eventually(t, func() bool {
+		testdb.WaitFor(t, time.Minute, "the served type no longer waits", func() bool {
 			_, body, _ = u.get("/")
 			return !strings.Contains(body, `id="waiting"`)
-		}, 10*time.Second, 50*time.Millisecond, "the served type no longer waits")
+		})
+	})
+}
+
+// Issue 33: the overview lists the queues whose pending jobs no worker or
+// pass has claimed from lately (a queue no config lists), with their
+// counts, and drops a queue once a process claims from it.
+func TestDashboardUnservedQueues(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, name string) {
+		d := testdb.Open(t, name)
+		ctx := context.Background()
+		c, base := dashServer(t, d, "nightly")
+		u := newBrowser(t, base)
+		require.Equal(t, http.StatusSeeOther, u.login(token))
+		_, body, _ := u.get("/")
+		require.NotContains(t, body, `id="unserved-queues"`, "nothing waits")
+
+		for range 2 {
+			_, err := c.Enqueue(ctx, sluice.EnqueueParams{Type: "mail", Queue: "emails"})
+			require.NoError(t, err)
+		}
+		_, body, _ = u.get("/")
+		require.Contains(t, body, `id="unserved-queues"`)
+		require.Regexp(t, `<td><a href="/jobs\?queue=emails&amp;status=pending">emails</a></td><td>2</td>`, body)
+
+		// A pass of another process, whose config lists the queue, runs
+		// it and stamps it served.
+		other, err := sluice.NewClient(sluice.Config{Driver: d, DisableMaintenance: true,
+			Types: map[string]sluice.Type{"mail": {Queue: "emails", Handler: sluice.HandlerFunc(func(context.Context, *sluice.Job) error { return nil })}}})
+		require.NoError(t, err)
+		res, err := other.RunOnce(ctx, sluice.RunParams{MaxDuration: 10 * time.Second})
+		require.NoError(t, err)
+		require.Equal(t, 2, res.Done)
+		_, err = c.Enqueue(ctx, sluice.EnqueueParams{Type: "mail", Queue: "emails"})
+		require.NoError(t, err)
+		_, body, _ = u.get("/")
+		require.NotContains(t, body, `id="unserved-queues"`, "a job of the served queue does not wait")
 	})
 }

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/internal/rulestest"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/rulestest"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 )
 
 // TestEnqueueRulesAPI drives testdata/enqueue_rules.json through POST

@@ -154,7 +154,7 @@ func (g *guard) secure(r *http.Request) bool {
 	return strings.EqualFold(strings.TrimSpace(vals[len(vals)-1]), "https")
 }
 
-// clientAddr is the address the login brake counts failures of: the
+// clientAddr is the client the brake on wrong tokens counts: the
 // client's behind any trusted proxies, that is the connection's address
 // or the rightmost X-Forwarded-For entry that is not a trusted proxy
 // (entries left of it are the client's to forge). An IPv6 client counts

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/buildinfo"
+	"github.com/sluicehq/sluice/internal/dur"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -92,9 +93,22 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// enqueue is POST /v1/jobs: one job, in the caller's trace.
 func (s *Server) enqueue(w http.ResponseWriter, r *http.Request) {
-	res, ok := enqueueBody(s, w, r, decodeJob, s.client.Enqueue)
-	if !ok {
+	b, err := s.readBody(w, r)
+	var p sluice.EnqueueParams
+	if err == nil {
+		p, err = decodeJob(b)
+	}
+	if err == nil {
+		err = s.mayEnqueue(tokenOf(r), "", p)
+	}
+	var res sluice.EnqueueResult
+	if err == nil {
+		res, err = s.client.Enqueue(callerTrace(r), p)
+	}
+	if err != nil {
+		s.fail(w, r, err)
 		return
 	}
 	code := http.StatusCreated
@@ -113,38 +127,39 @@ func decodeJob(b []byte) (sluice.EnqueueParams, error) {
 	return req.Params()
 }
 
-// enqueueBody reads the request's body, decodes it and enqueues what it
-// holds in the caller's trace, or answers the error itself and reports
-// false.
-func enqueueBody[T, R any](s *Server, w http.ResponseWriter, r *http.Request,
-	decode func([]byte) (T, error), enqueue func(context.Context, T) (R, error)) (R, bool) {
-	var res R
+// enqueueMany is POST /v1/jobs/many: a batch, all or nothing, in the
+// caller's trace.
+func (s *Server) enqueueMany(w http.ResponseWriter, r *http.Request) {
 	b, err := s.readBody(w, r)
+	var ps []sluice.EnqueueParams
 	if err == nil {
-		var jobs T
-		if jobs, err = decode(b); err == nil {
-			res, err = enqueue(callerTrace(r), jobs)
-		}
+		ps, err = s.decodeJobs(b)
+	}
+	// All or nothing: one job the token may not enqueue refuses them all.
+	for i := 0; err == nil && i < len(ps); i++ {
+		err = s.mayEnqueue(tokenOf(r), "["+strconv.Itoa(i)+"].", ps[i])
+	}
+	var res []sluice.EnqueueResult
+	if err == nil {
+		res, err = s.client.EnqueueMany(callerTrace(r), ps)
 	}
 	if err != nil {
 		s.fail(w, r, err)
-		return res, false
-	}
-	return res, true
-}
-
-func (s *Server) enqueueMany(w http.ResponseWriter, r *http.Request) {
-	res, ok := enqueueBody(s, w, r, s.decodeJobs, s.client.EnqueueMany)
-	if !ok {
 		return
 	}
 	out := struct {
-		Inserted   int     `json:"inserted"`
-		Duplicates int     `json:"duplicates"`
-		IDs        []int64 `json:"ids"`
+		Inserted   int      `json:"inserted"`
+		Duplicates int      `json:"duplicates"`
+		IDs        []int64  `json:"ids"`
+		Warnings   []string `json:"warnings,omitempty"`
 	}{IDs: make([]int64, len(res))}
 	for i, x := range res {
 		out.IDs[i] = x.ID
+		for _, w := range x.Warnings {
+			if !slices.Contains(out.Warnings, w) {
+				out.Warnings = append(out.Warnings, w)
+			}
+		}
 		if x.Duplicate {
 			out.Duplicates++
 		} else {
@@ -351,4 +366,43 @@ func (s *Server) queueAction(w http.ResponseWriter, r *http.Request, act func(co
 		return
 	}
 	s.reply(w, r, okBody, act(r.Context(), r.PathValue("name")))
+}
+
+// audit lists the audit trail newest first (GET /v1/audit).
+func (s *Server) audit(w http.ResponseWriter, r *http.Request) {
+	if err := s.onlyParams(r, "since", "actor", "action", "before_id", "limit"); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	ints := intParams{r: r}
+	before := ints.get("before_id", 0, 0, math.MaxInt64)
+	limit := ints.get("limit", 100, 1, sluice.MaxAuditList)
+	if ints.err != nil {
+		s.fail(w, r, ints.err)
+		return
+	}
+	p := sluice.AuditParams{Actor: q.Get("actor"), Action: q.Get("action"), BeforeID: before, Limit: int(limit)}
+	if v := q.Get("since"); v != "" {
+		d, err := dur.Parse(v)
+		if err != nil || d <= 0 {
+			s.fail(w, r, badRequest("since: %q: want a positive duration such as 24h or 7d", v))
+			return
+		}
+		p.Within = d
+	}
+	es, err := s.client.Audit(r.Context(), p)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := struct {
+		Entries []sluicetype.AuditEntry `json:"entries"`
+		// NextBeforeID is null on the last page.
+		NextBeforeID *int64 `json:"next_before_id"`
+	}{Entries: es}
+	if len(es) == int(limit) {
+		out.NextBeforeID = &es[len(es)-1].ID
+	}
+	writeJSON(w, http.StatusOK, out)
 }

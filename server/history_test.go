@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 )
 
 // TestDashboardJobTimeline: the job page shows the attempt history as a
@@ -41,4 +43,30 @@ func TestDashboardJobTimeline(t *testing.T) {
 	_, body, _ = u.get(fmt.Sprintf("/jobs/%d", plain.ID))
 	require.NotContains(t, body, `id="attempts"`, "a job that never failed has no timeline")
 	require.Contains(t, body, `<dd id="trace-id">—</dd>`)
+}
+
+// TestDashboardJobDeadline: the job page shows a job's deadline, and for a
+// job the sweep cancelled, the reason and its cancelled entry.
+func TestDashboardJobDeadline(t *testing.T) {
+	t.Parallel()
+	d := testdb.Open(t, "sqlite")
+	c, base := dashServer(t, d, "nightly")
+	ctx := context.Background()
+	now, err := d.Now(ctx)
+	require.NoError(t, err)
+	// Past its deadline, as a plain INSERT may write it: the rules
+	// refuse such a job on sluice's own paths.
+	res, err := d.Insert(ctx, driver.InsertParams{Jobs: []driver.InsertJob{{Queue: "default", Type: "mail", Dedupe: "permanent",
+		Payload: []byte(`{}`), MaxAttempts: 5, RunAt: now.Add(-time.Hour), Deadline: now.Add(-time.Minute)}}})
+	require.NoError(t, err)
+	_, err = c.SweepDeadlines(ctx)
+	require.NoError(t, err)
+
+	u := newBrowser(t, base)
+	require.Equal(t, http.StatusSeeOther, u.login(token))
+	code, body, _ := u.get(fmt.Sprintf("/jobs/%d", res[0].ID))
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, `<dd id="deadline">start by `)
+	require.Contains(t, body, "passed before the job started")
+	require.Contains(t, body, `class="attempt out-cancelled"`)
 }

@@ -15,7 +15,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 	"github.com/sluicehq/sluice/server"
 	"github.com/sluicehq/sluice/sluicetype"
 )
@@ -65,7 +65,7 @@ func TestMetricsExactCounts(t *testing.T) {
 		require.NoError(t, err)
 
 		require.NoError(t, c.Start(ctx))
-		require.Eventually(t, func() bool {
+		testdb.WaitFor(t, time.Minute, "the default queue drained", func() bool {
 			st, err := c.Stats(ctx)
 			require.NoError(t, err)
 			for _, s := range st {
@@ -74,7 +74,7 @@ func TestMetricsExactCounts(t *testing.T) {
 				}
 			}
 			return true
-		}, 20*time.Second, 20*time.Millisecond)
+		})
 		stopCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		c.Stop(stopCtx) // flushes roll-ups; gauges keep their last values
@@ -178,7 +178,7 @@ func TestMetricsAlertGauges(t *testing.T) {
 		t.Cleanup(stop)
 		c.StartGauges(gctx)
 		lines := map[string]string{}
-		require.Eventually(t, func() bool {
+		testdb.WaitFor(t, time.Minute, "the stalled batch shard on /metrics", func() bool {
 			resp := get(t, srv+"/metrics", token)
 			b, err := io.ReadAll(resp.Body)
 			require.NoError(t, err)
@@ -188,7 +188,7 @@ func TestMetricsAlertGauges(t *testing.T) {
 				}
 			}
 			return lines[`sluice_batch_shard_stalled_seconds{type="backfill"}`] != ""
-		}, 10*time.Second, 20*time.Millisecond)
+		})
 		return lines
 	}
 	require.NoError(t, d.SetQueuePaused(ctx, driver.SetQueuePausedParams{Queue: "mail", Paused: true}))

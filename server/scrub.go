@@ -1,8 +1,8 @@
 package server
 
 import (
-	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -25,8 +25,8 @@ type scrubber struct{ tokens []string }
 func (sc scrubber) scrub(s string) string {
 	forms := []string{s}
 	for cur := s; len(forms) < 8; {
-		next, err := url.PathUnescape(strings.ReplaceAll(cur, "+", " "))
-		if err != nil || next == cur {
+		next := unescape(strings.ReplaceAll(cur, "+", " "))
+		if next == cur {
 			break
 		}
 		forms, cur = append(forms, next), next
@@ -46,6 +46,27 @@ func (sc scrubber) scrub(s string) string {
 		out = strings.ReplaceAll(out, t, redacted)
 	}
 	return out
+}
+
+// unescape decodes every valid %XX of s and keeps the rest as it is: one
+// stray "%" (a query's "100%") must not stop the decoding, or a token
+// spelled with escapes elsewhere in s would reach the log undecoded.
+func unescape(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) && ishex(s[i+1]) && ishex(s[i+2]) {
+			v, _ := strconv.ParseUint(s[i+1:i+3], 16, 8)
+			b.WriteByte(byte(v))
+			i += 2
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func ishex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
 func (sc scrubber) hasToken(s string) bool {

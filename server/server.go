@@ -5,19 +5,23 @@ package server
 
 import (
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/netip"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/authtoken"
 	"github.com/sluicehq/sluice/server/dashboard"
+	"github.com/sluicehq/sluice/server/internal/brake"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // DefaultMaxBody is the largest request body accepted when Config.MaxBody
@@ -28,9 +32,14 @@ const DefaultMaxBody = sluice.MaxPayloadBytes + 64<<10
 // Config configures the API handler.
 type Config struct {
 	Client *sluice.Client
-	// Tokens are the accepted Bearer tokens; none means no authentication,
-	// which CheckListen allows only on a loopback address.
-	Tokens []string
+	// Tokens are accepted Bearer tokens of ScopeAdmin, named tokens[i]
+	// in logs and refusals; ScopedTokens are tokens with their own name
+	// and scope. None of either means no authentication, which
+	// CheckListen allows only on a loopback address. Each must carry at
+	// least 128 bits of entropy (New refuses a weaker one; `sluice token
+	// new` prints a good one), and wrong ones are braked (package brake).
+	Tokens       []string
+	ScopedTokens []Token
 	// AllowCIDRs limits clients by their connection's address (RemoteAddr;
 	// X-Forwarded-For is ignored because any client can set it).
 	AllowCIDRs []string
@@ -53,12 +62,17 @@ type Config struct {
 	// https://sluice.example.com behind a TLS proxy: its host is allowed
 	// and, when https, the session cookie is Secure.
 	PublicURL string
+	// Clock is what the brake on wrong tokens measures its waits on; nil
+	// is time.Now. Tests pass a clock they move.
+	Clock func() time.Time
 }
 
 // Server serves the API. Build it with New.
 type Server struct {
 	client     *sluice.Client
-	tokens     [][sha256.Size]byte
+	progress   progressWrites
+	tokens     []hashedToken
+	scopes     map[string]Scope // by mux pattern: what its route needs
 	allow      []netip.Prefix
 	queryToken bool
 	log        *slog.Logger
@@ -66,6 +80,7 @@ type Server struct {
 	mux        *http.ServeMux
 	dash       *dashboard.Dashboard
 	guard      *guard
+	brake      *brake.Brake // on wrong tokens, shared with the dashboard's login
 	scrub      scrubber
 }
 
@@ -74,26 +89,52 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Client == nil {
 		return nil, errors.New("server: Config.Client is required")
 	}
-	s := &Server{client: cfg.Client, queryToken: cfg.QueryToken, log: cfg.Logger, maxBody: cfg.MaxBody}
+	s := &Server{client: cfg.Client, queryToken: cfg.QueryToken, log: cfg.Logger, maxBody: cfg.MaxBody,
+		progress: progressWrites{jobs: map[int64]*progressSlot{}}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBody
 	}
+	all := make([]Token, 0, len(cfg.Tokens)+len(cfg.ScopedTokens))
 	for i, t := range cfg.Tokens {
-		if t == "" {
+		all = append(all, Token{Name: fmt.Sprintf("tokens[%d]", i), Value: t, Scope: ScopeAdmin})
+	}
+	all = append(all, cfg.ScopedTokens...)
+	names := map[string]bool{}
+	seen := map[string]string{} // value to name
+	var values []string
+	for _, t := range all {
+		if t.Value == "" {
 			// An empty token would be matched by an empty Bearer value, and
 			// usually means an unset ${VAR} in the config.
-			return nil, fmt.Errorf("server: tokens[%d] is empty (an unset environment variable?)", i)
+			return nil, fmt.Errorf("server: token %s is empty (an unset environment variable?)", t.Name)
 		}
-		// Tokens are kept as hashes so that every comparison has the same
-		// length: ConstantTimeCompare returns early on a length mismatch.
-		s.tokens = append(s.tokens, sha256.Sum256([]byte(t)))
+		if err := authtoken.Check(t.Value); err != nil {
+			return nil, fmt.Errorf("server: token %s: %w", t.Name, err)
+		}
+		if t.Name == "" || names[t.Name] {
+			return nil, fmt.Errorf("server: token name %q is empty or used twice; a token's name stands for it in logs and refusals", t.Name)
+		}
+		names[t.Name] = true
+		if other, dup := seen[t.Value]; dup {
+			// One value under two scopes would be matched as either.
+			return nil, fmt.Errorf("server: tokens %s and %s have the same value", other, t.Name)
+		}
+		seen[t.Value] = t.Name
+		if !t.Scope.Valid() {
+			return nil, fmt.Errorf("server: token %s: scope %q is not one of %s", t.Name, t.Scope, sluicetype.ScopeNames())
+		}
+		if (len(t.Types) > 0 || len(t.Queues) > 0) && t.Scope != ScopeEnqueue {
+			return nil, fmt.Errorf("server: token %s: only a token of scope enqueue can be limited to types or queues", t.Name)
+		}
+		s.tokens = append(s.tokens, hashedToken{hash: sha256.Sum256([]byte(t.Value)), Token: t})
+		values = append(values, t.Value)
 	}
 	// The log scrubber needs the tokens themselves, to find them in any
 	// part of a request path.
-	s.scrub = scrubber{tokens: cfg.Tokens}
+	s.scrub = scrubber{tokens: values}
 	g, err := newGuard(cfg)
 	if err != nil {
 		return nil, err
@@ -106,9 +147,10 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.allow = append(s.allow, p)
 	}
-	dcfg := dashboard.Config{Client: cfg.Client, Logger: s.log, Secure: g.secure, ClientAddr: g.clientAddr}
+	s.brake = brake.New(cfg.Clock)
+	dcfg := dashboard.Config{Client: cfg.Client, Logger: s.log, Secure: g.secure, ClientAddr: g.clientAddr, Brake: s.brake}
 	if len(s.tokens) > 0 {
-		dcfg.TokenOK = s.tokenOK
+		dcfg.Login = s.login
 	}
 	dash, err := dashboard.New(dcfg)
 	if err != nil {
@@ -140,31 +182,56 @@ func parseCIDR(c string) (netip.Prefix, error) {
 	return netip.PrefixFrom(a, a.BitLen()), nil
 }
 
+// route is one API route and the scope a token needs for it.
+type route struct {
+	pattern string
+	scope   Scope // "" for /healthz, which takes no token, and progressPattern
+	h       http.HandlerFunc
+}
+
+// routes registers the API. The scope of every route is set here, in
+// one table, and checked in ServeHTTP before its handler runs.
 func (s *Server) routes() {
+	table := []route{
+		{"GET /healthz", "", s.healthz},
+		{"GET /readyz", ScopeRead, s.readyz},
+		{"POST /v1/jobs", ScopeEnqueue, s.enqueue},
+		{"POST /v1/jobs/many", ScopeEnqueue, s.enqueueMany},
+		// The old name of /v1/jobs/many ("batch" now means only keyset
+		// batches): a client that still calls it is told where it went,
+		// not answered 404 or enqueued in silence.
+		{"POST /v1/jobs/batch", ScopeEnqueue, func(w http.ResponseWriter, _ *http.Request) {
+			writeError(w, http.StatusGone, "POST /v1/jobs/batch is now POST /v1/jobs/many, with the same body and answer")
+		}},
+		{"GET /v1/jobs", ScopeRead, s.listJobs},
+		{"GET /v1/jobs/{id}", ScopeRead, s.getJob},
+		// An attempt's output can hold what the job's payload holds:
+		// read, like the job itself.
+		{"GET /v1/jobs/{id}/logs", ScopeRead, s.jobLogs},
+		{"POST /v1/jobs/{id}/retry", ScopeOperate, s.retryJob},
+		{"POST /v1/jobs/{id}/cancel", ScopeOperate, s.cancelJob},
+		// Authenticated by the attempt's progress token, not a scope.
+		{progressPattern, "", s.reportProgress},
+		// A bounded run changes jobs like a retry does: it is operate's.
+		{"POST /v1/run", ScopeOperate, s.run},
+		{"GET /v1/stats", ScopeRead, s.stats},
+		{"POST /v1/queues/{name}/pause", ScopeOperate, s.pauseQueue},
+		{"POST /v1/queues/{name}/resume", ScopeOperate, s.resumeQueue},
+		{"POST /v1/circuits/{type}/open", ScopeOperate, s.openCircuit},
+		{"POST /v1/circuits/{type}/close", ScopeOperate, s.closeCircuit},
+		// Who did what from where is for those who act, not for every
+		// reader: a read token is often a monitoring system's.
+		{"GET /v1/audit", ScopeOperate, s.audit},
+		// Behind the same Bearer tokens as the API: Prometheus sends one
+		// with authorization.credentials in its scrape config.
+		{"GET /metrics", ScopeRead, s.client.Metrics().ServeHTTP},
+	}
 	m := http.NewServeMux()
-	m.HandleFunc("GET /healthz", s.healthz)
-	m.HandleFunc("GET /readyz", s.readyz)
-	m.HandleFunc("POST /v1/jobs", s.enqueue)
-	m.HandleFunc("POST /v1/jobs/many", s.enqueueMany)
-	// The old name of /v1/jobs/many ("batch" now means only keyset
-	// batches): a client that still calls it is told where it went, not
-	// answered 404 or enqueued in silence.
-	m.HandleFunc("POST /v1/jobs/batch", func(w http.ResponseWriter, _ *http.Request) {
-		writeError(w, http.StatusGone, "POST /v1/jobs/batch is now POST /v1/jobs/many, with the same body and answer")
-	})
-	m.HandleFunc("GET /v1/jobs", s.listJobs)
-	m.HandleFunc("GET /v1/jobs/{id}", s.getJob)
-	m.HandleFunc("POST /v1/jobs/{id}/retry", s.retryJob)
-	m.HandleFunc("POST /v1/jobs/{id}/cancel", s.cancelJob)
-	m.HandleFunc("POST /v1/run", s.run)
-	m.HandleFunc("GET /v1/stats", s.stats)
-	m.HandleFunc("POST /v1/queues/{name}/pause", s.pauseQueue)
-	m.HandleFunc("POST /v1/queues/{name}/resume", s.resumeQueue)
-	m.HandleFunc("POST /v1/circuits/{type}/open", s.openCircuit)
-	m.HandleFunc("POST /v1/circuits/{type}/close", s.closeCircuit)
-	// Behind the same Bearer tokens as the API: Prometheus sends one with
-	// authorization.credentials in its scrape config.
-	m.Handle("GET /metrics", s.client.Metrics())
+	s.scopes = map[string]Scope{}
+	for _, rt := range table {
+		m.HandleFunc(rt.pattern, rt.h)
+		s.scopes[rt.pattern] = rt.scope
+	}
 	s.mux = m
 }
 
@@ -188,6 +255,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		attrs := []any{"method", r.Method, "path", s.scrub.scrub(r.URL.Path), "status", rec.status(), "duration", time.Since(start), "remote", r.RemoteAddr}
 		if r.URL.RawQuery != "" {
 			attrs = append(attrs, "query", s.scrub.scrub(r.URL.RawQuery))
+		}
+		if t, ok := r.Context().Value(tokenKey{}).(Token); ok && t.Name != "" {
+			attrs = append(attrs, "token", t.Name) // who asked, by name
 		}
 		s.log.Info("http request", attrs...)
 	}()
@@ -220,62 +290,104 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(rec, http.StatusUnsupportedMediaType, msg)
 		return
 	}
-	if r.URL.Path != "/healthz" {
-		if code, msg := s.authorize(r); code != 0 {
+	_, pattern := s.mux.Handler(r)
+	if pattern == progressPattern {
+		// The receiver's token is the attempt's (reportProgress checks
+		// it); the client addresses allowed are the API's.
+		if len(s.allow) > 0 && !s.allowed(r.RemoteAddr) {
+			writeError(rec, http.StatusForbidden, "client address is not in allow_cidrs")
+			return
+		}
+	} else if r.URL.Path != "/healthz" {
+		tok, code, msg := s.authorize(rec, r)
+		if code != 0 {
 			if code == http.StatusUnauthorized {
 				rec.Header().Set("WWW-Authenticate", `Bearer realm="sluice"`)
 			}
 			writeError(rec, code, msg)
 			return
 		}
+		r = withToken(r, tok)
+		// What the request changes is recorded in the audit trail as the
+		// token's, by its name, from the client's address.
+		name := tok.Name
+		if name == "" {
+			name = dashboard.AnonymousActor
+		}
+		r = r.WithContext(sluice.WithActor(r.Context(), sluice.Actor{Name: name, Source: sluicetype.AuditAPI, Address: s.guard.clientAddr(r)}))
 	}
-	if _, pattern := s.mux.Handler(r); pattern == "" {
+	if pattern == "" {
 		// The mux answers unknown paths and wrong methods in plain text;
 		// the API promises JSON errors everywhere.
 		s.mux.ServeHTTP(&jsonErrorWriter{ResponseWriter: rec}, r)
 		return
 	}
+	if need := s.scopes[pattern]; need != "" {
+		if msg := scopeRefusal(tokenOf(r), pattern, need); msg != "" {
+			writeError(rec, http.StatusForbidden, msg)
+			return
+		}
+	}
 	s.mux.ServeHTTP(rec, r)
 }
 
-// authorize returns 0 when the request may proceed, else a status and message.
-func (s *Server) authorize(r *http.Request) (int, string) {
+// authorize returns the request's token and 0 when it may proceed, else
+// a status and message. A token is checked under the brake (package
+// brake has the rule), which may refuse it unchecked; a request without
+// one is not a guess. Without tokens every request is admin's.
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request) (Token, int, string) {
 	if len(s.allow) > 0 && !s.allowed(r.RemoteAddr) {
-		return http.StatusForbidden, "client address is not in allow_cidrs"
+		return Token{}, http.StatusForbidden, "client address is not in allow_cidrs"
 	}
 	if len(s.tokens) == 0 {
-		return 0, ""
+		return admin, 0, ""
 	}
 	var given string
 	if h := r.Header.Get("Authorization"); h != "" {
 		scheme, tok, ok := strings.Cut(h, " ")
 		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
-			return http.StatusUnauthorized, "authorization: want the header Authorization: Bearer TOKEN"
+			return Token{}, http.StatusUnauthorized, "authorization: want the header Authorization: Bearer TOKEN"
 		}
 		given = strings.TrimSpace(tok)
 	} else if q := r.URL.Query().Get("token"); q != "" {
 		if !s.queryToken {
-			return http.StatusUnauthorized, "token: query tokens are disabled (auth.query_token: false); send Authorization: Bearer TOKEN"
+			return Token{}, http.StatusUnauthorized, "token: query tokens are disabled (auth.query_token: false); send Authorization: Bearer TOKEN"
 		}
 		given = q
 	} else {
-		return http.StatusUnauthorized, "authorization: missing; send Authorization: Bearer TOKEN"
+		return Token{}, http.StatusUnauthorized, "authorization: missing; send Authorization: Bearer TOKEN"
 	}
-	if !s.tokenOK(given) {
-		return http.StatusForbidden, "authorization: token not accepted"
+	var tok Token
+	ok, wait := s.brake.Try(s.guard.clientAddr(r), func() bool {
+		var ok bool
+		tok, ok = s.match(given)
+		return ok
+	})
+	if wait > 0 {
+		secs := int(math.Ceil(wait.Seconds()))
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		return Token{}, http.StatusTooManyRequests, fmt.Sprintf("authorization: too many wrong tokens from this client; retry in %ds", secs)
 	}
-	return 0, ""
+	if !ok {
+		return Token{}, http.StatusForbidden, "authorization: token not accepted"
+	}
+	return tok, 0, ""
 }
 
-// tokenOK compares against every token without stopping at a match, so
-// that timing reveals neither whether nor which token matched.
-func (s *Server) tokenOK(given string) bool {
-	h := sha256.Sum256([]byte(given))
-	match := 0
-	for i := range s.tokens {
-		match |= subtle.ConstantTimeCompare(h[:], s.tokens[i][:])
+// login checks a token typed into the dashboard's login form and says
+// what its session may do.
+func (s *Server) login(given string) (dashboard.Access, string, bool) {
+	t, ok := s.match(given)
+	if !ok {
+		return dashboard.NoAccess, "", false
 	}
-	return match == 1
+	switch {
+	case t.Scope.Allows(ScopeOperate):
+		return dashboard.Operate, t.Name, true
+	case t.Scope.Allows(ScopeRead):
+		return dashboard.ReadOnly, t.Name, true
+	}
+	return dashboard.NoAccess, t.Name, true
 }
 
 func (s *Server) allowed(remote string) bool {

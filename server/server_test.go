@@ -19,12 +19,14 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 	"github.com/sluicehq/sluice/server"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
-const token = "s3cret-token"
+// token is the servers' API token in these tests: as strong as a real one
+// must be (authtoken.Check).
+const token = "s3cret-token-4Vq8Lr2Nx7Kd9Pw3"
 
 // api is a running server and a way to call it.
 type api struct {
@@ -40,7 +42,7 @@ func start(t *testing.T, d driver.Driver, types map[string]sluice.Type, edit fun
 	t.Helper()
 	c, err := sluice.NewClient(sluice.Config{Driver: d, Types: types})
 	require.NoError(t, err)
-	cfg := server.Config{Client: c, Tokens: []string{"other-token", token}}
+	cfg := server.Config{Client: c, Tokens: []string{"other-token-8Hy3Mc6Tz1Bf5Rj0", token}}
 	if edit != nil {
 		edit(&cfg)
 	}
@@ -414,7 +416,7 @@ func TestAuth(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, call(a, "", "Bearer wrong").code)
 	require.Equal(t, http.StatusUnauthorized, call(a, "", "Basic Zm9vOmJhcg==").code)
 	require.Equal(t, http.StatusOK, call(a, "", "Bearer "+token).code)
-	require.Equal(t, http.StatusOK, call(a, "", "Bearer other-token").code, "every configured token is accepted")
+	require.Equal(t, http.StatusOK, call(a, "", "Bearer other-token-8Hy3Mc6Tz1Bf5Rj0").code, "every configured token is accepted")
 
 	r = call(a, "?token="+token, "")
 	require.Equal(t, http.StatusUnauthorized, r.code, r.raw)
@@ -496,6 +498,8 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	require.ErrorContains(t, err, `"10.0.0.0/99"`)
 	_, err = server.New(server.Config{Client: c, Tokens: []string{""}})
 	require.ErrorContains(t, err, "tokens[0]")
+	_, err = server.New(server.Config{Client: c, Tokens: []string{token, "t0k"}})
+	require.ErrorContains(t, err, "tokens[1]: token too weak")
 	_, err = server.New(server.Config{})
 	require.Error(t, err)
 }

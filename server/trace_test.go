@@ -20,8 +20,8 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/handler/webhook"
-	"github.com/sluicehq/sluice/internal/clienttest"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/clienttest"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 	"github.com/sluicehq/sluice/server"
 	"github.com/sluicehq/sluice/sluicetype"
 )
@@ -84,10 +84,10 @@ func TestTraceAcrossEnqueueAndWebhook(t *testing.T) {
 	jobID := id(r)
 
 	var job response
-	require.Eventually(t, func() bool {
+	testdb.WaitFor(t, time.Minute, "the job's success", func() bool {
 		job = a.do("GET", fmt.Sprintf("/v1/jobs/%d", jobID), "")
 		return job.body["status"] == string(sluicetype.StatusSuccess)
-	}, 15*time.Second, 20*time.Millisecond, "the job did not succeed")
+	})
 
 	traceID := caller.SpanContext().TraceID()
 	require.Equal(t, traceID.String(), job.body["trace_id"], "GET /v1/jobs/{id} shows the trace")

@@ -2,8 +2,11 @@ package sluicetype
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,6 +40,12 @@ type JobRow struct {
 	FinishedAt  *time.Time `json:"finished_at,omitempty"`
 	// Partition is the job's fairness key; "" for none.
 	Partition string `json:"partition,omitempty"`
+	// Deadline, if set, is when the job must have started by: a claim
+	// never starts it later, and maintenance cancels it once it passes.
+	Deadline *time.Time `json:"deadline,omitempty"`
+	// Progress is what the job's current or last attempt last reported
+	// while it ran, or nil: a claim clears it.
+	Progress *Progress `json:"progress,omitempty"`
 	// TraceParent is the W3C trace context recorded at enqueue, or "".
 	// The JSON form shows its trace id (TraceID) instead.
 	TraceParent string `json:"-"`
@@ -134,7 +143,34 @@ type Attempt struct {
 	Error      string    `json:"error,omitempty"`
 	HTTPStatus int       `json:"http_status,omitempty"` // webhook handlers
 	ExitCode   *int      `json:"exit_code,omitempty"`   // command handlers
+	// Progress is what the attempt last reported while it ran, or nil.
+	Progress *Progress `json:"progress,omitempty"`
 }
+
+// Progress is what a running attempt reports: Done of Total (Total 0 when
+// unknown) and a short Message, cut to MaxProgressMessageLen bytes.
+type Progress struct {
+	Done    int64  `json:"done"`
+	Total   int64  `json:"total"`
+	Message string `json:"message,omitempty"`
+	// At is when the database recorded it; zero in a history entry, whose
+	// end says when the attempt stopped reporting.
+	At time.Time `json:"at,omitzero"`
+}
+
+// ProgressToken is what a webhook receiver posts its progress with
+// (X-Sluice-Progress-Token): hex SHA-256 of the attempt's lease token, a
+// colon and the job's id. It names one attempt of one job: a claim's
+// token is shared by the jobs of its batch, so it is never sent raw, and
+// a new attempt has a new token, so a stale attempt's is refused.
+func ProgressToken(leaseToken string, jobID int64) string {
+	sum := sha256.Sum256([]byte(leaseToken + ":" + strconv.FormatInt(jobID, 10)))
+	return hex.EncodeToString(sum[:])
+}
+
+// MaxProgressMessageLen bounds a progress message in bytes, so that a
+// chatty handler's status line stays a status line.
+const MaxProgressMessageLen = 200
 
 // Duration is how long the attempt took, or 0 when its start is unknown.
 func (a Attempt) Duration() time.Duration {
@@ -236,4 +272,30 @@ type BulkCount struct {
 	Count  int64
 	Capped bool
 	UpTo   int64
+}
+
+// Attempt logs: what one attempt wrote (a command's stdout and stderr,
+// interleaved as written), kept as its first MaxLogHead and last
+// MaxLogTail bytes with a marker line between that says how many were
+// left out (docs/http-api.md "Handler protocol").
+const (
+	MaxLogHead = 32 << 10
+	MaxLogTail = 32 << 10
+	// MaxLogLen bounds what a driver stores: the head, the tail and room
+	// for the marker line.
+	MaxLogLen = MaxLogHead + MaxLogTail + 1<<10
+)
+
+// AttemptLog is the output kept of one attempt of a job.
+type AttemptLog struct {
+	JobID   int64 `json:"job_id"`
+	Attempt int   `json:"attempt"`
+	// Text is what was kept, at most MaxLogHead+MaxLogTail bytes and the
+	// marker line, as valid UTF-8 without NUL bytes.
+	Text string `json:"text"`
+	// Bytes is how many bytes the attempt wrote in all; Omitted how many
+	// of them Text leaves out.
+	Bytes     int64     `json:"bytes"`
+	Omitted   int64     `json:"omitted"`
+	CreatedAt time.Time `json:"created_at,omitzero"`
 }

@@ -11,7 +11,10 @@
 // and nothing that touches a database.
 package sluicetype
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 // Status is a job's state: the status column of sluice_jobs. Jobs move
 // between the states as docs/design.md "Job lifecycle" describes.
@@ -58,6 +61,12 @@ const (
 	MaxErrorLen     = 4 << 10
 	MaxResultLen    = 64 << 10
 )
+
+// MaxKillGrace is the longest time a command may be given between SIGTERM
+// and SIGKILL, and its default: a shutdown waits 15 s for stopped
+// handlers before it hands their jobs back, so a longer grace would let a
+// command outlive the shutdown that requeued its job.
+const MaxKillGrace = 10 * time.Second
 
 // Sentinel errors that drivers map their own errors to, and that the
 // root API returns; match them with errors.Is.

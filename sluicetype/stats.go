@@ -212,3 +212,10 @@ type TypeCount struct {
 	Type    string `json:"type"`
 	Pending int64  `json:"pending"`
 }
+
+// QueueCount is how many pending jobs wait in Queue: for the queues that
+// no process has claimed from lately (Client.UnservedQueues).
+type QueueCount struct {
+	Queue   string `json:"queue"`
+	Pending int64  `json:"pending"`
+}

@@ -14,9 +14,9 @@ import (
 
 	"github.com/sluicehq/sluice/clients/php/phptest"
 	"github.com/sluicehq/sluice/dburl"
-	"github.com/sluicehq/sluice/internal/proctest"
-	"github.com/sluicehq/sluice/internal/readmetest"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/proctest"
+	"github.com/sluicehq/sluice/internal/testkit/readmetest"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 )
 
 var bin string
@@ -90,11 +90,13 @@ func TestPHPGuide(t *testing.T) {
 			require.NoError(t, err, "docs/php.md:%d:\n%s\n%s%s", bl.Line, bl.Text, stdout.String(), stderr.String())
 			out.WriteString(stdout.String())
 		case "thinkphp":
-			// The snippet, with a stand-in for think\facade\Db over the guide's database.
-			src := "<?php\nrequire __DIR__ . '/vendor/autoload.php';\nrequire " + fmt.Sprintf("%q", filepath.Join(phptest.ClientDir(), "tests/fixtures/thinkphp_shim.php")) +
-				";\n$orderId = 2002;\n" + bl.Text
+			// The snippet on the real think-orm 3 (ThinkPHP 8's database
+			// layer, which connects lazily), over the guide's database.
+			src := "<?php\nrequire __DIR__ . '/vendor/autoload.php';\nrequire " + fmt.Sprintf("%q", thinkORM(t)) +
+				";\nthink\\facade\\Db::setConfig(['default' => 'shop', 'connections' => ['shop' => ['type' => 'sqlite', 'database' => __DIR__ . '/shop.db']]]);" +
+				"\n$orderId = 2002;\n" + bl.Text
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "thinkphp_snippet.php"), []byte(src), 0o644))
-			phptest.Run(t, dir, append(env, "THINKPHP_DSN=sqlite:"+filepath.Join(dir, "shop.db")), "php", "thinkphp_snippet.php")
+			phptest.Run(t, dir, env, "php", "thinkphp_snippet.php")
 			thinkphp = true
 		case "skip":
 		default:
@@ -114,4 +116,47 @@ func TestPHPGuide(t *testing.T) {
 	var n int
 	require.NoError(t, d.DB().QueryRow(`SELECT COUNT(*) FROM orders o JOIN sluice_jobs j ON j.business_key = 'order:2002' AND j.type = 'order_sync' WHERE o.id = 2002`).Scan(&n))
 	require.Equal(t, 1, n, "the ThinkPHP snippet placed order 2002 and its job in one transaction")
+}
+
+// thinkORM unpacks think-orm 3.0 and think-helper (Apache-2.0, kept outside
+// the tree in $SLUICE_TEST_THINK_VENDOR, default /work/shared/vendor) into a
+// temporary directory and returns a PHP file that autoloads them: the real
+// ThinkPHP 8 database layer, which Debian does not package.
+func thinkORM(t *testing.T) string {
+	t.Helper()
+	src := os.Getenv("SLUICE_TEST_THINK_VENDOR")
+	if src == "" {
+		src = "/work/shared/vendor"
+	}
+	phptest.RequireFile(t, "/usr/share/php/Psr/SimpleCache/autoload.php", "php-psr-simple-cache")
+	phptest.RequireFile(t, "/usr/share/php/Psr/Log/autoload.php", "php-psr-log")
+	dir := t.TempDir()
+	for _, tgz := range []string{"think-orm-3.0.tar.gz", "think-helper.tar.gz"} {
+		f := filepath.Join(src, tgz)
+		if _, err := os.Stat(f); err != nil {
+			testdb.Unavailable(t, "think-orm", "set SLUICE_TEST_THINK_VENDOR to the directory holding "+tgz, err, nil)
+		}
+		out, err := exec.Command("tar", "-xzf", f, "-C", dir).CombinedOutput()
+		require.NoError(t, err, "%s: %s", f, out)
+	}
+	loader := `<?php
+spl_autoload_register(function (string $class): void {
+    if (str_starts_with($class, 'think\\')) {
+        $rel = str_replace('\\', '/', substr($class, 6)) . '.php';
+        foreach ([__DIR__ . '/think-orm/src/', __DIR__ . '/think-helper/src/'] as $d) {
+            if (is_file($d . $rel)) {
+                require $d . $rel;
+                return;
+            }
+        }
+    }
+});
+require '/usr/share/php/Psr/SimpleCache/autoload.php';
+require '/usr/share/php/Psr/Log/autoload.php';
+require __DIR__ . '/think-orm/stubs/load_stubs.php';
+require __DIR__ . '/think-helper/src/helper.php';
+`
+	f := filepath.Join(dir, "think.php")
+	require.NoError(t, os.WriteFile(f, []byte(loader), 0o644))
+	return f
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/clients/php/phptest"
-	"github.com/sluicehq/sluice/internal/proctest"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/proctest"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 )
 
 func TestPHPUnit(t *testing.T) {
@@ -26,10 +26,10 @@ func TestPHPUnit(t *testing.T) {
 		// A server on the same tables for ApiTest, without workers so that
 		// its jobs stay where the test puts them.
 		dir, listen := t.TempDir(), testdb.FreeAddr(t)
-		cfg := "listen: " + listen + "\nauth: { tokens: [php-api-token] }\ntypes:\n  api_job: { command: [\"true\"] }\n"
+		cfg := "listen: " + listen + "\nauth: { tokens: [php-api-token-Rb5Kw9Xe3Nm7Tz2Q] }\ntypes:\n  api_job: { command: [\"true\"] }\n"
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "sluice.yaml"), []byte(cfg), 0o644))
 		env := proctest.Env(append(phptest.Env(t, tg.URL), "SLUICE_PREFIX="+tg.Prefix, "SLUICE_DB="+tg.URL,
-			"SLUICE_PHP_TEST_API=http://"+listen, "SLUICE_PHP_TEST_TOKEN=php-api-token"))
+			"SLUICE_PHP_TEST_API=http://"+listen, "SLUICE_PHP_TEST_TOKEN=php-api-token-Rb5Kw9Xe3Nm7Tz2Q"))
 		srv := phptest.Start(t, dir, env, bin, "--config", "sluice.yaml", "serve", "--no-workers")
 		phptest.WaitListening(t, listen, srv)
 		cmd := exec.Command("phpunit", "-c", "phpunit.xml.dist")

@@ -51,7 +51,7 @@ func exerciseDedupe(t *testing.T, open Opener) {
 		b.requireDuplicate(p, id, "while pending for a retry")
 
 		// Once finished, the key is free for a new job with a new id.
-		require.NoError(t, b.d.Cancel(b.ctx, id))
+		require.NoError(t, b.cancel(id))
 		id2 := b.insertOne(p)
 		require.NotEqual(t, id, id2)
 		b.requireDuplicate(p, id2, "the new job holds the key now")

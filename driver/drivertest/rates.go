@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/internal/racetest"
+	"github.com/sluicehq/sluice/internal/testkit/racetest"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -155,7 +155,10 @@ func exerciseClaimRates(t *testing.T, open Opener) {
 		for _, c := range []struct{ part, typ string }{{"*", "t"}, {"p0", "u"}, {"p1", "u"}} {
 			n := b.running(c.part, c.typ)
 			require.LessOrEqual(t, float64(n), bound, "%s %s started in %s", c.part, c.typ, elapsed)
-			require.Greater(t, n, burst+10, "%s %s: the bucket refilled while they claimed", c.part, c.typ)
+			// That it refilled at all; how often is the machine's speed
+			// (a loaded CI run through PgBouncer claimed 12 where 30
+			// were due), and the upper bound above is the rule.
+			require.Greater(t, n, burst, "%s %s: the bucket refilled while they claimed", c.part, c.typ)
 		}
 	})
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/internal/racetest"
+	"github.com/sluicehq/sluice/internal/testkit/racetest"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 

@@ -211,4 +211,46 @@ func exerciseTypes(t *testing.T, open Opener) {
 		require.Equal(t, []sluicetype.TypeCount{{Type: "a", Pending: 2}, {Type: "b", Pending: 1}, {Type: "c", Pending: 1}},
 			unserved(time.Millisecond), "a served 50 ms ago is not served within the last 1 ms")
 	})
+
+	t.Run("UnservedQueuesCountJobsInQueuesNothingRuns", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, open)
+		job := func(queue string) driver.InsertJob {
+			j := newJob("a")
+			j.Queue = queue
+			return j
+		}
+		b.insert(job("default"), job("emails"), job("emails"), job("paused"))
+		finished := b.insertOne(job("done"))
+		_, err := b.d.DB().ExecContext(b.ctx, "UPDATE "+b.jobsTable()+" SET status = 'success' WHERE id = "+fmt.Sprint(finished))
+		require.NoError(t, err)
+		require.NoError(t, b.d.SetQueuePaused(b.ctx, driver.SetQueuePausedParams{Queue: "paused", Paused: true}))
+		unserved := func(within time.Duration) []sluicetype.QueueCount {
+			t.Helper()
+			got, err := b.d.UnservedQueues(b.ctx, driver.UnservedQueuesParams{Within: within})
+			require.NoError(t, err)
+			return got
+		}
+		served := func(within time.Duration) []string {
+			t.Helper()
+			got, err := b.d.ServedQueues(b.ctx, driver.UnservedQueuesParams{Within: within})
+			require.NoError(t, err)
+			return got
+		}
+		require.Equal(t, []sluicetype.QueueCount{{Queue: "default", Pending: 1}, {Queue: "emails", Pending: 2}, {Queue: "paused", Pending: 1}},
+			unserved(time.Hour), "no queue was served yet: every pending job waits, finished ones do not count")
+		require.Empty(t, served(time.Hour))
+
+		// A queue with a pause flag keeps it; one without a row gets one.
+		require.NoError(t, b.d.ServeQueues(b.ctx, driver.ServeQueuesParams{Queues: []string{"default", "paused"}}))
+		require.Equal(t, []sluicetype.QueueCount{{Queue: "emails", Pending: 2}}, unserved(time.Hour))
+		require.Equal(t, []string{"default", "paused"}, served(time.Hour))
+		paused, err := b.d.PausedQueues(b.ctx)
+		require.NoError(t, err)
+		require.Equal(t, map[string]bool{"paused": true}, paused, "stamping a queue served neither pauses nor resumes it")
+
+		time.Sleep(50 * time.Millisecond)
+		require.Len(t, unserved(time.Millisecond), 3, "a queue served 50 ms ago is not served within the last 1 ms")
+		require.Empty(t, served(time.Millisecond))
+	})
 }

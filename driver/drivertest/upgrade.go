@@ -15,24 +15,29 @@ import (
 // ExerciseUpgrade migrates tables at version from, the last before the
 // type settings (issue 24), to the newest, on rows that version accepted,
 // as an upgrade meets them. d is a driver on fresh tables, not migrated,
-// and migrateTo applies its migrations up to a version. The rows include
+// whose jobs table is named table, and migrateTo applies its migrations up
+// to a version. The rows include
 // what the newer schema refuses at insert (a payload that is not a JSON
 // object): they stay, and run.
-func ExerciseUpgrade(t *testing.T, d driver.Driver, from int, migrateTo func(ctx context.Context, version int) error) {
+func ExerciseUpgrade(t *testing.T, d driver.Driver, table string, from int, migrateTo func(ctx context.Context, version int) error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	_, latest, err := d.SchemaVersion(ctx)
 	require.NoError(t, err)
 	require.NoError(t, migrateTo(ctx, from))
 	b := &bundle{t: t, ctx: ctx, d: d}
-	table := b.jobsTable()
 
-	plain := b.insertOne(newJob("plain"))
-	held := b.insertOne(keyed("keyed", "upgrade:1", sluicetype.DedupePermanent))
+	// The rows of the version before are written by plain SQL: the
+	// driver's Insert writes the newest schema's columns (deadline).
+	plain, err := b.sqlInsert(d.DB(), table, "type", "'plain'")
+	require.NoError(t, err)
+	held, err := b.sqlInsert(d.DB(), table, "type, business_key, dedupe", "'keyed', 'upgrade:1', 'permanent'")
+	require.NoError(t, err)
 	legacy, err := b.sqlInsert(d.DB(), table, "type, payload", "'legacy', '[1,2]'")
 	require.NoError(t, err, "the version before accepts an array payload")
 	// The newest job is deleted (purged): its id must not come back.
-	gone := b.insertOne(newJob("gone"))
+	gone, err := b.sqlInsert(d.DB(), table, "type", "'gone'")
+	require.NoError(t, err)
 	_, err = d.DB().ExecContext(ctx, fmt.Sprintf("DELETE FROM %s WHERE id = %d", table, gone))
 	require.NoError(t, err)
 

@@ -9,13 +9,13 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/driver/internal/sqlcommon"
+	"github.com/sluicehq/sluice/driver/internal/sqldriver"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // The claim. Its statements are in queries/claim.sql; a fair or limited
 // claim, and every claim on a server without SKIP LOCKED, goes through
-// sqlcommon.ClaimFair (internal/sqlcommon/fair.go), with claimIDs below
+// sqldriver.ClaimFair (internal/sqldriver/fair.go), with claimIDs below
 // as its last step.
 
 // claimTx is the isolation of claim transactions. READ COMMITTED takes no
@@ -27,7 +27,7 @@ var claimTx = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
 // transaction, retried on deadlock. With SKIP LOCKED it locks the rows with
 // a SELECT and updates them by id, so concurrent claimers pass over each
 // other's rows instead of waiting. Without, and for fair or limited
-// queues, it claims through sqlcommon.ClaimFair, whose claim-state row
+// queues, it claims through sqldriver.ClaimFair, whose claim-state row
 // makes concurrent claims of a queue wait for each other instead.
 func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) ([]sluicetype.JobRow, error) {
 	if p.Limit <= 0 {
@@ -36,11 +36,11 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) ([]sluicetype.
 	claim := d.claimSkipLocked
 	if !d.skipLocked || p.Fair || p.Limits.Active() {
 		claim = func(ctx context.Context, tx *sql.Tx, p driver.ClaimParams) ([]sluicetype.JobRow, error) {
-			return d.ClaimFair(ctx, tx, p, d.claimIDs)
+			return d.ClaimFair(ctx, tx, p)
 		}
 	}
 	var jobs []sluicetype.JobRow
-	err := sqlcommon.RetryTransient(ctx, d.Transient, func() error {
+	err := sqldriver.RetryTransient(ctx, d.Transient, func() error {
 		tx, err := d.Write.BeginTx(ctx, claimTx)
 		if err != nil {
 			return err
@@ -68,10 +68,10 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) ([]sluicetype.
 func (d *Driver) claimSkipLocked(ctx context.Context, tx *sql.Tx, p driver.ClaimParams) ([]sluicetype.JobRow, error) {
 	// MySQL's placeholders are not numbered: the types bind where each
 	// filter stands, between the queue and the limit.
-	types := sqlcommon.Args(p.Types)
-	q := sqlcommon.TypeFilter(d.q.Claim, 0, p.Types, d.Placeholder)
+	types := sqldriver.Args(p.Types)
+	q := sqldriver.TypeFilter(d.q.Claim, 0, p.Types, d.Placeholder)
 	args := append(append([]any{p.Queue, p.Queue}, types...), p.Limit)
-	pq := sqlcommon.TypeFilter(d.q.ClaimPartitioned, 0, p.Types, d.Placeholder)
+	pq := sqldriver.TypeFilter(d.q.ClaimPartitioned, 0, p.Types, d.Placeholder)
 	pargs := append(append([]any{p.Queue}, types...), p.Limit)
 	var partitioned bool
 	jobs, now, err := d.lockJobs(ctx, tx, q, args, &partitioned)
@@ -104,7 +104,7 @@ func claimOrder(a, b sluicetype.JobRow) int {
 	return cmp.Compare(a.ID, b.ID)
 }
 
-// claimIDs is sqlcommon.ClaimIDs: it locks the picked jobs still pending
+// claimIDs is the fair claim's ClaimPicked (sqldriver.Base): it locks the picked jobs still pending
 // and claims them as claimSkipLocked does. The claim of a fair or limited
 // queue holds its claim-state row, so no other such claim picks them.
 func (d *Driver) claimIDs(ctx context.Context, tx *sql.Tx, p driver.ClaimParams, ids []int64) ([]sluicetype.JobRow, error) {
@@ -127,14 +127,14 @@ func (d *Driver) lockJobs(ctx context.Context, tx *sql.Tx, q string, args []any,
 		return nil, time.Time{}, err
 	}
 	var jobs []sluicetype.JobRow
-	var now sqlcommon.Time
-	var s sqlcommon.JobScanner
+	var now sqldriver.Time
+	var s sqldriver.JobScanner
 	dest := []any{&now}
 	if flag != nil {
 		dest = append(dest, flag)
 	}
 	dest = append(dest, s.Dest()...)
-	err = sqlcommon.EachRow(rows, func(rows *sql.Rows) error {
+	err = sqldriver.EachRow(rows, func(rows *sql.Rows) error {
 		if err := rows.Scan(dest...); err != nil {
 			return err
 		}
@@ -163,6 +163,7 @@ func (d *Driver) claimLocked(ctx context.Context, tx *sql.Tx, p driver.ClaimPara
 	for i := range jobs {
 		j := &jobs[i]
 		j.Status, j.Attempts, j.LockedBy, j.UpdatedAt = sluicetype.StatusProcessing, j.Attempts+1, p.Token, now
+		j.Progress = nil // ClaimUpdate cleared the last attempt's
 		lockedUntil := until
 		j.LockedUntil = &lockedUntil
 	}

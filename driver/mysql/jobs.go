@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/driver/internal/sqlcommon"
+	"github.com/sluicehq/sluice/driver/internal/sqldriver"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -42,9 +42,9 @@ func chunks(n, maxRows int, size func(i int) int) [][2]int {
 }
 
 // Insert adds jobs with their keys taken in one global order (see
-// sqlcommon.Insert), so that overlapping batches cannot deadlock.
+// sqldriver.Insert), so that overlapping batches cannot deadlock.
 func (d *Driver) Insert(ctx context.Context, p driver.InsertParams) ([]driver.InsertResult, error) {
-	return sqlcommon.Insert(ctx, p, d.insertAll)
+	return sqldriver.Insert(ctx, p, d.insertAll)
 }
 
 // insertAll adds jobs in one transaction: the caller's, or its own retried on
@@ -133,7 +133,7 @@ func (d *Driver) keyHolders(ctx context.Context, q driver.Querier, keys []string
 		for i, k := range part {
 			args[i] = k
 		}
-		found, err := sqlcommon.QueryMap[string, int64](ctx, q, "find key holders", d.InList(d.q.KeyHolders, 1, len(part)), args)
+		found, err := sqldriver.QueryMap[string, int64](ctx, q, "find key holders", d.InList(d.q.KeyHolders, 1, len(part)), args)
 		if err != nil {
 			return nil, err
 		}
@@ -150,8 +150,16 @@ func (d *Driver) insertArgs(j driver.InsertJob) []any {
 	}
 	// A string, not []byte: MySQL refuses to build a JSON value from a
 	// binary string, which is what the driver makes of []byte.
-	return []any{j.Queue, j.Type, sqlcommon.NullString(j.Key), j.Dedupe, string(j.Payload),
-		j.Priority, j.MaxAttempts, runAt, d.Duration(j.Delay), sqlcommon.NullString(j.TraceParent), j.Partition}
+	var deadline, deadlineAfter any
+	if !j.Deadline.IsZero() {
+		deadline = d.Time(j.Deadline)
+	}
+	if j.DeadlineAfter > 0 {
+		deadlineAfter = d.Duration(j.DeadlineAfter)
+	}
+	return []any{j.Queue, j.Type, sqldriver.NullString(j.Key), j.Dedupe, string(j.Payload),
+		j.Priority, j.MaxAttempts, runAt, d.Duration(j.Delay), sqldriver.NullString(j.TraceParent), j.Partition,
+		deadline, runAt, d.Duration(j.Delay), deadlineAfter}
 }
 
 func jobSize(j driver.InsertJob) int {
@@ -238,7 +246,7 @@ func (d *Driver) insertEach(ctx context.Context, tx *sql.Tx, jobs []driver.Inser
 	defer ins.Close()
 	for _, i := range idx {
 		if out[i], err = d.insertOne(ctx, tx, ins, jobs[i]); err != nil {
-			return fmt.Errorf("%s: %w", sqlcommon.RowName(i, jobs[i]), err)
+			return fmt.Errorf("%s: %w", sqldriver.RowName(i, jobs[i]), err)
 		}
 	}
 	return nil
@@ -274,10 +282,15 @@ func (d *Driver) insertOne(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, j dri
 // Complete applies a batch of fenced outcomes with one multi-table UPDATE
 // per chunk. When it matches fewer rows than the chunk, some leases were
 // lost: the statement is rolled back and the chunk replayed one fenced
-// statement per row, which tells which ones.
+// statement per row, which tells which ones. Outcomes with a log are
+// applied first, in a transaction that writes their logs too
+// (sqldriver.CompleteLogged).
 func (d *Driver) Complete(ctx context.Context, p driver.CompleteParams) ([]int64, error) {
-	cs := p.Completions
-	var lost []int64
+	cs, logged := sqldriver.SplitLogged(p.Completions)
+	lost, err := d.CompleteLogged(ctx, logged)
+	if err != nil {
+		return nil, err
+	}
 	size := func(i int) int { return completionSize(cs[i]) }
 	for _, c := range chunks(len(cs), completeChunkRows, size) {
 		l, err := d.completeChunk(ctx, cs[c[0]:c[1]])
@@ -334,7 +347,7 @@ func (d *Driver) completeChunk(ctx context.Context, cs []driver.Completion) ([]i
 	}
 	q, args := d.completeManyQuery(cs)
 	applied := false
-	err := sqlcommon.RetryTransient(ctx, d.Transient, func() error {
+	err := sqldriver.RetryTransient(ctx, d.Transient, func() error {
 		tx, err := d.Write.BeginTx(ctx, nil)
 		if err != nil {
 			return err
@@ -404,7 +417,7 @@ func (d *Driver) Rescue(ctx context.Context, p driver.RescueParams) (sluicetype.
 // attempt, in one transaction that locks them first.
 func (d *Driver) rescueFailed(ctx context.Context, limit, keep int) (sluicetype.RescueResult, error) {
 	var r sluicetype.RescueResult
-	err := sqlcommon.RetryTransient(ctx, d.Transient, func() error {
+	err := sqldriver.RetryTransient(ctx, d.Transient, func() error {
 		r = sluicetype.RescueResult{}
 		tx, err := d.Write.BeginTx(ctx, claimTx)
 		if err != nil {
@@ -417,7 +430,7 @@ func (d *Driver) rescueFailed(ctx context.Context, limit, keep int) (sluicetype.
 		}
 		var ids []any
 		var jobs []sluicetype.QueueType
-		err = sqlcommon.EachRow(rows, func(rows *sql.Rows) error {
+		err = sqldriver.EachRow(rows, func(rows *sql.Rows) error {
 			var id int64
 			var k sluicetype.QueueType
 			err := rows.Scan(&id, &k.Queue, &k.Type)

@@ -12,7 +12,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"database/sql"
-	sqldriver "database/sql/driver"
+	stddriver "database/sql/driver"
 	"embed"
 	"encoding/hex"
 	"errors"
@@ -27,7 +27,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/driver/internal/sqlcommon"
+	"github.com/sluicehq/sluice/driver/internal/sqldriver"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -37,13 +37,13 @@ var files embed.FS
 // queries is MySQL's catalogue: the statements of every dialect and
 // those only MySQL runs, in queries/*.sql under their field names.
 type queries struct {
-	sqlcommon.Queries
+	sqldriver.Queries
 	// claim.sql: the skip-locked claim locks rows, then updates them.
 	ClaimPartitioned, ClaimUpdate string
 	// jobs.sql
 	KeyHolders, KeyHolderLocked string
 	// import.sql: `sluice import`'s copy from another job table (Import).
-	ImportLedgerCreate, ImportLedgerHas, ImportKeyHolder, ImportInsert, ImportLedgerAdd string
+	ImportColumns, ImportMaxValue, ImportLedgerCreate, ImportLedgerHas, ImportKeyHolder, ImportInsert, ImportLedgerAdd string
 	// complete.sql
 	CompleteMany, CompleteManyFirst, CompleteManyHistory, CompleteManyHistoryFirst string
 	RescueFailedLock, RescueFailed, PurgeSpan, PurgeProbe                          string
@@ -64,14 +64,14 @@ const (
 
 // Driver is the MySQL / MariaDB driver.
 type Driver struct {
-	sqlcommon.Base
+	sqldriver.Base
 	q          *queries
-	migrations []sqlcommon.Migration
+	migrations []sqldriver.Migration
 	// migrateLock names the server-wide GET_LOCK that serialises migrations
 	// of this database and prefix.
 	migrateLock string
 	// skipLocked selects the SELECT ... FOR UPDATE SKIP LOCKED claim;
-	// otherwise every claim takes sqlcommon.ClaimFair's path, whose
+	// otherwise every claim takes sqldriver.ClaimFair's path, whose
 	// claim-state row lock serialises the claims of a queue.
 	skipLocked bool
 	// consecutiveIDs is true when a multi-row INSERT gets consecutive ids
@@ -184,7 +184,7 @@ func parseURL(rawURL string) (*mysql.Config, bool, error) {
 // queries. It does not migrate.
 func Open(rawURL string, opts Options) (*Driver, error) {
 	q := new(queries)
-	prefix, migs, err := sqlcommon.LoadFiles(q, files, opts.Prefix)
+	prefix, migs, err := sqldriver.LoadFiles(q, files, opts.Prefix)
 	if err != nil {
 		return nil, fmt.Errorf("mysql: %w", err)
 	}
@@ -193,6 +193,7 @@ func Open(rawURL string, opts Options) (*Driver, error) {
 		return nil, err
 	}
 	migs[namedChecksVersion-1].Prepare = dropServerNamedChecks(prefix, "jobs", "schema")
+	migs[purgeByIDVersion-1].Prepare = dropIndexIfExists(prefix+"jobs", prefix+"jobs_finished")
 	connector, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("mysql: %w", err)
@@ -209,10 +210,10 @@ func Open(rawURL string, opts Options) (*Driver, error) {
 	db.SetConnMaxLifetime(30 * time.Minute)
 
 	d := &Driver{
-		Base: sqlcommon.Base{
-			Dialect: sqlcommon.Dialect{
+		Base: sqldriver.Base{
+			Dialect: sqldriver.Dialect{
 				Placeholder:     func(int) string { return "?" },
-				Duration:        func(d time.Duration) any { return sqlcommon.Micros(d) },
+				Duration:        func(d time.Duration) any { return sqldriver.Micros(d) },
 				Time:            func(t time.Time) any { return t.UTC() },
 				Transient:       isTransient,
 				UniqueViolation: isUnique,
@@ -224,6 +225,7 @@ func Open(rawURL string, opts Options) (*Driver, error) {
 		migrateLock: migrateLockName(cfg.DBName, prefix),
 	}
 	d.PurgeBound = d.purgeBound
+	d.ClaimPicked = d.claimIDs
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Timeout+5*time.Second)
 	defer cancel()
 	if err := d.probe(ctx, forceUpdate || opts.ForceUpdateClaim); err != nil {
@@ -299,7 +301,7 @@ func dropServerNamedChecks(prefix string, tables ...string) func(context.Context
 			// to a JSON column are named after the column, and stay.
 			serverNamed := regexp.MustCompile(`^(CONSTRAINT|` + regexp.QuoteMeta(name) + `_chk)_[0-9]+$`)
 			var drops []string
-			err := sqlcommon.QueryEach(ctx, q, "list the CHECK constraints of "+name, `SELECT constraint_name FROM information_schema.table_constraints
+			err := sqldriver.QueryEach(ctx, q, "list the CHECK constraints of "+name, `SELECT constraint_name FROM information_schema.table_constraints
 				WHERE constraint_schema = DATABASE() AND table_name = ? AND constraint_type = 'CHECK'
 				ORDER BY constraint_name`, []any{name}, func(rows *sql.Rows) error {
 				var c string
@@ -317,6 +319,30 @@ func dropServerNamedChecks(prefix string, tables ...string) func(context.Context
 			}
 		}
 		return stmts, nil
+	}
+}
+
+// purgeByIDVersion is the migration that drops the finished index
+// (005_purge_by_id.sql).
+const purgeByIDVersion = 5
+
+// dropIndexIfExists returns the Prepare step that drops index of table if
+// the table has it. MariaDB's DROP INDEX IF EXISTS would say it in SQL,
+// but MySQL 8 refuses that syntax; and as DDL commits on its own, a
+// migration interrupted after the drop, before its version was recorded,
+// runs again and must find nothing to do.
+func dropIndexIfExists(table, index string) func(context.Context, driver.Querier) ([]string, error) {
+	return func(ctx context.Context, q driver.Querier) ([]string, error) {
+		var n int
+		err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.statistics
+			WHERE table_schema = DATABASE() AND table_name = ? AND index_name = ?`, table, index).Scan(&n)
+		if err != nil {
+			return nil, fmt.Errorf("look up index %s of %s: %w", index, table, err)
+		}
+		if n == 0 {
+			return nil, nil
+		}
+		return []string{"DROP INDEX `" + index + "` ON `" + table + "`"}, nil
 	}
 }
 
@@ -348,6 +374,13 @@ func isUnique(err error) bool { return errNumber(err) == errDupEntry }
 // Name is "mysql".
 func (d *Driver) Name() string { return "mysql" }
 
+// Statements lists the catalogue's statements with their files, so that
+// the conformance suite (driver/drivertest) prepares every one against
+// the database.
+func (d *Driver) Statements() ([]sqldriver.Statement, error) {
+	return sqldriver.Statements(d.q, files, "driver/mysql")
+}
+
 // Dialect is MySQL's spelling: backquoted names, and no row comparisons,
 // which MariaDB does not turn into an index range.
 func (d *Driver) Dialect() driver.Dialect {
@@ -367,7 +400,7 @@ func quoteIdent(ident string) string { return "`" + strings.ReplaceAll(ident, "`
 func (d *Driver) Close() error { return d.Write.Close() }
 
 // SkipLocked reports whether claims use FOR UPDATE SKIP LOCKED (true) or
-// the fallback through sqlcommon.ClaimFair.
+// the fallback through sqldriver.ClaimFair.
 func (d *Driver) SkipLocked() bool { return d.skipLocked }
 
 // Galera reports whether the server is a node of a Galera cluster
@@ -411,7 +444,7 @@ func (d *Driver) Migrate(ctx context.Context) (driver.MigrateResult, error) {
 		err := conn.QueryRowContext(context.WithoutCancel(ctx), d.q.MigrateUnlock, d.migrateLock).Scan(&released)
 		if err != nil || released.Int64 != 1 {
 			// Ending the session is the other way to free a named lock.
-			conn.Raw(func(any) error { return sqldriver.ErrBadConn })
+			conn.Raw(func(any) error { return stddriver.ErrBadConn })
 		}
 	}()
 	cur := 0
@@ -419,7 +452,7 @@ func (d *Driver) Migrate(ctx context.Context) (driver.MigrateResult, error) {
 	if err != nil && !errors.Is(err, sql.ErrNoRows) && errNumber(err) != errNoSuchTable {
 		return driver.MigrateResult{}, fmt.Errorf("migrate: read version: %w", err)
 	}
-	v, err := sqlcommon.ApplyMigrations(ctx, conn, d.migrations, cur, d.q.SchemaSet)
+	v, err := sqldriver.ApplyMigrations(ctx, conn, d.migrations, cur, d.q.SchemaSet)
 	if err != nil && d.galera {
 		// GET_LOCK holds on one Galera node only, so a migration running on
 		// another node at the same time may have applied a step first (its
@@ -441,7 +474,7 @@ func (d *Driver) AcquireLease(ctx context.Context, p driver.LeaseParams) (sluice
 	// duplicate key (or deadlock on the gap lock) is retried and then sees
 	// the winner's row.
 	retryable := func(err error) bool { return isTransient(err) || isUnique(err) }
-	err := sqlcommon.RetryTransient(ctx, retryable, func() error {
+	err := sqldriver.RetryTransient(ctx, retryable, func() error {
 		var err error
 		l, err = d.acquireLease(ctx, p)
 		return err
@@ -459,7 +492,7 @@ func (d *Driver) acquireLease(ctx context.Context, p driver.LeaseParams) (sluice
 		return l, err
 	}
 	defer tx.Rollback()
-	var since, until, now sqlcommon.Time
+	var since, until, now sqldriver.Time
 	err = tx.QueryRowContext(ctx, d.q.LeaseLock, p.Name).Scan(&l.Holder, &l.Fence, &since, &until, &now)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
@@ -491,8 +524,8 @@ func leaseEnd(now time.Time, ttl time.Duration) time.Time {
 	return now.Add(ttl).Truncate(time.Microsecond)
 }
 
-func (d *Driver) txNow(ctx context.Context, tx *sql.Tx) (sqlcommon.Time, error) {
-	var now sqlcommon.Time
+func (d *Driver) txNow(ctx context.Context, tx *sql.Tx) (sqldriver.Time, error) {
+	var now sqldriver.Time
 	err := tx.QueryRowContext(ctx, d.q.Now).Scan(&now)
 	return now, err
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/driver/drivertest"
 	"github.com/sluicehq/sluice/driver/mysql"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -502,6 +502,42 @@ func openUnmigrated(t *testing.T) (*mysql.Driver, string) {
 	return d, prefix
 }
 
+// TestMigration005DropsOnce: migration 005 drops the finished index
+// where the table has it, and finds nothing to do when it runs again, as
+// after a run that stopped before recording it (MySQL's DDL commits on its
+// own).
+func TestMigration005DropsOnce(t *testing.T) {
+	ctx := context.Background()
+	d, prefix := openUnmigrated(t)
+	if err := mysql.MigrateTo(ctx, d, 4); err != nil {
+		t.Fatal(err)
+	}
+	has := func() bool {
+		t.Helper()
+		var n int
+		err := d.DB().QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.statistics
+			WHERE table_schema = DATABASE() AND table_name = ? AND index_name = ?`, prefix+"jobs", prefix+"jobs_finished").Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n > 0
+	}
+	if !has() {
+		t.Fatal("version 4 has no finished index to drop")
+	}
+	for run := 1; run <= 2; run++ {
+		if err := mysql.ApplyMigration(ctx, d, 5); err != nil {
+			t.Fatalf("run %d of migration 5: %v", run, err)
+		}
+		if has() {
+			t.Fatalf("run %d of migration 5 left the finished index", run)
+		}
+	}
+	if m, err := d.Migrate(ctx); err != nil || m.From != 5 {
+		t.Fatalf("upgrade from 5: %+v, %v", m, err)
+	}
+}
+
 // TestUpgradeFrom011: migration 012 rebuilds the pending indexes of a
 // table that holds jobs, and the jobs it held claim in their order.
 func TestUpgradeFrom011(t *testing.T) {
@@ -510,14 +546,21 @@ func TestUpgradeFrom011(t *testing.T) {
 	if err := mysql.MigrateTo(ctx, d, 11); err != nil {
 		t.Fatal(err)
 	}
-	var jobs []driver.InsertJob
-	for _, part := range []string{"", "A", "", "B", "A", ""} {
-		j := testdb.Job("q", "", "")
-		j.Partition = part
-		jobs = append(jobs, j)
-	}
-	res := testdb.Insert(t, ctx, d, jobs...)
+	// Plain inserts, as the version before took them: the driver's Insert
+	// writes the newest schema's columns (deadline).
 	table := prefix + "jobs"
+	var res []driver.InsertResult
+	for _, part := range []string{"", "A", "", "B", "A", ""} {
+		r, err := d.DB().ExecContext(ctx, "INSERT INTO "+table+" (queue, type, payload, max_attempts, partition_key) VALUES ('q', 't', '{}', 3, ?)", part)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := r.LastInsertId()
+		if err != nil {
+			t.Fatal(err)
+		}
+		res = append(res, driver.InsertResult{ID: id})
+	}
 	// Job 1 (partition A) is running and job 2 finished when the upgrade
 	// comes.
 	for _, stmt := range []string{
@@ -622,7 +665,7 @@ func TestPurgeReadsOnlyDueRows(t *testing.T) {
 // constraints the server named with ones named after their columns.
 func TestUpgradeToLatest(t *testing.T) {
 	d, prefix := openUnmigrated(t)
-	drivertest.ExerciseUpgrade(t, d, 12, func(ctx context.Context, v int) error { return mysql.MigrateTo(ctx, d, v) })
+	drivertest.ExerciseUpgrade(t, d, prefix+"jobs", 12, func(ctx context.Context, v int) error { return mysql.MigrateTo(ctx, d, v) })
 	rows, err := d.DB().Query(`SELECT constraint_name FROM information_schema.table_constraints
 		WHERE constraint_schema = DATABASE() AND table_name = ? AND constraint_type = 'CHECK' ORDER BY constraint_name`, prefix+"jobs")
 	if err != nil {

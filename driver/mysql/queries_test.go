@@ -3,7 +3,7 @@ package mysql
 import (
 	"testing"
 
-	"github.com/sluicehq/sluice/driver/internal/sqlcommon/cataloguetest"
+	"github.com/sluicehq/sluice/driver/internal/sqldriver/cataloguetest"
 )
 
 // The catalogue loads without a database (cataloguetest.RequireLoads).

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/driver/internal/sqlcommon"
+	"github.com/sluicehq/sluice/driver/internal/sqldriver"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -25,9 +25,9 @@ const (
 )
 
 // Insert adds jobs with their keys taken in one global order (see
-// sqlcommon.Insert), so that overlapping batches cannot deadlock.
+// sqldriver.Insert), so that overlapping batches cannot deadlock.
 func (d *Driver) Insert(ctx context.Context, p driver.InsertParams) ([]driver.InsertResult, error) {
-	return sqlcommon.Insert(ctx, p, d.insertAll)
+	return sqldriver.Insert(ctx, p, d.insertAll)
 }
 
 // insertAll adds jobs with one INSERT ... SELECT FROM unnest(...) per chunk.
@@ -43,7 +43,7 @@ func (d *Driver) insertAll(ctx context.Context, tx *sql.Tx, jobs []driver.Insert
 	// statement is atomic, and BEGIN and COMMIT would cost two round trips.
 	single := len(jobs) <= insertChunk && !slices.ContainsFunc(jobs, func(j driver.InsertJob) bool { return j.Key != "" })
 	var out []driver.InsertResult
-	err := sqlcommon.RetryTransient(ctx, d.Transient, func() error {
+	err := sqldriver.RetryTransient(ctx, d.Transient, func() error {
 		if single {
 			var err error
 			out, err = d.insert(ctx, d.Write, jobs)
@@ -154,7 +154,8 @@ func (d *Driver) insertRows(ctx context.Context, q driver.Querier, jobs []driver
 		partitions                       = make([]string, n)
 		keys                             = make([]*string, n)
 		priorities, maxAttempts, delays  = make([]int64, n), make([]int64, n), make([]int64, n)
-		runAts                           = make([]*time.Time, n)
+		runAts, deadlines                = make([]*time.Time, n), make([]*time.Time, n)
+		deadlineAfters                   = make([]*int64, n)
 		traceParents                     = make([]*string, n)
 	)
 	for k, i := range idx {
@@ -169,18 +170,25 @@ func (d *Driver) insertRows(ctx context.Context, q driver.Querier, jobs []driver
 		if j.Key != "" {
 			keys[k] = &j.Key
 		}
-		priorities[k], maxAttempts[k], delays[k] = int64(j.Priority), int64(j.MaxAttempts), sqlcommon.Micros(j.Delay)
+		priorities[k], maxAttempts[k], delays[k] = int64(j.Priority), int64(j.MaxAttempts), sqldriver.Micros(j.Delay)
 		if !j.RunAt.IsZero() {
 			runAts[k] = &j.RunAt
 		}
 		if j.TraceParent != "" {
 			traceParents[k] = &j.TraceParent
 		}
+		if !j.Deadline.IsZero() {
+			deadlines[k] = &j.Deadline
+		}
+		if j.DeadlineAfter > 0 {
+			us := sqldriver.Micros(j.DeadlineAfter)
+			deadlineAfters[k] = &us
+		}
 	}
 	inserted := map[string]int64{}
 	keyless := make([]int64, 0, n)
-	args := []any{queues, types, keys, dedupes, payloads, priorities, maxAttempts, runAts, delays, traceParents, partitions}
-	err := sqlcommon.QueryEach(ctx, q, "insert", d.q.Insert, args, func(rows *sql.Rows) error {
+	args := []any{queues, types, keys, dedupes, payloads, priorities, maxAttempts, runAts, delays, traceParents, partitions, deadlines, deadlineAfters}
+	err := sqldriver.QueryEach(ctx, q, "insert", d.q.Insert, args, func(rows *sql.Rows) error {
 		var id int64
 		var key sql.NullString
 		if err := rows.Scan(&id, &key); err != nil {
@@ -205,7 +213,7 @@ func (d *Driver) keyHolders(ctx context.Context, q driver.Querier, jobs []driver
 	for k, i := range idx {
 		keys[k] = jobs[i].Key
 	}
-	return sqlcommon.QueryMap[string, int64](ctx, q, fmt.Sprintf("find holders of %d keys", len(keys)), d.q.KeyHolder, []any{keys})
+	return sqldriver.QueryMap[string, int64](ctx, q, fmt.Sprintf("find holders of %d keys", len(keys)), d.q.KeyHolder, []any{keys})
 }
 
 // Claim runs one UPDATE over a SKIP LOCKED subquery. Outside an explicit
@@ -216,13 +224,13 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) ([]sluicetype.
 	}
 	if p.Fair || p.Limits.Active() {
 		// A transaction of a few statements.
-		return d.ClaimFairReturning(ctx, p)
+		return d.ClaimFairInTx(ctx, p)
 	}
-	q := sqlcommon.TypeFilter(d.q.Claim, 5, p.Types, d.Placeholder)
-	args := append([]any{p.Token, sqlcommon.Micros(p.Lease), p.Queue, p.Limit}, sqlcommon.Args(p.Types)...)
+	q := sqldriver.TypeFilter(d.q.Claim, 5, p.Types, d.Placeholder)
+	args := append([]any{p.Token, sqldriver.Micros(p.Lease), p.Queue, p.Limit}, sqldriver.Args(p.Types)...)
 	var jobs []sluicetype.JobRow
-	err := sqlcommon.RetryTransient(ctx, d.Transient, func() (err error) {
-		jobs, err = sqlcommon.QueryJobs(ctx, d.Write, q, args...)
+	err := sqldriver.RetryTransient(ctx, d.Transient, func() (err error) {
+		jobs, err = sqldriver.QueryJobs(ctx, d.Write, q, args...)
 		return err
 	})
 	if err != nil {
@@ -235,13 +243,21 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) ([]sluicetype.
 	return jobs, nil
 }
 
-// Complete applies a batch of fenced outcomes in one statement and returns
-// the ids whose lease was lost.
+// Complete applies a batch of fenced outcomes and returns the ids whose
+// lease was lost: those without a log in one statement, those with one in
+// a transaction that writes their logs too (sqldriver.CompleteLogged).
 func (d *Driver) Complete(ctx context.Context, p driver.CompleteParams) ([]int64, error) {
-	cs := p.Completions
-	if len(cs) == 0 {
-		return nil, nil
+	cs, logged := sqldriver.SplitLogged(p.Completions)
+	lost, err := d.CompleteLogged(ctx, logged)
+	if err != nil || len(cs) == 0 {
+		return lost, err
 	}
+	l, err := d.completeMany(ctx, cs)
+	return append(lost, l...), err
+}
+
+// completeMany applies outcomes without logs in one statement.
+func (d *Driver) completeMany(ctx context.Context, cs []driver.Completion) ([]int64, error) {
 	// Rows are locked in id order, as far as the plan follows the input,
 	// which keeps concurrent multi-row writers from deadlocking.
 	sorted := slices.Clone(cs)
@@ -257,7 +273,7 @@ func (d *Driver) Complete(ctx context.Context, p driver.CompleteParams) ([]int64
 		keeps                   = make([]int32, n)
 	)
 	for k, c := range sorted {
-		ids[k], tokens[k], statuses[k], delays[k] = c.ID, c.Token, string(c.Status), sqlcommon.Micros(c.Delay)
+		ids[k], tokens[k], statuses[k], delays[k] = c.ID, c.Token, string(c.Status), sqldriver.Micros(c.Delay)
 		if c.Refund {
 			refunds[k] = 1
 		}
@@ -271,7 +287,7 @@ func (d *Driver) Complete(ctx context.Context, p driver.CompleteParams) ([]int64
 			resultTexts[k] = &s
 		}
 		if c.Attempt != nil {
-			s := sqlcommon.EncodeAttempt(c.Attempt)
+			s := sqldriver.EncodeAttempt(c.Attempt)
 			entries[k] = &s
 		}
 		keeps[k] = int32(driver.KeepAttempts(c.KeepAttempts))
@@ -282,12 +298,12 @@ func (d *Driver) Complete(ctx context.Context, p driver.CompleteParams) ([]int64
 		q, args = d.q.CompleteManyHistory, append(args, entries, keeps)
 	}
 	var done map[int64]bool
-	err := sqlcommon.RetryTransient(ctx, d.Transient, func() error {
+	err := sqldriver.RetryTransient(ctx, d.Transient, func() error {
 		rows, err := d.Write.QueryContext(ctx, q, args...)
 		if err != nil {
 			return err
 		}
-		done, err = sqlcommon.IDSet(rows, n)
+		done, err = sqldriver.IDSet(rows, n)
 		return err
 	})
 	if err != nil {

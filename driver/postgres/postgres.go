@@ -32,7 +32,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/driver/internal/sqlcommon"
+	"github.com/sluicehq/sluice/driver/internal/sqldriver"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -50,7 +50,7 @@ const (
 // queries is PostgreSQL's catalogue: the statements of every dialect and
 // those only PostgreSQL runs, in queries/*.sql under their field names.
 type queries struct {
-	sqlcommon.Queries
+	sqldriver.Queries
 	KeyHolder                         string // jobs.sql
 	CompleteMany, CompleteManyHistory string // complete.sql
 	LeaseAcquire                      string // leases.sql
@@ -59,9 +59,9 @@ type queries struct {
 
 // Driver is the PostgreSQL driver.
 type Driver struct {
-	sqlcommon.Base
+	sqldriver.Base
 	q          *queries
-	migrations []sqlcommon.Migration
+	migrations []sqldriver.Migration
 	// migrateLock keys the advisory lock that keeps migrations of the same
 	// prefix apart while letting other prefixes migrate at once.
 	migrateLock int64
@@ -160,7 +160,7 @@ func ParseURL(rawURL string) (URLConfig, error) {
 // Otherwise it is only a driver.Prober, so that idle workers probe.
 func Open(url string, opts Options) (driver.Driver, error) {
 	q := new(queries)
-	prefix, migs, err := sqlcommon.LoadFiles(q, files, opts.Prefix)
+	prefix, migs, err := sqldriver.LoadFiles(q, files, opts.Prefix)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
@@ -201,10 +201,10 @@ func Open(url string, opts Options) (driver.Driver, error) {
 	h := fnv.New64a()
 	h.Write([]byte("sluice migrate " + prefix))
 	d := &Driver{
-		Base: sqlcommon.Base{
-			Dialect: sqlcommon.Dialect{
+		Base: sqldriver.Base{
+			Dialect: sqldriver.Dialect{
 				Placeholder:     func(n int) string { return fmt.Sprintf("$%d", n) },
-				Duration:        func(d time.Duration) any { return sqlcommon.Micros(d) },
+				Duration:        func(d time.Duration) any { return sqldriver.Micros(d) },
 				Time:            func(t time.Time) any { return t },
 				Transient:       isTransient,
 				UniqueViolation: func(err error) bool { return sqlState(err) == "23505" },
@@ -272,6 +272,13 @@ func isTransient(err error) bool {
 // Name is "postgres".
 func (d *Driver) Name() string { return "postgres" }
 
+// Statements lists the catalogue's statements with their files, so that
+// the conformance suite (driver/drivertest) prepares every one against
+// the database.
+func (d *Driver) Statements() ([]sqldriver.Statement, error) {
+	return sqldriver.Statements(d.q, files, "driver/postgres")
+}
+
 // Dialect is PostgreSQL's spelling.
 func (d *Driver) Dialect() driver.Dialect {
 	return driver.Dialect{Name: "postgres", Placeholder: d.Placeholder, QuoteIdent: driver.QuoteANSI, RowCompare: true, SkipDuplicates: driver.SkipDuplicatesANSI}
@@ -313,7 +320,7 @@ func (d *Driver) Migrate(ctx context.Context) (driver.MigrateResult, error) {
 			return driver.MigrateResult{}, fmt.Errorf("migrate: read version: %w", err)
 		}
 	}
-	return sqlcommon.ApplyMigrationsTx(ctx, tx, d.migrations, cur, d.q.SchemaSet)
+	return sqldriver.ApplyMigrationsTx(ctx, tx, d.migrations, cur, d.q.SchemaSet)
 }
 
 // Runnable reports whether a claim on the queue (and type, if set) would

@@ -8,7 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice/driver/drivertest"
 	"github.com/sluicehq/sluice/driver/postgres"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 )
 
 // TestUpgradeToLatest: the type-settings migration keeps the rows of the version
@@ -21,7 +21,7 @@ func TestUpgradeToLatest(t *testing.T) {
 		testdb.Drop(d, prefix)
 		d.Close()
 	})
-	drivertest.ExerciseUpgrade(t, d, 11, func(ctx context.Context, v int) error {
+	drivertest.ExerciseUpgrade(t, d, prefix+"jobs", 11, func(ctx context.Context, v int) error {
 		return postgres.MigrateTo(ctx, d, v)
 	})
 }

@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/driver/internal/sqlcommon"
+	"github.com/sluicehq/sluice/driver/internal/sqldriver"
 	"github.com/sluicehq/sluice/driver/sqlite"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -23,7 +23,7 @@ func TestPlainClaimSortsNothing(t *testing.T) {
 	d := testdb.Open(t, "sqlite").(*sqlite.Driver)
 	ctx := context.Background()
 	for name, types := range map[string][]string{"claim": nil, "claim of one type": {"noop"}} {
-		args := append([]any{"token", "+60.000 seconds", "default", 10}, sqlcommon.Args(types)...)
+		args := append([]any{"token", "+60.000 seconds", "default", 10}, sqldriver.Args(types)...)
 		rows, err := d.DB().QueryContext(ctx, "EXPLAIN QUERY PLAN "+sqlite.ClaimQuery(d, types), args...)
 		require.NoError(t, err, name)
 		var plan []string

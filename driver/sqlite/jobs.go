@@ -7,14 +7,14 @@ import (
 	"fmt"
 
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/driver/internal/sqlcommon"
+	"github.com/sluicehq/sluice/driver/internal/sqldriver"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Insert adds jobs with their keys taken in one global order (see
-// sqlcommon.Insert), so that overlapping batches cannot deadlock.
+// sqldriver.Insert), so that overlapping batches cannot deadlock.
 func (d *Driver) Insert(ctx context.Context, p driver.InsertParams) ([]driver.InsertResult, error) {
-	return sqlcommon.Insert(ctx, p, d.insertAll)
+	return sqldriver.Insert(ctx, p, d.insertAll)
 }
 
 // insertAll adds jobs in one transaction with a prepared statement per row,
@@ -32,19 +32,27 @@ func (d *Driver) insertAll(ctx context.Context, tx *sql.Tx, jobs []driver.Insert
 			if !j.RunAt.IsZero() {
 				runAt = d.Time(j.RunAt)
 			}
-			err := ins.QueryRowContext(ctx, j.Queue, j.Type, sqlcommon.NullString(j.Key), j.Dedupe, j.Payload,
-				j.Priority, j.MaxAttempts, runAt, d.Duration(j.Delay), sqlcommon.NullString(j.TraceParent), j.Partition).Scan(&out[i].ID)
+			var deadline, deadlineAfter any
+			if !j.Deadline.IsZero() {
+				deadline = d.Time(j.Deadline)
+			}
+			if j.DeadlineAfter > 0 {
+				deadlineAfter = d.Duration(j.DeadlineAfter)
+			}
+			err := ins.QueryRowContext(ctx, j.Queue, j.Type, sqldriver.NullString(j.Key), j.Dedupe, j.Payload,
+				j.Priority, j.MaxAttempts, runAt, d.Duration(j.Delay), sqldriver.NullString(j.TraceParent), j.Partition,
+				deadline, deadlineAfter).Scan(&out[i].ID)
 			if errors.Is(err, sql.ErrNoRows) {
 				// The key is taken; the writer lock we hold means its holder
 				// cannot change under us.
 				if err := tx.QueryRowContext(ctx, d.q.KeyHolder, j.Key).Scan(&out[i].ID); err != nil {
-					return nil, fmt.Errorf("%s: find its holder: %w", sqlcommon.RowName(i, j), err)
+					return nil, fmt.Errorf("%s: find its holder: %w", sqldriver.RowName(i, j), err)
 				}
 				out[i].Duplicate = true
 				continue
 			}
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", sqlcommon.RowName(i, j), err)
+				return nil, fmt.Errorf("%s: %w", sqldriver.RowName(i, j), err)
 			}
 		}
 		return out, nil
@@ -61,13 +69,13 @@ func (d *Driver) insertAll(ctx context.Context, tx *sql.Tx, jobs []driver.Insert
 }
 
 // Claim runs one UPDATE ... RETURNING in an IMMEDIATE transaction, or,
-// for a fair queue or one with limits, sqlcommon's ClaimFair.
+// for a fair queue or one with limits, sqldriver's ClaimFair.
 func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) ([]sluicetype.JobRow, error) {
 	if p.Fair || p.Limits.Active() {
-		return d.ClaimFairReturning(ctx, p)
+		return d.ClaimFairInTx(ctx, p)
 	}
 	q := d.claimQuery(p.Types)
-	args := append([]any{p.Token, d.Duration(p.Lease), p.Queue, p.Limit}, sqlcommon.Args(p.Types)...)
+	args := append([]any{p.Token, d.Duration(p.Lease), p.Queue, p.Limit}, sqldriver.Args(p.Types)...)
 	// Prepared before the transaction: the writer pool has one
 	// connection, which the transaction holds.
 	st, err := d.claimStmt(ctx, q)
@@ -80,7 +88,7 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) ([]sluicetype.
 		if err != nil {
 			return err
 		}
-		jobs, err = sqlcommon.ScanJobs(rows)
+		jobs, err = sqldriver.ScanJobs(rows)
 		return err
 	})
 	if err != nil {
@@ -92,7 +100,7 @@ func (d *Driver) Claim(ctx context.Context, p driver.ClaimParams) ([]sluicetype.
 // claimQuery is Claim's statement for types: they bind from ?5, after
 // its four numbered parameters, which both of its branches share.
 func (d *Driver) claimQuery(types []string) string {
-	return sqlcommon.TypeFilter(d.q.Claim, 5, types, d.Placeholder)
+	return sqldriver.TypeFilter(d.q.Claim, 5, types, d.Placeholder)
 }
 
 // claimStmt returns the claim statement q prepared on the writer,

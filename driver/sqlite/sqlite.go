@@ -26,7 +26,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/driver/internal/sqlcommon"
+	"github.com/sluicehq/sluice/driver/internal/sqldriver"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -36,7 +36,7 @@ var files embed.FS
 // queries is SQLite's catalogue: the statements of every dialect and
 // those only SQLite runs, in queries/*.sql under their field names.
 type queries struct {
-	sqlcommon.Queries
+	sqldriver.Queries
 	KeyHolder       string // jobs.sql
 	CompleteSuccess string // complete.sql
 	LeaseAcquire    string // leases.sql
@@ -44,9 +44,9 @@ type queries struct {
 
 // Driver is the SQLite driver.
 type Driver struct {
-	sqlcommon.Base
+	sqldriver.Base
 	q          *queries
-	migrations []sqlcommon.Migration
+	migrations []sqldriver.Migration
 	memory     bool
 	// claims holds the plain claim's statements, one per set of types,
 	// prepared once on the writer (jobs.go, claimStmt).
@@ -58,6 +58,10 @@ type Driver struct {
 
 var _ driver.Driver = (*Driver)(nil)
 
+// busyTimeout is how long a statement waits for another connection's
+// write lock before it fails with SQLITE_BUSY.
+const busyTimeout = 10 * time.Second
+
 // Options tune Open.
 type Options struct {
 	Prefix string // table prefix, default "sluice_"
@@ -67,7 +71,7 @@ type Options struct {
 // Extra modernc DSN parameters may follow a '?', such as _pragma=synchronous(FULL).
 func Open(path string, opts Options) (*Driver, error) {
 	q := new(queries)
-	_, migs, err := sqlcommon.LoadFiles(q, files, opts.Prefix)
+	_, migs, err := sqldriver.LoadFiles(q, files, opts.Prefix)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
@@ -92,7 +96,7 @@ func Open(path string, opts Options) (*Driver, error) {
 	// may lose the last transactions but never corrupts the file. Pass
 	// _pragma=synchronous(FULL) to trade speed for the last commits.
 	params := url.Values{}
-	params.Add("_pragma", "busy_timeout(10000)")
+	params.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
 	params.Add("_pragma", "foreign_keys(1)")
 	if !memory {
 		params.Add("_pragma", "journal_mode(WAL)")
@@ -133,13 +137,13 @@ func Open(path string, opts Options) (*Driver, error) {
 		r.SetMaxIdleConns(4)
 	}
 	d := &Driver{
-		Base: sqlcommon.Base{
-			Dialect: sqlcommon.Dialect{
+		Base: sqldriver.Base{
+			Dialect: sqldriver.Dialect{
 				// Numbered, so that a list or type filter may follow
 				// the numbered parameters of a statement (Claim).
 				Placeholder:     func(n int) string { return "?" + strconv.Itoa(n) },
 				Duration:        modifier,
-				Time:            func(t time.Time) any { return t.UTC().Format(sqlcommon.TextTimeLayout) },
+				Time:            func(t time.Time) any { return t.UTC().Format(sqldriver.TextTimeLayout) },
 				Transient:       isBusy,
 				UniqueViolation: isUnique,
 			},
@@ -149,11 +153,30 @@ func Open(path string, opts Options) (*Driver, error) {
 		migrations: migs,
 		memory:     memory,
 	}
-	if err := w.PingContext(context.Background()); err != nil {
+	if err := pingWhileBusy(w); err != nil {
 		d.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", file, err)
 	}
 	return d, nil
+}
+
+// pingWhileBusy opens the first connection, retrying while the file is
+// busy. The connection's pragmas switch a new file to WAL, and SQLite
+// answers SQLITE_BUSY at once, without its busy handler, when another
+// process is switching or recovering the same file: three `sluice
+// migrate` started together on a new file failed so. A failed connection
+// is discarded by the pool, so each try runs the pragmas afresh; it gives
+// up once it has slept the busy timeout it would otherwise have waited.
+func pingWhileBusy(db *sql.DB) error {
+	wait := 10 * time.Millisecond
+	for slept := time.Duration(0); ; slept += wait {
+		err := db.PingContext(context.Background())
+		if err == nil || !isBusy(err) || slept >= busyTimeout {
+			return err
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, 500*time.Millisecond)
+	}
 }
 
 // modifier renders a duration as a strftime modifier such as "+1.500 seconds".
@@ -181,6 +204,13 @@ func isUnique(err error) bool {
 
 // Name is "sqlite".
 func (d *Driver) Name() string { return "sqlite" }
+
+// Statements lists the catalogue's statements with their files, so that
+// the conformance suite (driver/drivertest) prepares every one against
+// the database.
+func (d *Driver) Statements() ([]sqldriver.Statement, error) {
+	return sqldriver.Statements(d.q, files, "driver/sqlite")
+}
 
 // Dialect is SQLite's spelling: times are text, and a row comparison
 // is an index range.
@@ -224,7 +254,7 @@ func (d *Driver) Migrate(ctx context.Context) (driver.MigrateResult, error) {
 	if err != nil && !errors.Is(err, sql.ErrNoRows) && !strings.Contains(err.Error(), "no such table") {
 		return driver.MigrateResult{}, fmt.Errorf("migrate: read version: %w", err)
 	}
-	return sqlcommon.ApplyMigrationsTx(ctx, tx, d.migrations, cur, d.q.SchemaSet)
+	return sqldriver.ApplyMigrationsTx(ctx, tx, d.migrations, cur, d.q.SchemaSet)
 }
 
 // AcquireLease takes or renews a named lease.
@@ -257,8 +287,12 @@ func (d *Driver) Complete(ctx context.Context, p driver.CompleteParams) ([]int64
 			lost = append(lost, l...)
 		}
 		l, err := d.CompleteEachTx(ctx, tx, rest)
+		if err != nil {
+			return err
+		}
 		lost = append(lost, l...)
-		return err
+		// In the outcomes' transaction: a log commits with its outcome.
+		return d.PutLogsTx(ctx, tx, cs, lost)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("complete %d jobs: %w", len(cs), err)
@@ -278,9 +312,9 @@ func (d *Driver) completePlain(ctx context.Context, tx *sql.Tx, token string, id
 	if err != nil {
 		return nil, err
 	}
-	done, err := sqlcommon.IDSet(rows, len(ids))
+	done, err := sqldriver.IDSet(rows, len(ids))
 	if err != nil {
 		return nil, err
 	}
-	return sqlcommon.Missing(ids, done), nil
+	return sqldriver.Missing(ids, done), nil
 }

@@ -17,5 +17,5 @@ func TestUpgradeToLatest(t *testing.T) {
 	d, err := sqlite.Open(filepath.Join(t.TempDir(), "sluice.db"), sqlite.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { d.Close() })
-	drivertest.ExerciseUpgrade(t, d, 9, func(ctx context.Context, v int) error { return sqlite.MigrateTo(ctx, d, v) })
+	drivertest.ExerciseUpgrade(t, d, "sluice_jobs", 9, func(ctx context.Context, v int) error { return sqlite.MigrateTo(ctx, d, v) })
 }

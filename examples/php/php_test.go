@@ -27,8 +27,8 @@ import (
 
 	"github.com/sluicehq/sluice/dburl"
 	"github.com/sluicehq/sluice/handler/webhook"
-	"github.com/sluicehq/sluice/internal/proctest"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/proctest"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 )
 
 var bin string
@@ -39,7 +39,7 @@ const (
 	orders = 60 // order ids 1..orders, split over the enqueuers
 	// Concurrent `php enqueue.php` processes, each with its own range.
 	enqueuers = 4
-	token     = "php-example-token"
+	token     = "php-example-token-Tk5Pz9Cm3Xr7Jb2G"
 	secret    = "php-example-secret"
 )
 
@@ -237,11 +237,11 @@ func runMode(t *testing.T, mode string, server *sql.DB, dbName, appURL string) {
 	defer app.Close()
 	db := app.DB()
 	// Every enqueue has committed by now, so the jobs are all there.
-	require.Eventually(t, func() bool {
+	testdb.WaitFor(t, 40*time.Second, "every job finishes", func() bool {
 		var open int
 		require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM sluice_jobs WHERE status NOT IN ('success', 'failed', 'cancelled')`).Scan(&open))
 		return open == 0
-	}, 40*time.Second, 100*time.Millisecond, "every job finishes")
+	})
 	passes := stopCron()
 
 	// From the database: one successful job per committed order, none for a

@@ -1,15 +1,18 @@
 // Package command runs sluice jobs as child processes, per docs/reference.md "Handler protocol":
 // the argv runs directly with no shell, in its own
 // process group, reads the job as JSON on stdin, and its exit code decides
-// the outcome. On a timeout or cancellation the whole group gets SIGTERM,
-// then SIGKILL after a grace period, so no grandchild outlives its job.
+// the outcome. On a timeout or cancellation the whole tree gets SIGTERM,
+// then SIGKILL after a grace period, and Work returns once it is gone, so
+// no grandchild outlives its job. On Linux the command runs under a
+// supervisor (internal/reaper) that also kills its tree, including
+// processes that left its group, when the process running Work dies.
 package command
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,14 +27,15 @@ import (
 // Defaults (docs/reference.md "Handler protocol").
 const (
 	// DefaultKillGrace is how long a process group has between SIGTERM
-	// and SIGKILL.
-	DefaultKillGrace = 10 * time.Second
+	// and SIGKILL, unless Config.KillGrace says less.
+	DefaultKillGrace = sluicetype.MaxKillGrace
 	// ExitDataErr is EX_DATAERR from sysexits.h, the default permanent
 	// exit code: the input is bad and running it again will not help.
 	ExitDataErr = 65
 )
 
-// Output kept per run: stdout becomes the job's result, stderr its error.
+// Output kept per run: stdout becomes the job's result, stderr its error;
+// both, interleaved, become the attempt's log (log.go).
 const (
 	maxStdout = sluicetype.MaxResultLen
 	maxStderr = sluicetype.MaxErrorLen
@@ -54,13 +58,39 @@ type Config struct {
 	// non-nil slice makes every non-zero exit transient.
 	PermanentExitCodes []int
 	// KillGrace is the time between SIGTERM and SIGKILL; zero means
-	// DefaultKillGrace.
+	// DefaultKillGrace. The config file allows at most
+	// sluicetype.MaxKillGrace: a client's shutdown waits 15 s
+	// (worker.DefaultGrace) for stopped handlers, then hands their jobs
+	// back, so a command with a longer grace may still run then.
 	KillGrace time.Duration
-	// Env holds extra KEY=VALUE entries. They override the parent's
-	// environment but not the SLUICE_JOB_* variables.
+	// Env holds KEY=VALUE entries for the command besides the few it
+	// inherits (BaseEnv). They override those but not the SLUICE_JOB_*
+	// variables.
 	Env []string
 	// Dir is the working directory; empty means the parent's.
 	Dir string
+}
+
+// BaseEnv names what a command inherits of its parent's environment: what
+// programs need to run at all, nothing of sluice's own (its API tokens,
+// webhook secrets, database URL). The rest of a command's environment is
+// Config.Env and the job's own variables (docs/http-api.md "Handler
+// protocol"). LC_* covers every locale category.
+var BaseEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_*", "TZ", "TMPDIR"}
+
+// baseEnv keeps the entries of environ that BaseEnv names.
+func baseEnv(environ []string) []string {
+	var out []string
+	for _, kv := range environ {
+		k, _, _ := strings.Cut(kv, "=")
+		for _, name := range BaseEnv {
+			if p, ok := strings.CutSuffix(name, "*"); ok && strings.HasPrefix(k, p) || k == name {
+				out = append(out, kv)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // Handler runs jobs as one command. It is safe for concurrent use.
@@ -111,20 +141,25 @@ func (h *Handler) Work(ctx context.Context, job *sluice.Job) error {
 		ctx, cancel = context.WithTimeout(ctx, h.timeout)
 		defer cancel()
 	}
-	stdout, stderr := newTailBuffer(maxStdout), newTailBuffer(maxStderr)
+	stdout, stderr, log := newTailBuffer(maxStdout), newTailBuffer(maxStderr), newLogBuffer()
 	start := time.Now()
-	state, stopped, err := h.run(ctx, input, job, stdout, stderr)
+	end, stopped, err := h.run(ctx, input, job, io.MultiWriter(stdout, log), io.MultiWriter(stderr, log))
+	if text, total, omitted := log.log(); total > 0 {
+		// Whatever the outcome: a failed attempt's output is what its
+		// log is for. An attempt that wrote nothing stores nothing.
+		job.SetLog(text, total, omitted)
+	}
 	if err != nil {
 		// A missing program may be deployed before the next attempt.
 		return fmt.Errorf("command %s: %w", h.argv[0], err)
 	}
-	if code := state.ExitCode(); code >= 0 {
+	if code := end.code; code >= 0 {
 		// -1 is a signal, which howEnded names.
 		job.SetExitCode(code)
 	}
 	errText := strings.TrimSpace(stderr.String())
 	switch {
-	case state.Success():
+	case end.code == 0:
 		// Even after a stop: the command finished, or says it did. A run
 		// that ends on its own just as a deadline passes lands here too,
 		// whichever of the two the wait saw first, and must not be run
@@ -133,19 +168,25 @@ func (h *Handler) Work(ctx context.Context, job *sluice.Job) error {
 		return nil
 	case stopped:
 		return withStderr(fmt.Errorf("command %s: stopped after %s: %w; %s", h.argv[0], time.Since(start).Round(time.Millisecond),
-			ctx.Err(), howEnded(state)), errText)
-	case slices.Contains(h.permanent, state.ExitCode()):
-		return sluice.Permanent(withStderr(fmt.Errorf("command %s: %s", h.argv[0], howEnded(state)), errText))
+			ctx.Err(), end), errText)
+	case slices.Contains(h.permanent, end.code):
+		return sluice.Permanent(withStderr(fmt.Errorf("command %s: %s", h.argv[0], end), errText))
 	}
-	return withStderr(fmt.Errorf("command %s: %s", h.argv[0], howEnded(state)), errText)
+	return withStderr(fmt.Errorf("command %s: %s", h.argv[0], end), errText)
 }
 
-// howEnded describes how the process ended.
-func howEnded(state *os.ProcessState) string {
-	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return fmt.Sprintf("ended by signal %d (%s)", ws.Signal(), ws.Signal())
+// ending is how a command's process ended.
+type ending struct {
+	code   int            // its exit code, or -1 when a signal ended it
+	signal syscall.Signal // the signal, when one ended it
+}
+
+// String describes how the process ended.
+func (e ending) String() string {
+	if e.code < 0 {
+		return fmt.Sprintf("ended by signal %d (%s)", int(e.signal), e.signal)
 	}
-	return "exit code " + strconv.Itoa(state.ExitCode())
+	return "exit code " + strconv.Itoa(e.code)
 }
 
 // withStderr adds the stderr tail to err as its detail: the job's

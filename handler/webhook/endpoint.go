@@ -56,7 +56,7 @@ var sharedClient = &http.Client{Transport: sharedTransport, CheckRedirect: noRed
 func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // reservedHeaders are set by the protocol and cannot be configured.
-var reservedHeaders = []string{"Content-Type", "Idempotency-Key", "X-Sluice-Key", "X-Sluice-Job-Id", "X-Sluice-Attempt", "X-Sluice-Signature", "Traceparent"}
+var reservedHeaders = []string{"Content-Type", "Idempotency-Key", "X-Sluice-Key", "X-Sluice-Job-Id", "X-Sluice-Attempt", "X-Sluice-Progress-Token", "X-Sluice-Signature", "Traceparent"}
 
 // Endpoint delivers signed POSTs to one URL and classifies the answers.
 // Job webhooks and the batch HTTP sink both deliver through it, so that
@@ -192,7 +192,7 @@ func (e *Endpoint) post(ctx context.Context, body []byte, key string, extra http
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", key)
 	if e.secret != "" {
-		req.Header.Set("X-Sluice-Signature", Sign(e.secret, time.Now(), body))
+		req.Header.Set("X-Sluice-Signature", SignKey(e.secret, time.Now(), key, body))
 	}
 
 	resp, err := e.client.Do(req)

@@ -19,6 +19,21 @@ func Sign(secret string, t time.Time, body []byte) string {
 	return "t=" + ts + ",v1=" + hex.EncodeToString(mac(secret, ts, body))
 }
 
+// SignKey returns the X-Sluice-Signature value sluice sends: Sign's v1,
+// and v2, which also covers the Idempotency-Key a receiver records:
+// "v2=<hex HMAC-SHA256(secret, "<unix>.<len(key)>:<key>.<body>")>". v1
+// alone lets a captured delivery be replayed inside the window under
+// another key, which a receiver keyed on that header applies again.
+func SignKey(secret string, t time.Time, key string, body []byte) string {
+	ts := strconv.FormatInt(t.Unix(), 10)
+	return "t=" + ts + ",v1=" + hex.EncodeToString(mac(secret, ts, body)) + ",v2=" + hex.EncodeToString(macKey(secret, ts, key, body))
+}
+
+func macKey(secret, ts, key string, body []byte) []byte {
+	// The key's length makes the message unambiguous whatever the key holds.
+	return mac(secret, ts, append([]byte(strconv.Itoa(len(key))+":"+key+"."), body...))
+}
+
 func mac(secret, ts string, body []byte) []byte {
 	m := hmac.New(sha256.New, []byte(secret))
 	m.Write([]byte(ts))
@@ -33,6 +48,16 @@ func mac(secret, ts string, body []byte) []byte {
 // secret during a rotation. A positive tolerance also rejects a timestamp
 // further than that from now, which stops replays; zero skips that check.
 func Verify(secret, header string, body []byte, tolerance time.Duration) error {
+	return verify(header, "v1", func(ts string) []byte { return mac(secret, ts, body) }, tolerance)
+}
+
+// VerifyKey is Verify for a receiver that records the Idempotency-Key
+// header (key): it requires a v2 signature, which covers the key too.
+func VerifyKey(secret, header, key string, body []byte, tolerance time.Duration) error {
+	return verify(header, "v2", func(ts string) []byte { return macKey(secret, ts, key, body) }, tolerance)
+}
+
+func verify(header, version string, want func(ts string) []byte, tolerance time.Duration) error {
 	if header == "" {
 		return errors.New("webhook signature: missing")
 	}
@@ -43,7 +68,7 @@ func Verify(secret, header string, body []byte, tolerance time.Duration) error {
 		switch k {
 		case "t":
 			ts = v
-		case "v1":
+		case version:
 			// A value that is not hex cannot match; skip it rather than
 			// fail, so an unknown format next to a good one still works.
 			if sig, err := hex.DecodeString(v); err == nil {
@@ -56,7 +81,7 @@ func Verify(secret, header string, body []byte, tolerance time.Duration) error {
 		return fmt.Errorf("webhook signature: bad or missing timestamp %q", ts)
 	}
 	if len(sigs) == 0 {
-		return errors.New("webhook signature: no v1 signature")
+		return errors.New("webhook signature: no " + version + " signature")
 	}
 	if tolerance > 0 {
 		if age := time.Since(time.Unix(unix, 0)); age > tolerance || age < -tolerance {
@@ -64,9 +89,9 @@ func Verify(secret, header string, body []byte, tolerance time.Duration) error {
 				age.Round(time.Second).Abs(), tolerance)
 		}
 	}
-	want := mac(secret, ts, body)
+	w := want(ts)
 	for _, sig := range sigs {
-		if hmac.Equal(sig, want) {
+		if hmac.Equal(sig, w) {
 			return nil
 		}
 	}

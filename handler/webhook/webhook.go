@@ -94,6 +94,9 @@ func (h *Handler) Work(ctx context.Context, job *sluice.Job) error {
 	if tp := sluice.TraceParent(ctx); tp != "" {
 		extra.Set("Traceparent", tp)
 	}
+	if tok := job.ProgressToken(); tok != "" {
+		extra.Set("X-Sluice-Progress-Token", tok)
+	}
 	result, code, err := h.ep.post(ctx, body, job.IdempotencyKey(), extra)
 	if code != 0 {
 		job.SetHTTPStatus(code)

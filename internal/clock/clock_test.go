@@ -74,7 +74,7 @@ func TestEngineReadsTimeOnlyThroughClock(t *testing.T) {
 	}
 	require.Contains(t, files, "runonce.go")
 	require.Contains(t, files, "internal/worker/producer.go")
-	require.Contains(t, files, "driver/internal/sqlcommon/observe.go")
+	require.Contains(t, files, "driver/internal/sqldriver/observe.go")
 	require.Empty(t, bad, "read the time through the injected clock.Clock (Now, Since), and use durations (context.WithTimeout, time.After) rather than deadlines")
 
 	// The check finds the one read the clock package itself makes.

@@ -1,6 +1,6 @@
-// Package maintenance runs the chores that one node at a time does for the
-// whole cluster: rescuing jobs whose lease expired and purging finished
-// jobs past their retention. Leadership is a row in the leases table, so
+// Package maintenance runs the cluster's chores: every node rescues jobs
+// whose lease expired, and one node at a time, the leader, cancels pending
+// jobs past their deadline and purges finished jobs past their retention. Leadership is a row in the leases table, so
 // any number of nodes can run this and no node is special.
 package maintenance
 
@@ -29,7 +29,11 @@ type Config struct {
 	Clock clock.Clock
 	// Retention per finished status; zero keeps that status forever.
 	Retention map[sluicetype.Status]time.Duration
+	// AuditRetention is how long audit entries are kept; zero or less
+	// keeps them forever.
+	AuditRetention time.Duration
 	// RescueEvery defaults to 5s, PurgeEvery to 1m, LeaderTTL to 30s.
+	// The leader also cancels jobs past their deadline every RescueEvery.
 	RescueEvery, PurgeEvery, LeaderTTL time.Duration
 	// KeepAttempts bounds the attempt history a rescue appends to; 0
 	// means driver.DefaultKeepAttempts.
@@ -41,7 +45,8 @@ type Config struct {
 	Chores func(ctx context.Context)
 }
 
-// Service elects a leader and runs the chores while it leads.
+// Service rescues expired leases, elects a leader and runs the other
+// chores while it leads.
 type Service struct {
 	cfg Config
 	log *slog.Logger
@@ -118,12 +123,24 @@ func (s *Service) loop(ctx context.Context) {
 		} else {
 			s.setLeader(l.Held)
 		}
-		if s.IsLeader() {
-			now := s.cfg.Clock.Now()
-			if now.Sub(lastRescue) >= s.cfg.RescueEvery {
-				s.RescueAll(ctx)
-				lastRescue = now
+		now := s.cfg.Clock.Now()
+		// Every node rescues, leader or not: a rescue is fenced (it takes
+		// only leases expired at the database, each row once), so two
+		// nodes rescuing at once move nothing twice, and a dead worker's
+		// jobs come back within one lease plus one rescue interval even
+		// when that worker also led, rather than after the leader's TTL.
+		if now.Sub(lastRescue) >= s.cfg.RescueEvery {
+			s.RescueAll(ctx)
+			// One node is enough, and claims never start such a job
+			// meanwhile: the sweep only makes its end visible.
+			if s.IsLeader() {
+				if _, err := SweepDeadlines(ctx, s.cfg.Driver, s.cfg.KeepAttempts, s.log); err != nil {
+					s.log.Warn("deadline sweep failed", "err", err)
+				}
 			}
+			lastRescue = now
+		}
+		if s.IsLeader() {
 			if now.Sub(lastPurge) >= s.cfg.PurgeEvery {
 				s.PurgeAll(ctx)
 				if s.cfg.Chores != nil {
@@ -174,9 +191,42 @@ func Rescue(ctx context.Context, d driver.Driver, keepAttempts int, log *slog.Lo
 	return total, err
 }
 
+// SweepDeadlines cancels every pending job whose deadline has passed, in
+// chunks of 1,000, logs how many and returns the count. The leader and a
+// cron pass (before it claims) both go through it. On an error it still
+// reports what the chunks before it cancelled.
+func SweepDeadlines(ctx context.Context, d driver.Driver, keepAttempts int, log *slog.Logger) (int64, error) {
+	var total int64
+	var err error
+	for ctx.Err() == nil {
+		var n int64
+		if n, err = d.SweepDeadlines(ctx, driver.SweepDeadlinesParams{Limit: 1000, KeepAttempts: keepAttempts}); err != nil {
+			break
+		}
+		total += n
+		if n < 1000 {
+			break
+		}
+	}
+	if total > 0 {
+		log.Info("cancelled jobs past their deadline", "jobs", total)
+	}
+	return total, err
+}
+
 // PurgeAll deletes finished jobs past retention, a chunk at a time so that
-// no statement holds locks for long.
+// no statement holds locks for long, and audit entries past theirs (in
+// one statement: operators do not act thousands of times a minute).
 func (s *Service) PurgeAll(ctx context.Context) {
+	if s.cfg.AuditRetention > 0 {
+		n, err := s.cfg.Driver.PruneAudit(ctx, driver.PruneAuditParams{OlderThan: s.cfg.AuditRetention})
+		switch {
+		case err != nil:
+			s.log.Warn("audit prune failed", "err", err)
+		case n > 0:
+			s.log.Info("pruned audit entries past retention", "entries", n, "retention", s.cfg.AuditRetention)
+		}
+	}
 	for status, keep := range s.cfg.Retention {
 		if keep <= 0 {
 			continue

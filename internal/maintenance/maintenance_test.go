@@ -11,7 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/clock"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -31,6 +31,7 @@ const leaderTTL = 2 * time.Second
 type node struct {
 	driver.Driver
 	rescues atomic.Int32
+	sweeps  atomic.Int32
 	cut     atomic.Bool
 }
 
@@ -42,6 +43,11 @@ func (n *node) Rescue(ctx context.Context, p driver.RescueParams) (sluicetype.Re
 	}
 	n.rescues.Add(1)
 	return n.Driver.Rescue(ctx, p)
+}
+
+func (n *node) SweepDeadlines(ctx context.Context, p driver.SweepDeadlinesParams) (int64, error) {
+	n.sweeps.Add(1)
+	return n.Driver.SweepDeadlines(ctx, p)
 }
 
 func (n *node) AcquireLease(ctx context.Context, p driver.LeaseParams) (sluicetype.LeaseState, error) {
@@ -97,7 +103,7 @@ func TestOneLeaderAndHandOverAtStop(t *testing.T) {
 	d := testdb.Open(t, "sqlite")
 	clk := newClock()
 	a, na := start(t, d, "node-a", clk, nil)
-	eventually(t, 2*time.Second, a.IsLeader, "the first service never led")
+	eventually(t, 20*time.Second, a.IsLeader, "the first service never led")
 	b, nb := start(t, d, "node-b", clk, nil)
 
 	// Longer than a TTL: the leader renews every third of it, so its
@@ -113,8 +119,10 @@ func TestOneLeaderAndHandOverAtStop(t *testing.T) {
 	l := leaderLease(t, d)
 	require.Equal(t, "node-a", l.Holder)
 	require.Equal(t, fence, l.Fence, "leadership changed hands")
-	require.EqualValues(t, 1, na.rescues.Load(), "the leader's first pass rescues, the next one a RescueEvery later")
-	require.Zero(t, nb.rescues.Load(), "a follower rescued")
+	// Rescue is every node's: each first pass rescues, the next one a
+	// RescueEvery later.
+	require.EqualValues(t, 1, na.rescues.Load())
+	require.EqualValues(t, 1, nb.rescues.Load())
 
 	a.Stop()
 	require.Empty(t, leaderLease(t, d).Holder, "Stop kept the lease")
@@ -123,8 +131,47 @@ func TestOneLeaderAndHandOverAtStop(t *testing.T) {
 	l = leaderLease(t, d)
 	require.Equal(t, "node-b", l.Holder)
 	require.Greater(t, l.Fence, fence, "a new holder gets a higher fence")
-	eventually(t, time.Second, func() bool { return nb.rescues.Load() == 1 }, "the new leader did not rescue")
+	clk.Advance(time.Minute)
+	eventually(t, 20*time.Second, func() bool { return nb.rescues.Load() == 2 }, "the new leader did not rescue")
 	require.EqualValues(t, 1, na.rescues.Load(), "a stopped service rescued")
+}
+
+// Item 8 of issue 35: a node that does not lead rescues too, so that the
+// jobs of a dead worker that also led maintenance come back within one
+// lease plus one rescue interval, not after its leadership expires. Here
+// the dead leader's lease runs an hour; before, nothing was rescued until
+// it passed.
+func TestFollowerRescuesWhileDeadLeaderHoldsLease(t *testing.T) {
+	d := testdb.Open(t, "sqlite")
+	ctx := context.Background()
+	clk := newClock()
+	na := &node{Driver: d}
+	a := New(Config{Driver: na, NodeID: "node-a", Clock: clk.Clock(), LeaderTTL: time.Hour, RescueEvery: time.Minute})
+	a.Start(ctx)
+	t.Cleanup(a.Stop)
+	eventually(t, 20*time.Second, a.IsLeader, "the first service never led")
+	na.cut.Store(true) // dead: it renews nothing and releases nothing
+
+	_, err := d.Insert(ctx, driver.InsertParams{Jobs: []driver.InsertJob{{Queue: "q", Type: "t", Dedupe: sluicetype.DedupePermanent, Payload: []byte(`{}`), MaxAttempts: 3}}})
+	require.NoError(t, err)
+	jobs, err := d.Claim(ctx, driver.ClaimParams{Queue: "q", Limit: 1, Lease: time.Millisecond, Token: "dead-worker"})
+	require.NoError(t, err)
+	require.Len(t, jobs, 1)
+
+	var rescued atomic.Int32
+	b, _ := start(t, d, "node-b", clk, func(r sluicetype.RescueResult) { rescued.Add(int32(r.Pending)) })
+	eventually(t, 10*time.Second, func() bool {
+		if rescued.Load() == 1 {
+			return true
+		}
+		clk.Advance(time.Minute) // the next pass is due
+		return false
+	}, "the follower did not rescue while the dead leader's lease held")
+	require.False(t, b.IsLeader(), "the follower took over an unexpired leadership")
+	require.Equal(t, "node-a", leaderLease(t, d).Holder)
+	j, err := d.GetJob(ctx, jobs[0].ID)
+	require.NoError(t, err)
+	require.Equal(t, sluicetype.StatusPending, j.Status)
 }
 
 // A leader cut off from the database steps down, and the other service
@@ -133,7 +180,7 @@ func TestTakeOverAfterLeaderIsCutOff(t *testing.T) {
 	d := testdb.Open(t, "sqlite")
 	clk := newClock()
 	a, na := start(t, d, "node-a", clk, nil)
-	eventually(t, 2*time.Second, a.IsLeader, "the first service never led")
+	eventually(t, 20*time.Second, a.IsLeader, "the first service never led")
 	b, _ := start(t, d, "node-b", clk, nil)
 
 	na.cut.Store(true)
@@ -160,7 +207,7 @@ func TestLeaderRescuesEveryRescueEvery(t *testing.T) {
 	clk := newClock()
 	var rescued atomic.Int32
 	a, na := start(t, d, "node-a", clk, func(r sluicetype.RescueResult) { rescued.Add(int32(r.Pending)) })
-	eventually(t, 2*time.Second, func() bool { return na.rescues.Load() == 1 }, "the leader's first pass did not rescue")
+	eventually(t, 20*time.Second, func() bool { return na.rescues.Load() == 1 }, "the leader's first pass did not rescue")
 	require.True(t, a.IsLeader())
 
 	jobs, err := d.Claim(ctx, driver.ClaimParams{Queue: "q", Limit: 1, Lease: time.Millisecond, Token: "stalled-worker"})
@@ -171,9 +218,34 @@ func TestLeaderRescuesEveryRescueEvery(t *testing.T) {
 	require.Zero(t, rescued.Load())
 
 	clk.Advance(time.Minute)
-	eventually(t, time.Second, func() bool { return rescued.Load() == 1 }, "the expired lease was not rescued")
+	eventually(t, 20*time.Second, func() bool { return rescued.Load() == 1 }, "the expired lease was not rescued")
 	require.EqualValues(t, 2, na.rescues.Load())
 	j, err := d.GetJob(ctx, jobs[0].ID)
 	require.NoError(t, err)
 	require.Equal(t, sluicetype.StatusPending, j.Status)
+}
+
+// The leader cancels the pending jobs past their deadline with its
+// rescue; a node that does not lead rescues but does not sweep.
+func TestLeaderSweepsDeadlines(t *testing.T) {
+	d := testdb.Open(t, "sqlite")
+	ctx := context.Background()
+	now, err := d.Now(ctx)
+	require.NoError(t, err)
+	res, err := d.Insert(ctx, driver.InsertParams{Jobs: []driver.InsertJob{{Queue: "default", Type: "t", Dedupe: "permanent",
+		Payload: []byte(`{}`), MaxAttempts: 5, RunAt: now.Add(-time.Hour), Deadline: now.Add(-time.Minute)}}})
+	require.NoError(t, err)
+	clk := newClock()
+	a, na := start(t, d, "node-a", clk, nil)
+	eventually(t, 20*time.Second, a.IsLeader, "the first service never led")
+	eventually(t, 20*time.Second, func() bool {
+		j, err := d.GetJob(ctx, res[0].ID)
+		require.NoError(t, err)
+		return j.Status == sluicetype.StatusCancelled
+	}, "the leader did not cancel the job past its deadline")
+	require.Positive(t, na.sweeps.Load())
+
+	_, nb := start(t, d, "node-b", clk, nil)
+	eventually(t, 20*time.Second, func() bool { return nb.rescues.Load() >= 1 }, "the follower did not rescue")
+	require.Zero(t, nb.sweeps.Load(), "a follower swept")
 }

@@ -42,6 +42,7 @@ type Metrics struct {
 	series []string            // every series name registered, for Exported
 
 	enqueued, deduplicated, completed, leaseLost *prometheus.CounterVec
+	cancelDropped                                *prometheus.CounterVec
 	fires, skips, lockAcquired, lockBusy         *prometheus.CounterVec
 	batchRows, batchChunks                       *prometheus.CounterVec
 	rescued                                      prometheus.Counter
@@ -52,6 +53,7 @@ type Metrics struct {
 	circuitOpen                                  *prometheus.GaugeVec
 	paused, shardStalled, heartbeatAge           *prometheus.GaugeVec
 	waitingForHandler                            *prometheus.GaugeVec
+	unservedQueue                                *prometheus.GaugeVec
 	handler                                      http.Handler
 
 	gaugesOnce sync.Once
@@ -94,6 +96,7 @@ func New(db *sql.DB) *Metrics {
 	m.completed = c("sluice_jobs_completed_total", "Finished attempts by outcome: success, retry (failed, will run again), failed (for good), cancelled (by an operator).", "queue", "type", "outcome")
 	m.rescued = c0("sluice_leases_rescued_total", "Jobs whose lease expired and that the maintenance leader returned to pending or failed.")
 	m.leaseLost = c("sluice_leases_lost_total", "Fenced updates that changed no row: the job's lease had moved on, so this worker's outcome was dropped.", "queue", "type")
+	m.cancelDropped = c("sluice_cancelled_outcomes_dropped_total", "Outcomes that handlers reported after an operator cancelled their running job: dropped, the job stays cancelled. reported is what the handler said: success, retry, failed or released.", "queue", "type", "reported")
 	m.loginFailed = c("sluice_login_failures_total", "Dashboard logins refused: wrong_token (checked and wrong), throttled (refused unchecked by the brake on failed attempts).", "outcome")
 	m.fires = c("sluice_schedule_fires_total", "Schedule slots that enqueued a job on this node.", "queue", "type")
 	m.skips = c("sluice_schedule_skips_total", "Schedule slots skipped because the previous run was still active (overlap forbid).", "queue", "type")
@@ -111,6 +114,7 @@ func New(db *sql.DB) *Metrics {
 	m.oldestPending = g("sluice_queue_oldest_pending_age_seconds", "Seconds the oldest runnable pending job has waited.", "queue")
 	m.circuitOpen = g("sluice_circuit_open", "1 while a job type's circuit breaker is open or half-open (no job starts but one probe), 0 while closed; refreshed on an interval.", "type")
 	m.waitingForHandler = g("sluice_jobs_waiting_for_handler", "Pending jobs per type that no process with a handler for the type has served in the last hour (sluice.HandlerWindow): a type missing from every worker's config, or a typo at enqueue; refreshed on an interval. A type with no waiting jobs has no series.", "type")
+	m.unservedQueue = g("sluice_jobs_in_unserved_queue", "Pending jobs per queue that no process (a worker, or a pass of sluice run or /v1/run) has claimed from in the last hour (sluice.HandlerWindow): a queue no config lists, such as one a framework's onQueue() names; refreshed on an interval. A queue with no waiting jobs has no series.", "queue")
 	m.paused = g("sluice_queue_paused", "1 for each queue an operator has paused (sluice queues pause); a queue that is not paused has no series.", "queue")
 	// No labels, but a vector so that Reset can remove it: absent() then
 	// tells "no worker has a row".
@@ -161,6 +165,12 @@ func (m *Metrics) Claimed(queue string, took time.Duration) {
 
 // LeaseLost counts a fenced update that changed no row.
 func (m *Metrics) LeaseLost(queue, typ string) { m.leaseLost.WithLabelValues(queue, typ).Inc() }
+
+// CancelDropped counts an outcome dropped because an operator cancelled
+// the job while its handler ran.
+func (m *Metrics) CancelDropped(queue, typ string, reported sluicetype.Outcome) {
+	m.cancelDropped.WithLabelValues(queue, typ, string(reported)).Inc()
+}
 
 // Rescued counts a rescue pass: every job it moved, and those it failed
 // for good as failed completions (no attempt ran here: no run time).
@@ -220,12 +230,15 @@ type Gauges struct {
 	// WaitingForHandler is, per job type no process has served lately,
 	// its pending jobs.
 	WaitingForHandler map[string]int64
+	// UnservedQueues is, per queue no process has claimed from lately,
+	// its pending jobs.
+	UnservedQueues map[string]int64
 }
 
 // SetGauges replaces the refreshed gauges; queues, flags and batches not
 // in gs disappear.
 func (m *Metrics) SetGauges(gs Gauges) {
-	for _, v := range []*prometheus.GaugeVec{m.pending, m.processing, m.failed, m.oldestPending, m.paused, m.shardStalled, m.heartbeatAge, m.circuitOpen, m.waitingForHandler} {
+	for _, v := range []*prometheus.GaugeVec{m.pending, m.processing, m.failed, m.oldestPending, m.paused, m.shardStalled, m.heartbeatAge, m.circuitOpen, m.waitingForHandler, m.unservedQueue} {
 		v.Reset()
 	}
 	for _, q := range gs.Queues {
@@ -241,6 +254,9 @@ func (m *Metrics) SetGauges(gs Gauges) {
 	}
 	for typ, n := range gs.WaitingForHandler {
 		m.waitingForHandler.WithLabelValues(typ).Set(float64(n))
+	}
+	for q, n := range gs.UnservedQueues {
+		m.unservedQueue.WithLabelValues(q).Set(float64(n))
 	}
 	for b, d := range gs.ShardStalled {
 		m.shardStalled.WithLabelValues(b).Set(d.Seconds())

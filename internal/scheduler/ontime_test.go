@@ -10,7 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice/cron"
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 )
 
 // clockDriver is a real database whose clock the test sets: the scheduler

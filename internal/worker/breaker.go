@@ -77,7 +77,7 @@ func (p *Pool) recordCircuit(j sluicetype.JobRow, pol driver.CircuitPolicy, g ad
 	if !o.Transient && g.probe == "" && !g.dirty {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := p.reach.bound(context.Background(), callTimeout(p.cfg.LeaseFor(j.Type)))
 	defer cancel()
 	c, err := p.cfg.Driver.RecordCircuit(ctx, driver.RecordCircuitParams{Type: j.Type, Failed: o.Transient, Probe: g.probe, Policy: pol})
 	if err != nil {

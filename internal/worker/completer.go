@@ -98,11 +98,16 @@ func (c *completer) flush(ctx context.Context, batch []pending) {
 	for i, it := range batch {
 		cs[i] = c.p.completion(it.x, it.o)
 	}
+	// The batch's shortest lease bounds each try.
+	lease := batch[0].x.lease
+	for _, it := range batch {
+		lease = min(lease, it.x.lease)
+	}
 	wait := retryMin
 	var lost []int64
 	for attempt := 0; ; attempt++ {
 		var err error
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		wctx, cancel := c.p.reach.bound(context.WithoutCancel(ctx), callTimeout(lease))
 		lost, err = c.p.cfg.Driver.Complete(wctx, driver.CompleteParams{Completions: cs})
 		cancel()
 		if err == nil {
@@ -114,30 +119,34 @@ func (c *completer) flush(ctx context.Context, batch []pending) {
 			// expire and the jobs will be rescued and run again.
 			c.p.log.Error("giving up on job outcomes at shutdown; they will be rescued", "jobs", len(cs))
 			for _, it := range batch {
-				c.p.running.remove(it.x.job.ID)
+				c.p.running.remove(it.x)
 			}
 			return
 		}
 		// While the database is down this waits for it to answer again,
 		// so the outcomes are written as soon as it is back.
-		c.p.reach.retryWait(ctx, &wait)
+		c.p.reach.retryWait(ctx, &wait, retryCeiling(lease))
 	}
 	lostSet := make(map[int64]bool, len(lost))
 	for _, id := range lost {
 		lostSet[id] = true
 	}
+	var gone []*running
 	for _, it := range batch {
 		if lostSet[it.x.job.ID] {
-			c.p.leaseLost(it.x, "completion")
+			gone = append(gone, it.x)
 			continue
 		}
-		c.p.running.remove(it.x.job.ID)
+		c.p.running.remove(it.x)
+	}
+	if len(gone) > 0 {
+		c.p.lost(ctx, gone, "completion")
 	}
 }
 
 // completeInTx writes the outcome in the handler's own transaction.
 func (p *Pool) completeInTx(x *running, o Result) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := p.reach.bound(context.Background(), callTimeout(x.lease))
 	defer cancel()
 	c := p.completion(x, o)
 	ok, err := p.cfg.Driver.CompleteTx(ctx, driver.CompleteTxParams{Tx: o.Tx, Completion: c})
@@ -150,10 +159,10 @@ func (p *Pool) completeInTx(x *running, o Result) {
 	case err != nil:
 		// Nothing committed: the lease will expire and the job run again.
 		p.log.Error("transactional completion failed; the job will be rescued", append(p.jobAttrs(x), "err", err)...)
-		p.running.remove(x.job.ID)
+		p.running.remove(x)
 	case !ok:
-		p.leaseLost(x, "transactional completion")
+		p.lost(ctx, []*running{x}, "transactional completion")
 	default:
-		p.running.remove(x.job.ID)
+		p.running.remove(x)
 	}
 }

@@ -105,7 +105,7 @@ func TestCompleterReportsLostLeaseAndWritesNothing(t *testing.T) {
 	close(g.release)
 	// The job leaves the pool once its outcome's write returned.
 	eventually(t, 2*time.Second, func() bool { return p.Running() == 0 }, "the outcome was never written")
-	// It is reported just after it leaves.
+	// It is reported once it leaves.
 	eventually(t, 200*time.Millisecond, func() bool { _, ok := lost.get(id); return ok }, "the lost lease was not reported")
 	where, _ := lost.get(id)
 	require.Equal(t, "completion", where)

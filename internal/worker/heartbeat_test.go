@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -107,14 +108,18 @@ func TestHeartbeatCancelsHandlerOfLostLease(t *testing.T) {
 	id := enqueue(t, d, 1)[0]
 	clk := newManualClock()
 	var lost lostLeases
-	cancelled := make(chan error, 1)
+	cancelled, started := make(chan error, 1), make(chan struct{})
 	run := func(ctx context.Context, j sluicetype.JobRow) Result {
+		close(started)
 		<-ctx.Done()
 		cancelled <- context.Cause(ctx)
 		return Result{Status: sluicetype.StatusFailed}
 	}
 	p := startPool(t, d, clk.Clock(), Queue{Concurrency: 1, Lease: lease, Rate: 0.001}, run, Hooks{LeaseLost: lost.hook})
-	eventually(t, 2*time.Second, func() bool { return p.Running() == 1 }, "the job did not start")
+	// The handler itself, or a lease lost before it starts keeps it from
+	// starting, and nothing is cancelled.
+	waitClosed(t, started, "the job did not start")
+	require.Equal(t, 1, p.Running())
 
 	stealLease(t, d, id)
 	clk.Advance(lease / 3)
@@ -125,6 +130,11 @@ func TestHeartbeatCancelsHandlerOfLostLease(t *testing.T) {
 	select {
 	case err := <-cancelled:
 		require.True(t, errors.Is(err, ErrLeaseLost), "cause %v", err)
+		// Another attempt may hold the lease already: the handler must
+		// stop at once.
+		var ll *LeaseLostError
+		require.ErrorAs(t, err, &ll)
+		require.Equal(t, clk.Now(), ll.StopBy)
 	case <-time.After(10 * time.Second):
 		t.Fatal("the handler of a lost lease was not cancelled")
 	}
@@ -136,4 +146,78 @@ func TestHeartbeatCancelsHandlerOfLostLease(t *testing.T) {
 	j := job(t, d, id)
 	require.Equal(t, sluicetype.StatusProcessing, j.Status)
 	require.Equal(t, "other-worker", j.LockedBy)
+}
+
+// flakyBeats fails the first n heartbeat statements the way a connection
+// the server closed fails one, then delegates.
+type flakyBeats struct {
+	driver.Driver
+	fail  atomic.Int32
+	calls atomic.Int32
+}
+
+func (d *flakyBeats) Heartbeat(ctx context.Context, p driver.HeartbeatParams) ([]int64, error) {
+	d.calls.Add(1)
+	if d.fail.Add(-1) >= 0 {
+		return nil, errors.New("FATAL: terminating connection due to administrator command (SQLSTATE 57P01)")
+	}
+	return d.Driver.Heartbeat(ctx, p)
+}
+
+// A renewal that meets a dead connection is tried again at once within
+// the same beat, on another connection, instead of a tick later: a
+// server that kills connections every 200 ms must not cost a lease.
+func TestRenewTriesAgainAfterAFailure(t *testing.T) {
+	const lease = 6 * time.Second
+	base := openSQLite(t)
+	id := enqueue(t, base, 1)[0]
+	token := "renew-test"
+	jobs, err := base.Claim(context.Background(), driver.ClaimParams{Queue: "q", Limit: 1, Lease: lease, Token: token})
+	require.NoError(t, err)
+	require.Len(t, jobs, 1)
+	d := &flakyBeats{Driver: base}
+	p := New(Config{
+		Driver: d, Queues: []Queue{{Name: "q", Concurrency: 1, Lease: lease}}, Clock: newManualClock().Clock(),
+		Run:    func(context.Context, sluicetype.JobRow) Result { return Result{} },
+		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	})
+	params := driver.HeartbeatParams{Token: token, IDs: []int64{id}, Lease: lease}
+
+	d.fail.Store(renewTries - 1)
+	before := job(t, base, id).LockedUntil
+	lost, err := p.renew(context.Background(), params)
+	require.NoError(t, err, "the last try gets through")
+	require.Empty(t, lost)
+	require.EqualValues(t, renewTries, d.calls.Load(), "one statement per try")
+	// The pauses between the tries (50 + 100 ms) put the renewed lease's
+	// end past the claim's.
+	require.True(t, job(t, base, id).LockedUntil.After(*before), "lease extended")
+
+	// Every try fails: the beat gives up after renewTries, for the next
+	// tick to try again.
+	d.calls.Store(0)
+	d.fail.Store(renewTries)
+	_, err = p.renew(context.Background(), params)
+	require.Error(t, err)
+	require.EqualValues(t, renewTries, d.calls.Load())
+}
+
+// An outcome write that keeps failing is retried at most a twelfth of the
+// lease apart, so several tries fit in a short lease; a long lease's
+// retries back off to retryMax.
+func TestRetryWaitStaysUnderTheCeiling(t *testing.T) {
+	require.Equal(t, 500*time.Millisecond, retryCeiling(6*time.Second))
+	require.Equal(t, retryMax, retryCeiling(5*time.Minute))
+	require.Equal(t, retryMin, retryCeiling(200*time.Millisecond))
+
+	r := newReach(openSQLite(t), slog.New(slog.DiscardHandler), clock.System)
+	wait := retryMin
+	ceiling := 150 * time.Millisecond
+	for range 3 {
+		start := time.Now()
+		require.True(t, r.retryWait(context.Background(), &wait, ceiling))
+		require.GreaterOrEqual(t, time.Since(start), min(wait, ceiling)/2, "it paused")
+		require.LessOrEqual(t, wait, ceiling, "the next pause")
+	}
+	require.Equal(t, ceiling, wait)
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/clock"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -185,12 +185,24 @@ func (w testWriter) Write(b []byte) (int, error) {
 // the test with msg after within.
 func eventually(t *testing.T, within time.Duration, cond func() bool, msg string, args ...any) {
 	t.Helper()
-	deadline := time.Now().Add(within)
+	// Every wait here is for a state, not a judgement of speed: a bound
+	// a loaded machine under -race can pass is the one that tells.
+	deadline := time.Now().Add(max(within, 20*time.Second))
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf(msg, args...)
 		}
 		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// waitClosed waits for ch to be closed.
+func waitClosed(t *testing.T, ch <-chan struct{}, msg string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(30 * time.Second):
+		t.Fatal(msg)
 	}
 }
 

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"time"
@@ -122,7 +123,7 @@ func (pr *producer) loop(ctx context.Context) {
 		// Every claim gets a token of its own, so that a failed claim's
 		// token names only jobs this worker never received.
 		token := newToken()
-		claimCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		claimCtx, cancel := pr.p.reach.bound(context.WithoutCancel(ctx), callTimeout(pr.q.Lease))
 		jobs, err := pr.p.cfg.Driver.Claim(claimCtx, driver.ClaimParams{
 			Queue: pr.q.Name, Types: pr.q.Types, Limit: free, Lease: pr.q.Lease, Token: token,
 			Fair: pr.q.Fair, Limits: pr.q.Limits,
@@ -136,7 +137,7 @@ func (pr *producer) loop(ctx context.Context) {
 			pr.p.log.Error("claim failed; retrying", "queue", pr.q.Name, "err", err)
 			// Wait for the database first: the hand-back needs it, and
 			// after an outage the claim that follows then goes at once.
-			waited := pr.p.reach.retryWait(ctx, &errWait)
+			waited := pr.p.reach.retryWait(ctx, &errWait, retryMax)
 			if !pr.release(ctx, token) || !waited {
 				return
 			}
@@ -150,8 +151,12 @@ func (pr *producer) loop(ctx context.Context) {
 			h(pr.q.Name, len(jobs), pr.p.cfg.Clock.Since(start))
 		}
 		pr.giveBack(free - len(jobs))
-		for _, j := range jobs {
-			pr.start(j)
+		// The jobs that can start at once take their handler slots now, in
+		// claim order; the others wait for one, marked as not started.
+		held := pr.takeRunNow(len(jobs))
+		marked := pr.markPrefetched(ctx, token, jobs[held:])
+		for i, j := range jobs {
+			pr.start(j, start, i < held, i >= held && marked)
 		}
 		claimed += len(jobs)
 		if pr.q.MaxJobs > 0 && len(jobs) < free {
@@ -212,7 +217,9 @@ func (pr *producer) idle(ctx context.Context, poll time.Duration) bool {
 		case <-until:
 			return true
 		case <-probeC:
-			runnable, err := pr.probe.Runnable(ctx, driver.RunnableParams{Queue: pr.q.Name, Types: pr.q.Types})
+			pctx, cancel := pr.p.reach.bound(ctx, callTimeout(pr.q.Lease))
+			runnable, err := pr.probe.Runnable(pctx, driver.RunnableParams{Queue: pr.q.Name, Types: pr.q.Types})
+			cancel()
 			if ctx.Err() != nil {
 				return false
 			}
@@ -254,13 +261,13 @@ const releaseAtStop = 2 * time.Second
 func (pr *producer) release(ctx context.Context, token string) bool {
 	wait := retryMin
 	for {
-		timeout := 30 * time.Second
+		timeout := callTimeout(pr.q.Lease)
 		if ctx.Err() != nil {
 			// Shutting down: one short try, so that a database that is
 			// down does not hold up the exit.
 			timeout = releaseAtStop
 		}
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+		rctx, cancel := pr.p.reach.bound(context.WithoutCancel(ctx), timeout)
 		n, err := pr.p.cfg.Driver.ReleaseClaim(rctx, driver.ReleaseClaimParams{Token: token})
 		cancel()
 		if err == nil {
@@ -275,7 +282,7 @@ func (pr *producer) release(ctx context.Context, token string) bool {
 			return false
 		}
 		pr.p.log.Error("handing back a failed claim failed; retrying", "queue", pr.q.Name, "err", err)
-		if !pr.p.reach.retryWait(ctx, &wait) {
+		if !pr.p.reach.retryWait(ctx, &wait, retryMax) {
 			return false
 		}
 	}
@@ -342,24 +349,99 @@ func (pr *producer) giveBack(n int) {
 	}
 }
 
-// start runs one claimed job in its own goroutine.
-func (pr *producer) start(j sluicetype.JobRow) {
+// takeRunNow takes up to n free handler slots without waiting. A slot a
+// waiting job could take is handed to it directly, never left free, so
+// these take no waiting job's turn.
+func (pr *producer) takeRunNow(n int) int {
+	for i := range n {
+		select {
+		case <-pr.run:
+		default:
+			return i
+		}
+	}
+	return n
+}
+
+// markPrefetched marks jobs, which will wait for a handler slot, as not
+// started (driver.Driver Prefetched), so that if this process dies before
+// they start the rescue gives their attempt back. It reports false when
+// the mark failed: they are then charged as before.
+func (pr *producer) markPrefetched(ctx context.Context, token string, jobs []sluicetype.JobRow) bool {
+	if len(jobs) == 0 {
+		return false
+	}
+	ids := make([]int64, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.ID
+	}
+	mctx, cancel := pr.p.reach.bound(context.WithoutCancel(ctx), callTimeout(pr.q.Lease))
+	defer cancel()
+	if err := pr.p.cfg.Driver.Prefetched(mctx, driver.PrefetchedParams{Token: token, IDs: ids}); err != nil {
+		pr.p.log.Warn("marking prefetched jobs failed; a crash before they start charges their attempt", "queue", pr.q.Name, "jobs", len(ids), "err", err)
+		return false
+	}
+	return true
+}
+
+// start runs one claimed job in its own goroutine. claimedAt is when the
+// claim that leased it began; hasRun, that it holds a handler slot
+// already; prefetched, that it is marked as not started (markPrefetched),
+// so that its start is recorded first.
+func (pr *producer) start(j sluicetype.JobRow, claimedAt time.Time, hasRun, prefetched bool) {
 	p := pr.p
 	lease := p.cfg.LeaseFor(j.Type)
 	ctx, cancel := context.WithCancelCause(context.Background())
-	now := p.cfg.Clock.Now()
-	x := &running{job: j, lease: lease, lastBeat: now, claimed: now, cancel: cancel}
-	p.running.add(x)
+	x := &running{job: j, lease: lease, lastBeat: claimedAt, claimed: p.cfg.Clock.Now(), cancel: cancel, done: make(chan struct{})}
+	// An attempt of the same job still alive here lost its lease (this
+	// claim could not have taken the job otherwise): it is told to stop,
+	// and this one waits for it, so that the job never runs twice at once
+	// in this process.
+	stale := p.running.add(x)
+	for _, s := range stale {
+		p.leaseLost(s, "re-claimed while its handler still ran")
+	}
 	p.jobWG.Add(1)
 	go func() {
 		defer p.jobWG.Done()
+		defer p.running.ended(x)
 		defer func() { pr.slots <- struct{}{} }()
-		if !pr.acquireRun(p.stopping) {
+		if !p.waitStale(ctx, x, stale) {
+			if hasRun {
+				pr.run <- struct{}{}
+			}
+			cancel(nil)
+			p.finishObserved(x, Result{Status: sluicetype.StatusPending, Refund: true, Delay: x.lease}, 0)
+			return
+		}
+		if !pr.acquireRun(p.stopping, hasRun) {
 			// A prefetched job that never started goes straight back,
 			// observed (a pass counts it as requeued).
 			cancel(nil)
 			p.finishObserved(x, Result{Status: sluicetype.StatusPending, Refund: true}, 0)
 			return
+		}
+		var startErr error
+		if prefetched {
+			startErr = p.started(ctx, x) // a lost lease cancels ctx with ErrLeaseLost
+		}
+		if errors.Is(context.Cause(ctx), ErrCancelled) {
+			// Cancelled before it started: nothing ran, and the cancel
+			// has written its outcome.
+			pr.run <- struct{}{}
+			return
+		}
+		if errors.Is(context.Cause(ctx), ErrLeaseLost) || p.running.unrenewed(x, p.cfg.Clock.Now()) {
+			// Lost while it waited to start, or about to be: it must not
+			// start now. A prefetched job whose start was not recorded
+			// goes back uncharged when its lease passes.
+			p.leaseLost(x, "not renewed before its start")
+			pr.run <- struct{}{}
+			return
+		}
+		if startErr != nil {
+			// It runs: only a crash during this run would go uncharged.
+			p.log.Warn("recording a prefetched job's start failed; running it", append(p.jobAttrs(x), "err", startErr)...)
 		}
 		var pol driver.CircuitPolicy
 		if p.cfg.Circuit != nil {
@@ -369,7 +451,10 @@ func (pr *producer) start(j sluicetype.JobRow) {
 		if pol.Threshold > 0 {
 			// Checked at the start, not at the claim: a prefetched job
 			// whose circuit opened meanwhile goes back uncharged too.
-			if g = p.admit(ctx, j, pol); !g.run {
+			actx, acancel := p.reach.bound(ctx, callTimeout(lease))
+			g = p.admit(actx, j, pol)
+			acancel()
+			if !g.run {
 				pr.run <- struct{}{}
 				cancel(nil)
 				p.finish(x, Result{Status: sluicetype.StatusPending, Refund: true, Delay: g.wait})
@@ -377,21 +462,39 @@ func (pr *producer) start(j sluicetype.JobRow) {
 			}
 		}
 		began := p.cfg.Clock.Now()
-		o := safeRun(ctx, p.cfg.Run, j)
+		prog := newProgress(ctx, p, x)
+		o := safeRun(prog.with(ctx), p.cfg.Run, j)
 		cause := context.Cause(ctx)
 		cancel(nil)
+		// The last report is written unless the attempt lost its lease or
+		// was cancelled (its entry, if any, is then the rescue's or the
+		// cancel's), or the handler holds its completing transaction open:
+		// on SQLite that holds the one writer lock, which the write would
+		// wait on until its deadline.
+		progress := prog.finish(!errors.Is(cause, ErrLeaseLost) && !errors.Is(cause, ErrCancelled) && o.Tx == nil)
 		switch {
-		case cause == ErrLeaseLost:
+		case errors.Is(cause, ErrLeaseLost):
+			if o.Tx != nil {
+				o.Tx.Rollback() // its completion would be fenced out
+			}
 			pr.run <- struct{}{}
 			return // already counted and logged; any write would be fenced out
+		case errors.Is(cause, ErrCancelled):
+			if o.Tx != nil {
+				o.Tx.Rollback()
+			}
+			pr.run <- struct{}{}
+			p.cancelReturned(x, o)
+			return // the job is cancelled already; any write would be fenced out
 		case cause == ErrShutdown && o.Status != sluicetype.StatusSuccess:
 			if o.Tx != nil {
 				o.Tx.Rollback()
 			}
-			rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
+			rctx, rcancel := p.reach.bound(context.Background(), callTimeout(lease))
 			o = p.interrupted(rctx, x, Interrupted)
 			rcancel()
 		}
+		o.Progress = progress
 		if pol.Threshold > 0 {
 			// Before the handler slot is given back: the next job's check
 			// must see this failure, or a failing service would get one
@@ -401,6 +504,47 @@ func (pr *producer) start(j sluicetype.JobRow) {
 		pr.run <- struct{}{}
 		p.finishObserved(x, o, p.cfg.Clock.Since(began))
 	}()
+}
+
+// started records that prefetched x begins its run, so that a rescue
+// charges it from now on; a lease found lost is reported, which cancels
+// x. It returns the write's error, if it failed.
+func (p *Pool) started(ctx context.Context, x *running) error {
+	sctx, cancel := p.reach.bound(ctx, callTimeout(x.lease))
+	held, err := p.cfg.Driver.Started(sctx, driver.StartedParams{Token: x.job.LockedBy, ID: x.job.ID})
+	cancel()
+	if err == nil && !held {
+		// Cancelled (by an operator, or by its deadline's sweep) or
+		// rescued: either way it must not start.
+		p.lost(ctx, []*running{x}, "start")
+	}
+	return err
+}
+
+// waitStale waits for the stale attempts of x's job to return, and
+// reports false, to hand x back uncharged, when one is still running after
+// the pool's Grace (a handler that ignores its context), when the pool
+// stops meanwhile, or when x's own lease is lost.
+func (p *Pool) waitStale(ctx context.Context, x *running, stale []*running) bool {
+	if len(stale) == 0 {
+		return true
+	}
+	bound := time.NewTimer(p.cfg.Grace)
+	defer bound.Stop()
+	for _, s := range stale {
+		select {
+		case <-s.done:
+		case <-bound.C:
+			p.log.Error("a stale attempt of a re-claimed job did not return after its cancellation; handing the job back",
+				append(p.jobAttrs(x), "wait", p.cfg.Grace)...)
+			return false
+		case <-p.stopping:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
 }
 
 // finishObserved is finish for an attempt that ended here: it is observed
@@ -427,7 +571,7 @@ func (p *Pool) finish(x *running, o Result) {
 // settle marks x's handler as returned, and reports false (rolling back
 // its transaction) when shutdown has already requeued the job.
 func (p *Pool) settle(x *running, o Result) bool {
-	if p.running.settle(x) {
+	if p.running.settle(x, AttemptOutcome(o)) {
 		return true
 	}
 	if o.Tx != nil {
@@ -445,13 +589,20 @@ func (p *Pool) write(x *running, o Result) {
 	p.completer.add(x, o)
 }
 
-// acquireRun waits for a handler slot, and reports false once the pool is
-// stopping: shutdown wins even when a slot is free at the same moment.
-func (pr *producer) acquireRun(stopping <-chan struct{}) bool {
+// acquireRun waits for a handler slot, unless held says it has one, and
+// reports false once the pool is stopping: shutdown wins even when a slot
+// is free at the same moment (a held slot is then given back).
+func (pr *producer) acquireRun(stopping <-chan struct{}, held bool) bool {
 	select {
 	case <-stopping:
+		if held {
+			pr.run <- struct{}{}
+		}
 		return false
 	default:
+	}
+	if held {
+		return true
 	}
 	select {
 	case <-pr.run:
@@ -480,8 +631,10 @@ func (pr *producer) bucketName() string { return "queue:" + pr.q.Name }
 // refill and reports 0, so that the loop takes its slots again; it reports
 // false, with the slots given back, once ctx ends.
 func (pr *producer) takeTokens(ctx context.Context, free int) (int, bool) {
-	n, err := pr.p.cfg.Driver.TakeTokens(ctx, driver.TakeTokensParams{Name: pr.bucketName(),
+	tctx, cancel := pr.p.reach.bound(ctx, callTimeout(pr.q.Lease))
+	n, err := pr.p.cfg.Driver.TakeTokens(tctx, driver.TakeTokensParams{Name: pr.bucketName(),
 		Rate: pr.q.ClusterRate, Burst: pr.q.ClusterBurst, Want: free})
+	cancel()
 	if err == nil && n > 0 {
 		return n, true
 	}
@@ -503,7 +656,7 @@ func (pr *producer) takeTokens(ctx context.Context, free int) (int, bool) {
 // that an idle queue does not spend its cluster's rate. A failure only
 // costs those tokens until the bucket refills.
 func (pr *producer) returnTokens(n int) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := pr.p.reach.bound(context.Background(), callTimeout(pr.q.Lease))
 	defer cancel()
 	if err := pr.p.cfg.Driver.ReturnTokens(ctx, driver.ReturnTokensParams{Name: pr.bucketName(), N: n,
 		Rate: pr.q.ClusterRate, Burst: pr.q.ClusterBurst}); err != nil {

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -27,7 +28,19 @@ const (
 	// that broke under it): a retry at once would likely fail the same way.
 	retryMin = 100 * time.Millisecond
 	retryMax = 5 * time.Second
+	// watchEvery paces the pings that look for a silent cut while the
+	// pool depends on the database: while it holds leases, or while a
+	// call has been waiting this long. A ping that does not answer within
+	// probeTimeout cancels every call in flight, so that a cut shows
+	// within watchEvery + probeTimeout of a lease being held (2 s), or
+	// 2*watchEvery + probeTimeout of a call going silent (3 s), rather
+	// than at each call's own deadline.
+	watchEvery = time.Second
 )
+
+// errUnreachable is the cause of a call cancelled because a ping found
+// the database unreachable meanwhile.
+var errUnreachable = errors.New("database unreachable: a liveness ping got no answer")
 
 // reach tells the pool's loops when the database answers again. The first
 // loop whose call fails starts a probe; the others that fail meanwhile
@@ -41,6 +54,113 @@ type reach struct {
 
 	mu  sync.Mutex
 	cur *probe // nil while no probe runs
+	// cut cancels every call made through bound since the database last
+	// answered; a failed watch ping calls it.
+	cutCtx context.Context
+	cut    context.CancelCauseFunc
+	// calls holds when each call in flight through bound began.
+	calls map[*int]time.Time
+}
+
+func newReach(d driver.Driver, log *slog.Logger, clk clock.Clock) *reach {
+	r := &reach{d: d, log: log, clock: clk, calls: map[*int]time.Time{}}
+	r.cutCtx, r.cut = context.WithCancelCause(context.Background())
+	return r
+}
+
+// bound derives the context of one database call: it ends after timeout,
+// with ctx, or as soon as a watch ping finds the database unreachable.
+func (r *reach) bound(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	cctx, cancelCause := context.WithCancelCause(ctx)
+	tctx, cancelT := context.WithTimeout(cctx, timeout)
+	key := new(int)
+	r.mu.Lock()
+	cut := r.cutCtx
+	r.calls[key] = r.clock.Now()
+	r.mu.Unlock()
+	stop := context.AfterFunc(cut, func() { cancelCause(context.Cause(cut)) })
+	return tctx, func() {
+		stop()
+		cancelT()
+		cancelCause(nil)
+		r.mu.Lock()
+		delete(r.calls, key)
+		r.mu.Unlock()
+	}
+}
+
+// oldestCall is how long the oldest call in flight has been waiting.
+func (r *reach) oldestCall() time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var oldest time.Duration
+	for _, at := range r.calls {
+		oldest = max(oldest, r.clock.Since(at))
+	}
+	return oldest
+}
+
+// watch pings the database every watchEvery while busy reports true or a
+// call has been in flight that long, and on a ping that gets no answer
+// cancels the calls in flight and starts the probe that tells the loops
+// when the database is back.
+func (r *reach) watch(ctx context.Context, busy func() bool) {
+	for service.Sleep(ctx, watchEvery) {
+		if !busy() && r.oldestCall() < watchEvery {
+			continue
+		}
+		r.mu.Lock()
+		probing := r.cur != nil
+		r.mu.Unlock()
+		if probing {
+			continue // the probe is pinging already
+		}
+		err := r.ping(ctx)
+		if err == nil || ctx.Err() != nil {
+			continue
+		}
+		r.log.Warn("database unreachable: a liveness ping got no answer; cancelling the calls in flight", "err", err)
+		r.mu.Lock()
+		r.cut(errUnreachable)
+		r.mu.Unlock()
+		// Probe until the database answers: the loops whose calls were
+		// cancelled join this probe and resume when it gets through.
+		r.wait(ctx)
+	}
+}
+
+// connWait bounds the watch's wait for a connection when every one the
+// pool may open is busy (SQLite has one): that wait is load, not a cut,
+// and must not cancel the calls in flight. A cut with every connection
+// stuck in a call shows at those calls' own deadlines instead.
+const connWait = 30 * time.Second
+
+// ping pings the database on a connection of the pool. Taking an idle
+// connection or dialing a new one counts toward probeTimeout, as a dial
+// over a cut link hangs; waiting for a busy pool to free one does not.
+func (r *reach) ping(ctx context.Context) error {
+	db := r.d.DB()
+	wait := probeTimeout
+	if st := db.Stats(); st.MaxOpenConnections > 0 && st.InUse >= st.MaxOpenConnections {
+		wait = connWait
+	}
+	cctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	start := r.clock.Now()
+	conn, err := db.Conn(cctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	// What is left of probeTimeout after the dial, or all of it after a
+	// wait for a busy pool.
+	left := probeTimeout
+	if wait == probeTimeout {
+		left -= r.clock.Since(start)
+	}
+	pctx, pcancel := context.WithTimeout(ctx, max(left, 0))
+	defer pcancel()
+	return conn.PingContext(pctx)
 }
 
 // probe is one search for the database. down and ok are set before done
@@ -83,6 +203,12 @@ func (r *reach) run(ctx context.Context, p *probe) {
 		cancel()
 		if err == nil {
 			p.ok = true
+			r.mu.Lock()
+			if r.cutCtx.Err() != nil {
+				// Calls from now on run under a new cut.
+				r.cutCtx, r.cut = context.WithCancelCause(context.Background())
+			}
+			r.mu.Unlock()
 			break
 		}
 		if !p.down {
@@ -104,14 +230,14 @@ func (r *reach) run(ctx context.Context, p *probe) {
 
 // retryWait is a loop's pause after a failed database call: none when the
 // database was down and answers again, so that work resumes at once;
-// otherwise the backoff *wait, doubled for the next failure. It reports
-// false if ctx ended.
-func (r *reach) retryWait(ctx context.Context, wait *time.Duration) bool {
+// otherwise the backoff *wait, doubled for the next failure up to ceiling.
+// It reports false if ctx ended.
+func (r *reach) retryWait(ctx context.Context, wait *time.Duration, ceiling time.Duration) bool {
 	if r.wait(ctx) {
 		*wait = retryMin
 		return true
 	}
-	d := *wait
-	*wait = min(*wait*2, retryMax)
+	d := min(*wait, ceiling)
+	*wait = min(*wait*2, ceiling)
 	return service.Sleep(ctx, d)
 }

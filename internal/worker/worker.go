@@ -40,6 +40,12 @@ type Result struct {
 	// the attempt history; zero and nil when the handler reported none.
 	HTTPStatus int
 	ExitCode   *int
+	// Log, when set, is the attempt's output to keep (a command's); the
+	// pool fills in its job and attempt number.
+	Log *sluicetype.AttemptLog
+	// Progress is the attempt's last progress report, or nil; the pool
+	// fills it in from what the handler reported (Report).
+	Progress *sluicetype.Progress
 	// TraceID is the trace the attempt ran in, for its log line; "" when
 	// it was not traced.
 	TraceID string
@@ -87,6 +93,9 @@ type Hooks struct {
 	Claimed   func(queue string, n int, took time.Duration)
 	Completed func(job sluicetype.JobRow, o Result, ran time.Duration)
 	LeaseLost func(job sluicetype.JobRow, where string)
+	// CancelDropped: the handler of a job an operator cancelled while it
+	// ran returned, and what it reported is dropped.
+	CancelDropped func(job sluicetype.JobRow, reported sluicetype.Outcome)
 }
 
 // Config configures a Pool.
@@ -125,17 +134,45 @@ type Config struct {
 	// KeepAttempts bounds each job's attempt history; 0 means
 	// driver.DefaultKeepAttempts.
 	KeepAttempts int
+	// CancelPoll is how often the pool asks which of its running jobs an
+	// operator cancelled. Default DefaultCancelPoll.
+	CancelPoll time.Duration
 	// Grace is how long handlers get to return after a shutdown deadline
-	// cancels them before their jobs are requeued anyway. Default 1s.
+	// cancels them before their jobs are requeued anyway. Default
+	// DefaultGrace.
 	Grace time.Duration
 }
+
+// DefaultGrace is how long shutdown waits for cancelled handlers to
+// return: long enough for a command handler to get its SIGTERM, its kill
+// grace (10 s by default) and its SIGKILL, and to report how its process
+// group ended, so that its real outcome is written and no handler is left
+// running when the process exits.
+const DefaultGrace = 15 * time.Second
 
 // ErrShutdown is the cause of a handler context cancelled by shutdown.
 var ErrShutdown = errors.New("worker shutting down")
 
+// ErrCancelled is the cause of a handler context cancelled because an
+// operator cancelled its job while it ran. Its text begins the reason the
+// job's history records.
+var ErrCancelled = errors.New("cancelled by an operator")
+
 // ErrLeaseLost is the cause of a handler context cancelled because its
-// job's lease was lost (rescued after a stall, or cancelled).
+// job's lease was lost (rescued after a stall, or cancelled): the cause is
+// a *LeaseLostError, which errors.Is reports as ErrLeaseLost.
 var ErrLeaseLost = errors.New("job lease lost")
+
+// LeaseLostError is the cause of a handler context cancelled because its
+// job's lease was lost. StopBy is when the handler must be gone: the
+// earliest moment another worker may start the job. For a lease this
+// process let lapse (its renewals failed) that is when it can pass at the
+// database; for one the database says is gone already, the moment of the
+// cancel. A command handler's kill grace ends there, whatever its length.
+type LeaseLostError struct{ StopBy time.Time }
+
+func (e *LeaseLostError) Error() string        { return ErrLeaseLost.Error() }
+func (e *LeaseLostError) Is(target error) bool { return target == ErrLeaseLost }
 
 // Pool runs the workers of several queues.
 type Pool struct {
@@ -176,7 +213,10 @@ func New(cfg Config) *Pool {
 		cfg.FetchWait = 10 * time.Millisecond
 	}
 	if cfg.Grace <= 0 {
-		cfg.Grace = time.Second
+		cfg.Grace = DefaultGrace
+	}
+	if cfg.CancelPoll <= 0 {
+		cfg.CancelPoll = DefaultCancelPoll
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -185,7 +225,7 @@ func New(cfg Config) *Pool {
 	p.running = newRegistry()
 	p.completer = newCompleter(p)
 	p.paused = &pausedCache{d: cfg.Driver, log: cfg.Logger, interval: time.Second}
-	p.reach = &reach{d: cfg.Driver, log: cfg.Logger, clock: cfg.Clock}
+	p.reach = newReach(cfg.Driver, cfg.Logger, cfg.Clock)
 	for _, q := range cfg.Queues {
 		p.producers[q.Name] = newProducer(p, q)
 	}
@@ -198,9 +238,12 @@ func (p *Pool) Start(ctx context.Context) {
 	claimCtx, stopClaims := context.WithCancel(ctx)
 	p.stopBG, p.stopClaims = stopBG, stopClaims
 	p.paused.refresh(bgCtx)
-	p.bgWG.Add(3)
+	p.bgWG.Add(6)
 	go func() { defer p.bgWG.Done(); p.completer.loop(bgCtx) }()
+	go func() { defer p.bgWG.Done(); p.cancelLoop(bgCtx) }()
 	go func() { defer p.bgWG.Done(); p.heartbeatLoop(bgCtx) }()
+	go func() { defer p.bgWG.Done(); p.expiryLoop(bgCtx) }()
+	go func() { defer p.bgWG.Done(); p.reach.watch(bgCtx, func() bool { return p.running.len() > 0 }) }()
 	go func() { defer p.bgWG.Done(); p.paused.loop(bgCtx) }()
 	if l, ok := p.cfg.Driver.(driver.Listener); ok {
 		p.bgWG.Add(1)
@@ -244,12 +287,15 @@ func (p *Pool) Stop(ctx context.Context) {
 	case <-ctx.Done():
 		p.log.Warn("shutdown deadline reached; cancelling running jobs", "running", p.running.len())
 		p.running.cancelAll(ErrShutdown)
+		// Each handler's own outcome is written once it returns: a command
+		// handler returns when its process group has ended, SIGKILLed at
+		// the latest after its kill grace, which Grace covers.
 		select {
 		case <-done:
 		case <-time.After(p.cfg.Grace):
-			// Handlers that ignore their context keep their goroutines,
-			// but their jobs go back to pending now; a late outcome will
-			// be fenced out.
+			// Only a handler that ignores its context gets here. Its job
+			// goes back to pending now; its goroutine ends with the
+			// process, and a late outcome would be fenced out.
 			p.requeueStuck()
 		}
 	}
@@ -285,7 +331,7 @@ func (p *Pool) requeueStuck() {
 		return
 	}
 	for i, r := range jobs {
-		p.running.remove(r.job.ID)
+		p.running.remove(r)
 		// Their attempts end here, so they are observed (logged, counted)
 		// here: the handler's late return is fenced out and not observed.
 		if h := p.cfg.Hooks.Completed; h != nil {
@@ -317,11 +363,16 @@ func (p *Pool) jobAttrs(x *running) []any {
 func (p *Pool) completion(x *running, o Result) driver.Completion {
 	c := driver.Completion{ID: x.job.ID, Token: x.job.LockedBy, Status: o.Status, Delay: o.Delay,
 		Refund: o.Refund, Error: o.Error, Result: o.Result, KeepAttempts: p.cfg.KeepAttempts}
+	if o.Log != nil {
+		l := *o.Log
+		l.JobID, l.Attempt = x.job.ID, x.job.Attempts
+		c.Log = &l
+	}
 	if o.Error == nil && x.job.LastError == "" {
 		return c
 	}
 	a := &sluicetype.Attempt{Number: x.job.Attempts, Node: p.cfg.Node, Start: x.job.UpdatedAt, Outcome: AttemptOutcome(o),
-		HTTPStatus: o.HTTPStatus, ExitCode: o.ExitCode}
+		HTTPStatus: o.HTTPStatus, ExitCode: o.ExitCode, Progress: o.Progress}
 	if o.Error != nil {
 		a.Error = *o.Error
 	}

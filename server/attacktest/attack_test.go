@@ -1,7 +1,9 @@
 // Package attacktest attacks a real `sluice serve` the way a hostile web
 // page would, through headless Chromium: cross-origin forms and no-cors
 // fetches against a server without tokens, DNS rebinding, and crafted
-// login redirects (issue 25).
+// login redirects (issue 25); and the way a token guesser would, over
+// HTTP from many addresses, and the way a token of a narrow scope would
+// try to do more, over HTTP and in a browser (issue 36).
 package attacktest
 
 import (
@@ -15,14 +17,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicehq/sluice/internal/proctest"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/proctest"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 )
 
 const chromiumPath = "/usr/bin/chromium"
@@ -33,7 +36,10 @@ func TestMain(m *testing.M) { testdb.MainWithBinary(m, &bin) }
 
 // serve starts `sluice serve` on a fresh SQLite file with the given auth
 // YAML and returns its base URL.
-func serve(t *testing.T, auth string) string {
+func serve(t *testing.T, auth string) string { return serveTypes(t, auth, "") }
+
+// serveTypes is serve with more types, YAML lines under types:.
+func serveTypes(t *testing.T, auth, types string) string {
 	t.Helper()
 	addr := fmt.Sprintf("127.0.0.1:%d", testdb.FreePort(t))
 	cfg := proctest.Config(t, "sqlite:"+filepath.Join(t.TempDir(), "sluice.db"), fmt.Sprintf(`listen: %s
@@ -41,13 +47,13 @@ func serve(t *testing.T, auth string) string {
 types:
   cmd:
     command: ["true"]
-`, addr, auth))
+%s`, addr, auth, types))
 	if r := proctest.Run(t, bin, nil, "migrate", "--config", cfg); r.Code != 0 {
 		t.Fatalf("sluice migrate: %d\n%s", r.Code, r.Stderr)
 	}
 	proctest.Start(t, bin, "serve", nil, "serve", "--config", cfg)
 	base := "http://" + addr
-	testdb.WaitFor(t, 20*time.Second, "serve answers /healthz", func() bool { return proctest.Healthy(base) })
+	testdb.WaitFor(t, time.Minute, "serve answers /healthz", func() bool { return proctest.Healthy(base) })
 	return base
 }
 
@@ -210,7 +216,7 @@ Promise.allSettled([
 // main; server.TestLoginRedirectIsLocal checks the Location that the
 // server sends, which failed on main, for browsers without that check.
 func TestLoginRedirectStaysOnOrigin(t *testing.T) {
-	base := serve(t, "auth:\n  tokens: [\"tok-redirect-test\"]\n")
+	base := serve(t, "auth:\n  tokens: [\"tok-redirect-test-Mx3Qw7Bn5Kc9Rv2T\"]\n")
 	evil := hostile(t, map[string]string{"/": "<title>evil</title>"})
 	ctx := browser(t, strings.TrimPrefix(evil, "http://"))
 	for _, next := range []string{
@@ -221,7 +227,7 @@ func TestLoginRedirectStaysOnOrigin(t *testing.T) {
 		require.NoError(t, chromedp.Do(ctx,
 			chromedp.Navigate(base+"/login?next="+url.QueryEscape(next)),
 			chromedp.WaitVisible(chromedp.ID("token")),
-			chromedp.SendKeys(chromedp.ID("token"), "tok-redirect-test"),
+			chromedp.SendKeys(chromedp.ID("token"), "tok-redirect-test-Mx3Qw7Bn5Kc9Rv2T"),
 			chromedp.Submit(chromedp.ID("token"))))
 		waitJS(t, ctx, `!location.href.startsWith(`+jsString(base+"/login")+`) && document.readyState == "complete"`, fmt.Sprintf("next=%q: the login navigated", next))
 		href, err := chromedp.Run(ctx, chromedp.Location())
@@ -236,7 +242,8 @@ func TestLoginRedirectStaysOnOrigin(t *testing.T) {
 // context an evaluation runs in, so errors only mean "not yet".
 func waitJS(t *testing.T, ctx context.Context, expr, what string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	const limit = time.Minute // a loaded machine slows Chromium, not what it shows
+	deadline := time.Now().Add(limit)
 	for {
 		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr))
 		if err == nil && ok {
@@ -244,7 +251,7 @@ func waitJS(t *testing.T, ctx context.Context, expr, what string) {
 		}
 		if time.Now().After(deadline) {
 			loc, _ := chromedp.Run(ctx, chromedp.Location())
-			t.Fatalf("%s: not within 20s (the tab is at %s; last error %v)", what, loc, err)
+			t.Fatalf("%s: not reached within %s (the tab is at %s; last error %v)", what, limit, loc, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -253,4 +260,150 @@ func waitJS(t *testing.T, ctx context.Context, expr, what string) {
 func jsString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// guessToken is the server's token in the guessing attacks: as strong as
+// sluice requires.
+const guessToken = "attack-test-token-Vb8Kq3Wz6Mn1Xr4J"
+
+// from is an HTTP client whose connections come from ip (any 127.0.0.0/8
+// address on Linux), as a client on another machine; it does not follow
+// redirects, so that a login's 303 is seen.
+func from(ip string) *http.Client {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	return &http.Client{Transport: &http.Transport{DialContext: d.DialContext},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// try sends a guess as the API's Bearer token (path under /v1 or
+// /metrics) or through the login form (path /login) and returns the status.
+func try(t *testing.T, c *http.Client, base, path, tok string) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", base+path, nil) // a URL of ours: no error
+	req.Header.Set("Authorization", "Bearer "+tok)
+	if path == "/login" {
+		req, _ = http.NewRequest("POST", base+path, strings.NewReader(url.Values{"token": {tok}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Errorf("%s: %v", path, err) // called from goroutines: no FailNow
+		return 0
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestAPIBrakeOverHTTP: one address guessing Bearer tokens as fast as it
+// can, 20 at a time, on the API and /metrics, has as many checked (403)
+// as the documented brake allows in the time the attack took: 3 free,
+// then one after each wait of 1 s, 2 s, 4 s… The rest are 429 with
+// Retry-After. On main every guess was checked.
+func TestAPIBrakeOverHTTP(t *testing.T) {
+	base := serve(t, "auth:\n  tokens: [\""+guessToken+"\"]\n")
+	c := from("127.0.0.7")
+	start := time.Now()
+	codes := map[int]int{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for w := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 15 {
+				path := []string{"/v1/stats", "/metrics", "/v1/jobs"}[i%3]
+				code := try(t, c, base, path, fmt.Sprintf("guess-%d-%d", w, i))
+				mu.Lock()
+				codes[code]++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	// Checks allowed by the rule in elapsed: 3, and one more each time a
+	// wait (1 s, then doubling) has passed in full.
+	allowed, waited := 3, time.Duration(0)
+	for wait := time.Second; waited+wait <= elapsed; wait *= 2 {
+		waited += wait
+		allowed++
+	}
+	t.Logf("300 guesses from one address in %s: %v (%d checks allowed)", elapsed, codes, allowed)
+	require.Equal(t, 300, codes[http.StatusForbidden]+codes[http.StatusTooManyRequests], "only 403 and 429: %v", codes)
+	require.GreaterOrEqual(t, codes[http.StatusForbidden], 3)
+	require.LessOrEqual(t, codes[http.StatusForbidden], allowed)
+}
+
+// TestNoLockoutOverHTTP: an attacker guessing from 40 addresses, on the
+// API and the login form at once, has no more guesses checked overall
+// than the shared bucket allows (50, plus 5 a second of the attack), and
+// while it runs, with the bucket dry, the operator's client, which used
+// its token before the attack, still gets through the API and logs in.
+// On main the operator's login got 429.
+func TestNoLockoutOverHTTP(t *testing.T) {
+	base := serve(t, "auth:\n  tokens: [\""+guessToken+"\"]\n")
+	operator := from("127.0.0.9")
+	require.Equal(t, http.StatusOK, try(t, operator, base, "/v1/stats", guessToken))
+
+	start := time.Now()
+	codes := map[int]int{}
+	var mu sync.Mutex
+	dry := make(chan struct{})
+	var once sync.Once
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var stopOnce sync.Once
+	halt := func() { stopOnce.Do(func() { close(stop) }); wg.Wait() }
+	t.Cleanup(halt) // before serve's cleanup stops the server, on any failure
+	// Address a (0-39) guesses again and again; address 40 and up, one
+	// fresh address per guess, watches for the bucket running dry: a
+	// first guess from an address is refused by nothing else.
+	attack := func(a int, again bool) {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			addr := a
+			if !again {
+				addr += i
+			}
+			c := from(fmt.Sprintf("127.0.%d.%d", 1+addr/200, 1+addr%200))
+			code := try(t, c, base, []string{"/v1/stats", "/login"}[i%2], fmt.Sprintf("guess-%d-%d", a, i))
+			mu.Lock()
+			codes[code]++
+			mu.Unlock()
+			if code == http.StatusTooManyRequests && !again {
+				once.Do(func() { close(dry) })
+			}
+		}
+	}
+	for a := range 40 {
+		wg.Add(1)
+		go attack(a, true)
+	}
+	wg.Add(1)
+	go attack(40, false)
+	select {
+	case <-dry:
+	case <-time.After(time.Minute):
+		halt()
+		t.Fatalf("in a minute no fresh address was refused: %v", codes)
+	}
+	// While the attack runs, the operator's known address gets in.
+	for range 5 {
+		require.Equal(t, http.StatusOK, try(t, operator, base, "/v1/stats", guessToken))
+		require.Equal(t, http.StatusSeeOther, try(t, operator, base, "/login", guessToken))
+	}
+	halt()
+	elapsed := time.Since(start)
+	mu.Lock()
+	defer mu.Unlock()
+	checked := codes[http.StatusForbidden]
+	t.Logf("40 addresses guessing for %s: %v", elapsed, codes)
+	require.Len(t, codes, 2, "only 403 and 429: %v", codes)
+	require.LessOrEqual(t, float64(checked), 50+5*elapsed.Seconds(), "checked guesses overall")
 }

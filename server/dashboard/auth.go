@@ -15,41 +15,54 @@ const (
 	sessionTTL    = 12 * time.Hour
 )
 
-// sessions maps random session ids to their expiry. The cookie holds the
-// id only, never the token; a restart logs everyone out, which is fine
-// for an operator's dashboard.
+// sessions maps random session ids to their expiry and what they may do,
+// from the scope of the token that logged in. The cookie holds the id
+// only, never the token or its scope; a restart logs everyone out, which
+// is fine for an operator's dashboard.
 type sessions struct {
 	key []byte // signs CSRF tokens
 
 	mu  sync.Mutex
-	ids map[string]time.Time
+	ids map[string]session
+}
+
+type session struct {
+	expires time.Time
+	access  Access
+	// name is the name of the token that logged in (never its value):
+	// the actor of the session's actions in the audit trail.
+	name string
 }
 
 func newSessions() *sessions {
 	key := make([]byte, 32)
 	rand.Read(key)
-	return &sessions{key: key, ids: map[string]time.Time{}}
+	return &sessions{key: key, ids: map[string]session{}}
 }
 
-func (s *sessions) create() string {
+func (s *sessions) create(a Access, name string) string {
 	id := randomID()
 	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for k, exp := range s.ids {
-		if now.After(exp) {
+	for k, ses := range s.ids {
+		if now.After(ses.expires) {
 			delete(s.ids, k)
 		}
 	}
-	s.ids[id] = now.Add(sessionTTL)
+	s.ids[id] = session{expires: now.Add(sessionTTL), access: a, name: name}
 	return id
 }
 
-func (s *sessions) valid(id string) bool {
+// valid returns the live session of id, and false when there is none.
+func (s *sessions) valid(id string) (session, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	exp, ok := s.ids[id]
-	return ok && time.Now().Before(exp)
+	ses, ok := s.ids[id]
+	if !ok || !time.Now().Before(ses.expires) {
+		return session{}, false
+	}
+	return ses, true
 }
 
 func (s *sessions) drop(id string) {
@@ -70,13 +83,31 @@ func (s *sessions) csrfOK(id, given string) bool {
 	return given != "" && hmac.Equal([]byte(s.csrf(id)), []byte(given))
 }
 
-// session returns the request's valid session id, or "".
-func (s *sessions) session(r *http.Request) string {
-	c, err := r.Cookie(sessionCookie)
-	if err != nil || !s.valid(c.Value) {
-		return ""
+// flashSig signs a notice that a redirect after a POST carries in its
+// URL, so that a page shows as sluice's own notice only text sluice wrote:
+// a link with an attacker's ?flash= shows nothing.
+func (s *sessions) flashSig(msg string) string {
+	m := hmac.New(sha256.New, s.key)
+	m.Write([]byte("flash:" + msg))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+func (s *sessions) flashOK(msg, sig string) bool {
+	return msg != "" && sig != "" && hmac.Equal([]byte(s.flashSig(msg)), []byte(sig))
+}
+
+// session returns the request's valid session id and the session, or
+// "".
+func (s *sessions) session(r *http.Request, secure bool) (string, session) {
+	c, err := r.Cookie(cookieName(sessionCookie, secure))
+	if err != nil {
+		return "", session{}
 	}
-	return c.Value
+	ses, ok := s.valid(c.Value)
+	if !ok {
+		return "", session{}
+	}
+	return c.Value, ses
 }
 
 // The anonymous id of a browser on a server without tokens: a random
@@ -97,15 +128,48 @@ func randomID() string {
 }
 
 // anonID returns the request's anonymous id, or "".
-func (s *sessions) anonID(r *http.Request) string {
-	c, err := r.Cookie(anonCookie)
+func (s *sessions) anonID(r *http.Request, secure bool) string {
+	c, err := r.Cookie(cookieName(anonCookie, secure))
 	if err != nil || len(c.Value) != idLen {
 		return ""
 	}
 	return c.Value
 }
 
+// The device cookie: a random id set at each login, by which the brake
+// knows this browser from other clients of its address (OWASP's "device
+// cookies"). The brake trusts only ids it was told of at a login (Trust),
+// so an id an attacker makes up counts as nothing and its attempts fall
+// back to its address; one it was told of lets the browser log in while
+// an attack from elsewhere keeps the shared bucket empty, from a new
+// address too. It needs no signature: the id is 256 random bits and
+// worthless once the brake forgets it.
+const deviceCookie = "sluice_device"
+
+// deviceID returns the request's device id, or "".
+func (s *sessions) deviceID(r *http.Request, secure bool) string {
+	c, err := r.Cookie(cookieName(deviceCookie, secure))
+	if err != nil || len(c.Value) != idLen {
+		return ""
+	}
+	return c.Value
+}
+
+// deviceClient is the brake's name for a device, apart from any address.
+func deviceClient(id string) string { return "device:" + id }
+
+// cookieName is name with the __Host- prefix over HTTPS: a browser then
+// takes the cookie only from this host, Secure, for path /, so that a
+// sibling subdomain or a plain-http page cannot plant a session or CSRF
+// id for it.
+func cookieName(name string, secure bool) string {
+	if secure {
+		return "__Host-" + name
+	}
+	return name
+}
+
 func setCookie(w http.ResponseWriter, name, value string, maxAge int, secure bool) {
-	http.SetCookie(w, &http.Cookie{Name: name, Value: value, Path: "/", MaxAge: maxAge,
+	http.SetCookie(w, &http.Cookie{Name: cookieName(name, secure), Value: value, Path: "/", MaxAge: maxAge,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secure})
 }

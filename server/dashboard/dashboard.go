@@ -4,8 +4,9 @@
 // the same Client and driver queries as the CLI and the JSON API.
 //
 // Access: a login form takes one of the API tokens and sets an HttpOnly,
-// SameSite=Strict cookie holding a random session id; every form carries
-// a CSRF token derived from that session.
+// SameSite=Strict cookie holding a random session id, which the server
+// maps to what the token's scope allows (Access); every form carries a
+// CSRF token derived from that session.
 package dashboard
 
 import (
@@ -25,6 +26,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/server/internal/brake"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -37,45 +39,77 @@ var assetFS embed.FS
 // Config configures the dashboard.
 type Config struct {
 	Client *sluice.Client
-	// TokenOK checks a token typed into the login form; nil means the
-	// server has no tokens and the dashboard needs no login.
-	TokenOK func(token string) bool
-	Logger  *slog.Logger
+	// Login checks a token typed into the login form: ok is whether the
+	// token is one of the server's, Access what its session may do and
+	// name the token's name, which the audit trail records as the actor
+	// of the session's actions. nil means the server has no tokens and the
+	// dashboard needs no login (every browser may Operate, recorded as
+	// AnonymousActor).
+	Login  func(token string) (a Access, name string, ok bool)
+	Logger *slog.Logger
 	// Secure reports whether the browser reached the server over TLS, so
 	// that the session cookie is Secure; nil means r.TLS != nil.
 	Secure func(r *http.Request) bool
-	// ClientAddr is the address the login brake counts failures of; nil
-	// means the connection's address.
+	// ClientAddr is the client the brake counts failures of; nil means
+	// the connection's address.
 	ClientAddr func(r *http.Request) string
+	// Brake is the brake on wrong tokens that the login form shares with
+	// the API, so that a guess costs the same at every door; nil is a
+	// brake of the login's own.
+	Brake *brake.Brake
 }
+
+// AnonymousActor is the audit trail's actor of what a dashboard or API
+// without tokens changes: anyone who reaches it, which CheckListen
+// limits to loopback.
+const AnonymousActor = "anonymous"
+
+// Access is what a session may do, from its token's scope.
+type Access int
+
+const (
+	// NoAccess is a valid token that may not use the dashboard: one that
+	// may only enqueue. Its login is refused, without counting as a
+	// wrong guess.
+	NoAccess Access = iota
+	// ReadOnly sees every page but no button that changes anything, and
+	// its POSTs to them are refused.
+	ReadOnly
+	// Operate may also retry, cancel, pause and resume, open and close
+	// circuits and run bulk actions.
+	Operate
+)
 
 // Dashboard serves the pages. Build it with New.
 type Dashboard struct {
-	c       *sluice.Client
-	tokenOK func(string) bool
-	log     *slog.Logger
-	sess    *sessions
-	pages   map[string]*template.Template
-	mux     *http.ServeMux
-	live    *live
-	brake   *loginBrake
-	secure  func(*http.Request) bool
-	addr    func(*http.Request) string
+	c      *sluice.Client
+	check  func(string) (Access, string, bool) // Config.Login
+	log    *slog.Logger
+	sess   *sessions
+	pages  map[string]*template.Template
+	mux    *http.ServeMux
+	live   *live
+	brake  *brake.Brake
+	secure func(*http.Request) bool
+	addr   func(*http.Request) string
 }
 
 // Paths lists the path prefixes the dashboard owns, for the server's router.
-var Paths = []string{"/", "/login", "/logout", "/jobs", "/failed", "/queues", "/schedules", "/batches", "/leases", "/workers", "/circuits/", "/live.json", "/assets/"}
+var Paths = []string{"/", "/login", "/logout", "/jobs", "/failed", "/queues", "/schedules", "/batches", "/leases", "/workers", "/audit", "/circuits/", "/live.json", "/assets/"}
 
 // New parses the templates and builds the dashboard.
 func New(cfg Config) (*Dashboard, error) {
 	if cfg.Client == nil {
 		return nil, errors.New("dashboard: Config.Client is required")
 	}
-	d := &Dashboard{c: cfg.Client, tokenOK: cfg.TokenOK, log: cfg.Logger, sess: newSessions(),
+	d := &Dashboard{c: cfg.Client, check: cfg.Login, log: cfg.Logger, sess: newSessions(),
 		pages: map[string]*template.Template{}, live: &live{c: cfg.Client},
-		brake: newLoginBrake(), secure: cfg.Secure, addr: cfg.ClientAddr}
+		brake: cfg.Brake, secure: cfg.Secure, addr: cfg.ClientAddr}
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
+	}
+	if d.brake == nil {
+		d.brake = brake.New(nil)
 	}
 	if d.secure == nil {
 		d.secure = func(r *http.Request) bool { return r.TLS != nil }
@@ -115,20 +149,21 @@ func New(cfg Config) (*Dashboard, error) {
 	m.HandleFunc("GET /{$}", d.authed(d.overview))
 	m.HandleFunc("GET /live.json", d.authed(d.liveJSON))
 	m.HandleFunc("GET /jobs", d.authed(d.jobs))
-	m.HandleFunc("GET /jobs/bulk", d.authed(d.bulkForm))
-	m.HandleFunc("POST /jobs/bulk", d.authed(d.bulk))
+	m.HandleFunc("GET /jobs/bulk", d.operate(d.bulkForm))
+	m.HandleFunc("POST /jobs/bulk", d.operate(d.bulk))
 	m.HandleFunc("GET /jobs/{id}", d.authed(d.job))
-	m.HandleFunc("POST /jobs/{id}/retry", d.authed(d.retry))
-	m.HandleFunc("POST /jobs/{id}/cancel", d.authed(d.cancel))
+	m.HandleFunc("POST /jobs/{id}/retry", d.operate(d.retry))
+	m.HandleFunc("POST /jobs/{id}/cancel", d.operate(d.cancel))
 	m.HandleFunc("GET /failed", d.authed(d.failed))
-	m.HandleFunc("POST /failed/retry", d.authed(d.retryGroup))
+	m.HandleFunc("POST /failed/retry", d.operate(d.retryGroup))
 	m.HandleFunc("GET /queues", d.authed(d.queues))
-	m.HandleFunc("POST /queues/{name}/{action}", d.authed(d.queueAction))
-	m.HandleFunc("POST /circuits/{action}", d.authed(d.circuitAction))
+	m.HandleFunc("POST /queues/{name}/{action}", d.operate(d.queueAction))
+	m.HandleFunc("POST /circuits/{action}", d.operate(d.circuitAction))
 	m.HandleFunc("GET /schedules", d.authed(d.schedules))
 	m.HandleFunc("GET /batches", d.authed(d.batches))
 	m.HandleFunc("GET /leases", d.authed(d.leases))
 	m.HandleFunc("GET /workers", d.authed(d.workers))
+	m.HandleFunc("GET /audit", d.operate(d.audit))
 	d.mux = m
 	return d, nil
 }
@@ -151,8 +186,11 @@ type view struct {
 	Nav   string
 	CSRF  string
 	Auth  bool
-	Flash string
-	Data  any
+	// Operate shows the buttons that change jobs, queues and circuits;
+	// a read-only session's pages leave them out.
+	Operate bool
+	Flash   string
+	Data    any
 }
 
 type handler func(w http.ResponseWriter, r *http.Request, v *view)
@@ -163,9 +201,13 @@ type handler func(w http.ResponseWriter, r *http.Request, v *view)
 // so that a page on another origin cannot post a form that sluice takes.
 func (d *Dashboard) authed(h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		v := &view{Flash: r.URL.Query().Get("flash")}
-		if d.tokenOK == nil {
-			id := d.sess.anonID(r)
+		v := &view{}
+		var actor string
+		if q := r.URL.Query(); d.sess.flashOK(q.Get("flash"), q.Get("fsig")) {
+			v.Flash = q.Get("flash")
+		}
+		if d.check == nil {
+			id := d.sess.anonID(r, d.secure(r))
 			if r.Method == http.MethodPost && (id == "" || !d.sess.csrfOK(anonPrefix+id, r.PostFormValue("csrf"))) {
 				http.Error(w, "missing or wrong CSRF token; reload the page", http.StatusForbidden)
 				return
@@ -174,9 +216,11 @@ func (d *Dashboard) authed(h handler) http.HandlerFunc {
 				id = randomID()
 				setCookie(w, anonCookie, id, int(anonTTL.Seconds()), d.secure(r))
 			}
-			v.CSRF = d.sess.csrf(anonPrefix + id)
+			v.CSRF, v.Operate = d.sess.csrf(anonPrefix+id), true
+			actor = AnonymousActor
 		} else {
-			id := d.sess.session(r)
+			id, ses := d.sess.session(r, d.secure(r))
+			access := ses.access
 			if id == "" {
 				if r.Method != http.MethodGet {
 					http.Error(w, "not logged in", http.StatusUnauthorized)
@@ -185,14 +229,29 @@ func (d *Dashboard) authed(h handler) http.HandlerFunc {
 				http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 				return
 			}
-			v.Auth, v.CSRF = true, d.sess.csrf(id)
+			v.Auth, v.CSRF, v.Operate = true, d.sess.csrf(id), access >= Operate
 			if r.Method == http.MethodPost && !d.sess.csrfOK(id, r.PostFormValue("csrf")) {
 				http.Error(w, "missing or wrong CSRF token; reload the page", http.StatusForbidden)
 				return
 			}
+			actor = ses.name
 		}
+		// Whatever the handler changes is recorded as this session's.
+		r = r.WithContext(sluice.WithActor(r.Context(), sluice.Actor{Name: actor, Source: sluicetype.AuditDashboard, Address: d.addr(r)}))
 		h(w, r, v)
 	}
+}
+
+// operate is authed for the routes that change something: a session
+// that may only read is refused them, whatever its page showed.
+func (d *Dashboard) operate(h handler) http.HandlerFunc {
+	return d.authed(func(w http.ResponseWriter, r *http.Request, v *view) {
+		if !v.Operate {
+			http.Error(w, "scope: this session's token has scope read; this needs scope operate (or admin)", http.StatusForbidden)
+			return
+		}
+		h(w, r, v)
+	})
 }
 
 func (d *Dashboard) render(w http.ResponseWriter, page string, v *view) {
@@ -225,14 +284,15 @@ func (d *Dashboard) fail(w http.ResponseWriter, err error) {
 	}
 }
 
-// back redirects after a POST to a local path with a message.
-func back(w http.ResponseWriter, r *http.Request, to, flash string) {
+// back redirects after a POST to a local path with a message, signed.
+func (d *Dashboard) back(w http.ResponseWriter, r *http.Request, to, flash string) {
 	u, err := url.Parse(localPath(to))
 	if err != nil {
 		u = &url.URL{Path: "/"}
 	}
 	q := u.Query()
 	q.Set("flash", flash)
+	q.Set("fsig", d.sess.flashSig(flash))
 	u.RawQuery = q.Encode()
 	http.Redirect(w, r, u.String(), http.StatusSeeOther)
 }
@@ -243,9 +303,22 @@ func (d *Dashboard) loginForm(w http.ResponseWriter, r *http.Request) {
 
 func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 	next := r.PostFormValue("next")
-	if d.tokenOK != nil {
-		addr := d.addr(r)
-		if wait := d.brake.admit(addr); wait > 0 {
+	if d.check != nil {
+		// The form is read before the brake's lock is taken: a slow body
+		// must not hold it.
+		token := r.PostFormValue("token")
+		client, device := d.addr(r), d.sess.deviceID(r, d.secure(r))
+		if device != "" && d.brake.Trusted(deviceClient(device)) {
+			client = deviceClient(device)
+		}
+		var access Access
+		var name string
+		ok, wait := d.brake.Try(client, func() bool {
+			var ok bool
+			access, name, ok = d.check(token)
+			return ok
+		})
+		if wait > 0 {
 			d.c.Metrics().LoginFailed("throttled")
 			secs := int(math.Ceil(wait.Seconds()))
 			w.Header().Set("Retry-After", strconv.Itoa(secs))
@@ -254,15 +327,26 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 				"Error": "Too many failed attempts; try again in " + strconv.Itoa(secs) + "s."}})
 			return
 		}
-		ok := d.tokenOK(r.PostFormValue("token"))
-		d.brake.done(addr, ok)
 		if !ok {
 			d.c.Metrics().LoginFailed("wrong_token")
 			w.WriteHeader(http.StatusForbidden)
 			d.render(w, "login", &view{Title: "Log in", Data: map[string]string{"Next": next, "Error": "Token not accepted."}})
 			return
 		}
-		setCookie(w, sessionCookie, d.sess.create(), int(sessionTTL.Seconds()), d.secure(r))
+		if access == NoAccess {
+			// A right token, so not a guess: the brake counted it as one
+			// that passed. It only enqueues, and sees nothing here.
+			w.WriteHeader(http.StatusForbidden)
+			d.render(w, "login", &view{Title: "Log in", Data: map[string]string{"Next": next,
+				"Error": "This token may only enqueue jobs; the dashboard needs a token of scope read, operate or admin."}})
+			return
+		}
+		setCookie(w, sessionCookie, d.sess.create(access, name), int(sessionTTL.Seconds()), d.secure(r))
+		if device == "" {
+			device = randomID()
+		}
+		d.brake.Trust(deviceClient(device))
+		setCookie(w, deviceCookie, device, int(brake.TrustFor.Seconds()), d.secure(r))
 	}
 	http.Redirect(w, r, localPath(next), http.StatusSeeOther)
 }
@@ -292,19 +376,25 @@ func localPath(to string) string {
 }
 
 func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request, _ *view) {
-	if id := d.sess.session(r); id != "" {
+	if id, _ := d.sess.session(r, d.secure(r)); id != "" {
 		d.sess.drop(id)
 	}
 	setCookie(w, sessionCookie, "", -1, d.secure(r))
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 
-type navItem struct{ Key, Path, Label string }
+// navItem is a link of the menu; Operate ones show to sessions that may
+// operate only, as their pages answer only those.
+type navItem struct {
+	Key, Path, Label string
+	Operate          bool
+}
 
 var nav = []navItem{
-	{"overview", "/", "Overview"}, {"jobs", "/jobs", "Jobs"}, {"failed", "/failed", "Failed"},
-	{"queues", "/queues", "Queues"}, {"schedules", "/schedules", "Schedules"}, {"batches", "/batches", "Batches"},
-	{"leases", "/leases", "Locks and leases"}, {"workers", "/workers", "Workers"},
+	{"overview", "/", "Overview", false}, {"jobs", "/jobs", "Jobs", false}, {"failed", "/failed", "Failed", false},
+	{"queues", "/queues", "Queues", false}, {"schedules", "/schedules", "Schedules", false}, {"batches", "/batches", "Batches", false},
+	{"leases", "/leases", "Locks and leases", false}, {"workers", "/workers", "Workers", false},
+	{"audit", "/audit", "Audit", true},
 }
 
 // timeTag shows t in UTC inside a <time> element whose datetime the
@@ -346,9 +436,9 @@ var funcs = template.FuncMap{
 		return timeTag(*t)
 	},
 	// rate is failed over all attempts, as a percentage.
-	// failedShare is sluice.Figures.FailedAttemptShare as a percentage
+	// failedShare is sluicetype.Figures.FailedAttemptShare as a percentage
 	// (app.js's rate shows the same).
-	"failedShare": func(f sluice.Figures) string {
+	"failedShare": func(f sluicetype.Figures) string {
 		share, ok := f.FailedAttemptShare()
 		if !ok {
 			return "—"

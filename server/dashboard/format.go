@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // secs shows whole seconds: 1m5s.
@@ -15,7 +15,7 @@ func secs(s float64) string {
 
 // wait shows a queue latency's p50 / p95 ("—" for none) as app.js's wait
 // does: milliseconds under a second, tenths under a minute, then secs.
-func wait(l *sluice.LatencyStats) string {
+func wait(l *sluicetype.LatencyStats) string {
 	if l == nil {
 		return "—"
 	}

@@ -53,22 +53,22 @@ type snapshot struct {
 
 // liveQueue is a queue as Stats shows it (its JSON the same as in
 // /v1/stats), with its finished work over the last hour and day as
-// sluice.Figures defines it, which the pages show.
+// sluicetype.Figures defines it, which the pages show.
 type liveQueue struct {
 	sluicetype.QueueStats
-	Hour sluice.Figures `json:"1h"`
-	Day  sluice.Figures `json:"24h"`
+	Hour sluicetype.Figures `json:"1h"`
+	Day  sluicetype.Figures `json:"24h"`
 }
 
 // liveType is one job type's finished work over the last hour and day, as
-// sluice.Figures defines it, and the queue latency of the attempts that
+// sluicetype.Figures defines it, and the queue latency of the attempts that
 // started (nil: none did).
 type liveType struct {
-	Type        string               `json:"type"`
-	Hour        sluice.Figures       `json:"1h"`
-	Day         sluice.Figures       `json:"24h"`
-	LatencyHour *sluice.LatencyStats `json:"latency_1h"`
-	LatencyDay  *sluice.LatencyStats `json:"latency_24h"`
+	Type        string                   `json:"type"`
+	Hour        sluicetype.Figures       `json:"1h"`
+	Day         sluicetype.Figures       `json:"24h"`
+	LatencyHour *sluicetype.LatencyStats `json:"latency_1h"`
+	LatencyDay  *sluicetype.LatencyStats `json:"latency_24h"`
 }
 
 type typeSeries struct {
@@ -85,10 +85,10 @@ type live struct {
 
 	mu      sync.Mutex
 	snap    *snapshot
-	liveAt  time.Time      // when the live counts were last read (this process's clock)
-	rollAt  time.Time      // when the roll-ups were last read
-	rolls   sluice.Rollups // the roll-ups and the database clock at rollAt
-	queries int64          // queries run, for the cost test
+	liveAt  time.Time          // when the live counts were last read (this process's clock)
+	rollAt  time.Time          // when the roll-ups were last read
+	rolls   sluicetype.Rollups // the roll-ups and the database clock at rollAt
+	queries int64              // queries run, for the cost test
 }
 
 // invalidate makes the next request rebuild everything, after an action
@@ -127,16 +127,16 @@ func (l *live) get(ctx context.Context) (*snapshot, error) {
 // build joins the live counts and the roll-ups as the Client does for
 // Stats, over the windows the charts draw: the hour's minutes and the
 // day's hours up to now.
-func build(counts []sluicetype.QueueStats, rolls sluice.Rollups, now time.Time) *snapshot {
+func build(counts []sluicetype.QueueStats, rolls sluicetype.Rollups, now time.Time) *snapshot {
 	hourStart := now.Truncate(time.Minute).Add(-59 * time.Minute)
 	dayStart := now.Truncate(time.Hour).Add(-23 * time.Hour)
 	s := &snapshot{At: now.UnixMilli(), HourStart: hourStart.UnixMilli(), DayStart: dayStart.UnixMilli(),
 		Series: map[string]*typeSeries{}}
 	for _, q := range rolls.Queues(counts, now, hourStart, dayStart) {
-		s.Queues = append(s.Queues, liveQueue{q, sluice.FiguresOf(q.FinishedHour), sluice.FiguresOf(q.FinishedDay)})
+		s.Queues = append(s.Queues, liveQueue{q, sluicetype.FiguresOf(q.FinishedHour), sluicetype.FiguresOf(q.FinishedDay)})
 	}
 	for _, t := range rolls.Types(hourStart, dayStart) {
-		s.Types = append(s.Types, liveType{Type: t.Type, Hour: sluice.FiguresOf(t.FinishedHour), Day: sluice.FiguresOf(t.FinishedDay),
+		s.Types = append(s.Types, liveType{Type: t.Type, Hour: sluicetype.FiguresOf(t.FinishedHour), Day: sluicetype.FiguresOf(t.FinishedDay),
 			LatencyHour: t.LatencyHour, LatencyDay: t.LatencyDay})
 	}
 	series := func(t string) *typeSeries {
@@ -150,7 +150,7 @@ func build(counts []sluicetype.QueueStats, rolls sluice.Rollups, now time.Time) 
 	series("")
 	for _, r := range rolls.Finished {
 		// The charts show attempts: done, and failed (for good or retried).
-		var one sluice.Figures
+		var one sluicetype.Figures
 		one.Add(r.Outcome, r.Count)
 		if one.Attempts() == 0 {
 			continue // cancellations ran nothing

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -35,11 +36,23 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request, v *view) {
 		d.fail(w, err)
 		return
 	}
+	unserved, err := d.c.UnservedQueues(r.Context())
+	if err != nil {
+		d.fail(w, err)
+		return
+	}
+	// Bounded like the queues table: an app that names a queue per tenant
+	// can leave thousands unserved. The fullest come first.
+	unservedTotal := len(unserved)
+	if unservedTotal > queuesShown {
+		sort.SliceStable(unserved, func(i, j int) bool { return unserved[i].Pending > unserved[j].Pending })
+		unserved = unserved[:queuesShown]
+	}
 	v.Title, v.Nav = "Overview", "overview"
 	// The page is drawn from the same snapshot the script then polls; the
 	// script reads it from data-live, an attribute that html/template
 	// escapes, so no inline script is needed.
-	v.Data = map[string]any{"Snap": snap, "JSON": string(b), "Waiting": waiting}
+	v.Data = map[string]any{"Snap": snap, "JSON": string(b), "Waiting": waiting, "Unserved": unserved, "UnservedTotal": unservedTotal}
 	d.render(w, "overview", v)
 }
 
@@ -74,9 +87,7 @@ func (d *Dashboard) jobs(w http.ResponseWriter, r *http.Request, v *view) {
 	}
 	var next string
 	if len(list) == pageSize {
-		nq := cloneQuery(q)
-		nq.Set("after", strconv.FormatInt(list[len(list)-1].ID, 10))
-		next = "/jobs?" + nq.Encode()
+		next = pageAfter("/jobs", q, "after", list[len(list)-1].ID)
 	}
 	v.Title, v.Nav = "Jobs", "jobs"
 	// Whole URLs built here: html/template would escape a query string
@@ -128,7 +139,7 @@ func (d *Dashboard) bulk(w http.ResponseWriter, r *http.Request, _ *view) {
 	}
 	d.live.invalidate()
 	past := map[string]string{sluicetype.BulkRetry: "moved back to pending", sluicetype.BulkCancel: "cancelled", sluicetype.BulkDelete: "deleted"}[action]
-	back(w, r, "/jobs?"+filterQuery(p).Encode(), fmt.Sprintf("%d jobs %s.", n, past))
+	d.back(w, r, "/jobs?"+filterQuery(p).Encode(), fmt.Sprintf("%d jobs %s.", n, past))
 }
 
 func (d *Dashboard) jobID(w http.ResponseWriter, r *http.Request) (int64, bool) {
@@ -150,10 +161,28 @@ func (d *Dashboard) job(w http.ResponseWriter, r *http.Request, v *view) {
 		d.fail(w, err)
 		return
 	}
+	logs, err := d.c.AttemptLogs(r.Context(), id, 0)
+	if err != nil {
+		d.fail(w, err)
+		return
+	}
+	// Each log shows in its attempt's entry of the timeline; a job that
+	// never failed has no history, so its logs show on their own.
+	byAttempt := map[int]*sluicetype.AttemptLog{}
+	for i := range logs {
+		byAttempt[logs[i].Attempt] = &logs[i]
+	}
+	var unlisted []*sluicetype.AttemptLog
+	for i := range logs {
+		if !slices.ContainsFunc(j.History, func(a sluicetype.Attempt) bool { return a.Number == logs[i].Attempt }) {
+			unlisted = append(unlisted, &logs[i])
+		}
+	}
 	v.Title, v.Nav = fmt.Sprintf("Job %d", j.ID), "jobs"
 	v.Data = map[string]any{"Job": j, "Payload": prettyJSON(j.Payload), "Result": prettyJSON([]byte(j.Result)),
+		"Logs": byAttempt, "UnlistedLogs": unlisted,
 		"CanRetry":  j.Status == sluicetype.StatusFailed || j.Status == sluicetype.StatusCancelled,
-		"CanCancel": j.Status == sluicetype.StatusPending || j.Status == sluicetype.StatusFailed}
+		"CanCancel": j.Status == sluicetype.StatusPending || j.Status == sluicetype.StatusFailed || j.Status == sluicetype.StatusProcessing}
 	d.render(w, "job", v)
 }
 
@@ -185,7 +214,7 @@ func (d *Dashboard) jobAction(w http.ResponseWriter, r *http.Request, act func(c
 		d.fail(w, err)
 		return
 	}
-	back(w, r, fmt.Sprintf("/jobs/%d", id), done)
+	d.back(w, r, fmt.Sprintf("/jobs/%d", id), done)
 }
 
 // failedScan bounds the failed jobs read for grouping: the newest ones,
@@ -258,7 +287,7 @@ func (d *Dashboard) retryGroup(w http.ResponseWriter, r *http.Request, _ *view) 
 			}
 		}
 	}
-	back(w, r, "/failed", fmt.Sprintf("%d jobs moved back to pending.", moved))
+	d.back(w, r, "/failed", fmt.Sprintf("%d jobs moved back to pending.", moved))
 }
 
 func (d *Dashboard) queues(w http.ResponseWriter, r *http.Request, v *view) {
@@ -316,7 +345,7 @@ func (d *Dashboard) circuitAction(w http.ResponseWriter, r *http.Request, _ *vie
 	}
 	acts := map[string]func(context.Context, string) error{"open": errOnly(d.c.OpenCircuit), "close": errOnly(d.c.CloseCircuit)}
 	if d.pathAction(w, r, typ, "open or close", acts) {
-		back(w, r, "/queues", "Circuit of "+typ+": "+r.PathValue("action")+".")
+		d.back(w, r, "/queues", "Circuit of "+typ+": "+r.PathValue("action")+".")
 	}
 }
 
@@ -324,7 +353,7 @@ func (d *Dashboard) queueAction(w http.ResponseWriter, r *http.Request, _ *view)
 	acts := map[string]func(context.Context, string) error{"pause": d.c.PauseQueue, "resume": d.c.ResumeQueue}
 	if d.pathAction(w, r, r.PathValue("name"), "pause or resume", acts) {
 		d.live.invalidate()
-		back(w, r, "/queues", "Queue "+r.PathValue("action")+"d.")
+		d.back(w, r, "/queues", "Queue "+r.PathValue("action")+"d.")
 	}
 }
 
@@ -426,4 +455,25 @@ func (d *Dashboard) list(w http.ResponseWriter, v *view, page, title string, row
 	v.Title, v.Nav = title, page
 	v.Data = rows
 	d.render(w, page, v)
+}
+
+// audit lists the audit trail newest first, a page at a time. It is
+// for sessions that may operate, as GET /v1/audit is for operate
+// tokens: who acted from where is not for every reader.
+func (d *Dashboard) audit(w http.ResponseWriter, r *http.Request, v *view) {
+	q := r.URL.Query()
+	before, _ := strconv.ParseInt(q.Get("before"), 10, 64)
+	p := sluice.AuditParams{Actor: q.Get("actor"), Action: q.Get("action"), BeforeID: max(before, 0), Limit: pageSize}
+	list, err := d.c.Audit(r.Context(), p)
+	if err != nil {
+		d.fail(w, err)
+		return
+	}
+	var next string
+	if len(list) == pageSize {
+		next = pageAfter("/audit", q, "before", list[len(list)-1].ID)
+	}
+	v.Title, v.Nav = "Audit trail", "audit"
+	v.Data = map[string]any{"Entries": list, "Actor": p.Actor, "Action": p.Action, "Next": next}
+	d.render(w, "audit", v)
 }

@@ -1,6 +1,9 @@
 package dashboard
 
-import neturl "net/url"
+import (
+	neturl "net/url"
+	"strconv"
+)
 
 // cloneQuery copies query values, so that building a link does not change the
 // request's own.
@@ -10,4 +13,12 @@ func cloneQuery(q neturl.Values) neturl.Values {
 		out[k] = append([]string(nil), vs...)
 	}
 	return out
+}
+
+// pageAfter links the page that follows a full one: path with q, its key
+// set to the id the next page starts from.
+func pageAfter(path string, q neturl.Values, key string, id int64) string {
+	nq := cloneQuery(q)
+	nq.Set(key, strconv.FormatInt(id, 10))
+	return path + "?" + nq.Encode()
 }

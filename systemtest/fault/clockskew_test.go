@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -27,7 +27,7 @@ import (
 // runs early, twice or late, and each schedule slot fires once.
 // skewJobs is small enough to drain within the lateness bound on a loaded
 // 2-core machine: a skew error would make jobs minutes late, not seconds.
-const skewJobs = 200
+const skewJobs = 60
 
 func TestClockSkew(t *testing.T) {
 	for _, name := range []string{"mysql", "postgres"} {

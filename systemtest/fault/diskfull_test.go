@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/dburl"
-	"github.com/sluicehq/sluice/internal/proctest"
+	"github.com/sluicehq/sluice/internal/testkit/proctest"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -31,11 +31,14 @@ func TestSQLiteDiskFull(t *testing.T) {
 	r := proctest.Run(t, bin, nil, "migrate", "--config", cfg)
 	require.Equal(t, 0, r.Code, r.Stderr)
 
-	// 500 jobs with 1 KiB payloads per file: about 0.6 MiB a batch.
-	pad := strings.Repeat("x", 1024)
+	// 100 jobs with 8 KiB payloads per file: about 0.8 MiB a batch, so
+	// that the disk fills after some 400 jobs, which the pass below then
+	// runs: with 1 KiB payloads it filled after 2,500, and a pass of 3,000
+	// command jobs missed its 120 s on a loaded CI machine.
+	pad := strings.Repeat("x", 8192)
 	batchFile := func(n int) string {
 		var b strings.Builder
-		for i := 0; i < 500; i++ {
+		for i := 0; i < 100; i++ {
 			fmt.Fprintf(&b, `{"type":"work","payload":{"batch":%d,"pad":%q}}`+"\n", n, pad)
 		}
 		p := filepath.Join(t.TempDir(), fmt.Sprintf("batch%d.ndjson", n))

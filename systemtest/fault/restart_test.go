@@ -4,21 +4,23 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicehq/sluice/internal/proctest"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/proctest"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // The faults that hit the database server run 2,000 jobs on 2 processes.
-// Their lease is short (6s, not the default 5m) so that an outage can
-// outlast it: jobs whose lease ran out while the server was away are
-// rescued within the test's time (maintenance rescues every 5s).
+// Each names its lease: short (6s, not the default 5m) where an outage
+// must outlast it, so that jobs whose lease ran out while the server was
+// away are rescued within the test's time (maintenance rescues every 5s).
 const (
 	faultJobs  = 2000
 	faultProcs = 2
@@ -37,8 +39,13 @@ type fault func(t *testing.T, s *server, logPath string) (disruptions int, back 
 // maxRecovery is the promise for a server that went away and came back:
 // the first job succeeds within this long of the server accepting
 // connections again, whatever the outage's length. The workers probe the
-// database every 250 ms while it is away.
-const maxRecovery = time.Second
+// database every 250 ms while it is away (asserted, in process, by
+// TestOutagePingEvery250msSharedByAllLoops); this end-to-end figure adds a
+// claim, the command's run and this test's own polling, which a loaded
+// machine slows: 1 s was missed at load average 30 (1.3 s). A backoff that
+// grew with the outage, what this guards against, would pass 5 s after
+// the 10 s outage.
+const maxRecovery = 5 * time.Second
 
 // serverFaultRun runs faultJobs jobs on faultProcs `sluice work` processes
 // against a throwaway server and calls inject at each of the given
@@ -114,11 +121,26 @@ func serverFaultRun(t *testing.T, s *server, lease string, at []float64, inject 
 	// A job may run again only if one of its earlier runs started before
 	// a fault ended: its outcome was lost with the connection, or its
 	// lease ran out while the server was away. A run that started after
-	// the last fault must be its only run.
+	// the last fault must be its only run, unless its worker said it lost
+	// that job's lease: a worker starved of CPU for longer than the lease
+	// (a 10 ms job took 5 s in a CI run at load 50) loses it with no
+	// fault, and sluice's promise is then the report and the stop by the
+	// lease's end, not a single run. A silent repeat fails.
+	var stderr []string
+	for _, p := range procs {
+		stderr = append(stderr, p.Stderr())
+	}
+	lostLease := leaseLostJobs(stderr)
 	last := faultEnd[len(faultEnd)-1]
+	starved := 0
 	for _, id := range dups {
 		runs := l.Runs[id]
-		require.LessOrEqual(t, runs[0].Line, last, "job %d ran %d times but its first run started after every fault", id, len(runs))
+		if runs[0].Line > last {
+			require.True(t, lostLease[id], "job %d ran %d times but its first run started after every fault, and no worker reported its lease lost", id, len(runs))
+			require.Len(t, runs, 2, "job %d ran %d times after every fault", id, len(runs))
+			starved++
+			continue
+		}
 		require.LessOrEqual(t, len(runs), 1+len(at), "job %d ran %d times", id, len(runs))
 	}
 	// Bound: each process holds at most 2×concurrency jobs (running plus
@@ -126,19 +148,16 @@ func serverFaultRun(t *testing.T, s *server, lease string, at []float64, inject 
 	// in doubt: outcomes not yet written when the server went away for
 	// longer than the lease, whose jobs were rescued. A claim whose reply
 	// was lost puts nothing in doubt: its jobs never reached a handler and
-	// are handed back. Faults that cannot outlast a lease assert zero.
+	// are handed back. Faults that cannot outlast a lease assert zero. The
+	// starved repeats above are no fault's doing and not counted.
 	bound := min(disruptions*faultProcs*2*faultConc, faultJobs)
-	require.LessOrEqual(t, len(dups), bound, "jobs run twice")
+	require.LessOrEqual(t, len(dups)-starved, bound, "jobs run twice with a fault")
 	leaseLost := 0
 	for _, p := range procs {
 		leaseLost += strings.Count(p.Stderr(), "lease lost")
 	}
-	t.Logf("REPORT %s: jobs %d, disruptions %d, duplicates %d (bound %d), lost 0, recoveries %v, lease-lost log lines %d",
-		t.Name(), faultJobs, disruptions, len(dups), bound, recoveries, leaseLost)
-	var stderr []string
-	for _, p := range procs {
-		stderr = append(stderr, p.Stderr())
-	}
+	t.Logf("REPORT %s: jobs %d, disruptions %d, duplicates %d (bound %d; %d after every fault, each with its lease reported lost), lost 0, recoveries %v, lease-lost log lines %d",
+		t.Name(), faultJobs, disruptions, len(dups), bound, starved, recoveries, leaseLost)
 	return faultResult{log: l, dups: dups, stderr: stderr, recoveries: recoveries,
 		succeeded: testdb.JobsByStatus(t, d, sluicetype.ListParams{})[sluicetype.StatusSuccess]}
 }
@@ -190,12 +209,16 @@ func TestDatabaseRestart(t *testing.T) {
 // stays up, so every lease is renewed in time and nothing may run twice: a
 // completion whose reply was killed is retried and fenced out, and a claim
 // whose reply was killed is handed back before any handler saw its jobs,
-// without charging them an attempt.
+// without charging them an attempt. The lease is 20 s: no outage has to
+// outlast it here, and a renewal that meets killed connections retries
+// within a quarter of it. With 6 s, a CI run at load 24 lost 16 leases
+// while the outcome writes backed off to 5 s between tries (now a
+// twelfth of the lease at most, and a heartbeat is tried thrice a beat).
 func TestConnectionsKilled(t *testing.T) {
 	for _, kind := range []string{"postgres", "mysql"} {
 		t.Run(kind, func(t *testing.T) {
 			s := throwaway(t, kind)
-			res := serverFaultRun(t, s, "6s", []float64{0.05}, func(t *testing.T, s *server, logPath string) (int, time.Time) {
+			res := serverFaultRun(t, s, "20s", []float64{0.05}, func(t *testing.T, s *server, logPath string) (int, time.Time) {
 				ctx := context.Background()
 				// One pinned connection, excluded from the kills by its own id.
 				conn, err := s.adminDB(t).Conn(ctx)
@@ -236,10 +259,38 @@ func TestConnectionsKilled(t *testing.T) {
 				t.Logf("%d rounds killed %d connections", rounds, kills)
 				return 1, time.Time{}
 			})
+			if len(res.dups) > 0 {
+				// Where each lost its lease (heartbeat, completion, before
+				// its start) tells a starved worker from a kill that cost
+				// a renewal; the logs' tails seldom hold it.
+				for _, e := range res.stderr {
+					for _, line := range strings.Split(e, "\n") {
+						if strings.Contains(line, "lease lost") || strings.Contains(line, "rescued jobs") {
+							t.Log(line)
+						}
+					}
+				}
+			}
 			require.Empty(t, res.dups, "jobs ran twice")
 			for _, j := range res.succeeded {
 				require.Equal(t, 1, j.Attempts, "job %d was charged an attempt it never ran", j.ID)
 			}
 		})
 	}
+}
+
+// leaseLostJobs are the jobs whose lease a worker reported lost, read
+// from the workers' logs (the warning internal/worker writes, with the
+// job's id).
+func leaseLostJobs(stderr []string) map[int64]bool {
+	re := regexp.MustCompile(`msg="job lease lost[^"]*"[^\n]* job_id=(\d+)`)
+	out := map[int64]bool{}
+	for _, s := range stderr {
+		for _, m := range re.FindAllStringSubmatch(s, -1) {
+			if id, err := strconv.ParseInt(m[1], 10, 64); err == nil {
+				out[id] = true
+			}
+		}
+	}
+	return out
 }

@@ -2,9 +2,6 @@ package fault
 
 import (
 	"context"
-	"regexp"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -30,16 +27,7 @@ func TestSlowDatabase(t *testing.T) {
 		require.NoError(t, tx.Commit())
 		return 1, time.Time{}
 	})
-	lostIDs := map[int64]bool{}
-	re := regexp.MustCompile(`lease lost.* job_id=(\d+)`)
-	for _, e := range res.stderr {
-		for _, line := range strings.Split(e, "\n") {
-			if m := re.FindStringSubmatch(line); m != nil {
-				id, _ := strconv.ParseInt(m[1], 10, 64)
-				lostIDs[id] = true
-			}
-		}
-	}
+	lostIDs := leaseLostJobs(res.stderr)
 	for _, id := range res.dups {
 		require.True(t, lostIDs[id], "job %d ran %d times but no worker reported its lease lost: a live lease was stolen unfenced", id, len(res.log.Runs[id]))
 	}

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 )
 
 // Require skips (or fails in CI) unless php runs with every extension named.
@@ -70,6 +70,23 @@ func DSN(t testing.TB, dbURL string) (dsn, user, pass string) {
 	return dsn, u.User.Username(), pass
 }
 
+// Debian13Root is the Debian 13 chroot (PHP 8.4, Illuminate 10.48,
+// Messenger 6.4, PHPUnit 11) that SLUICE_TEST_LARAVEL10_ROOT names and
+// .ci/php.sh builds; without it the test skips, or fails under
+// SLUICE_TEST_REQUIRE_ALL=1. Tests chroot into it as root; it shares the
+// host's network.
+func Debian13Root(t testing.TB) string {
+	t.Helper()
+	root := os.Getenv("SLUICE_TEST_LARAVEL10_ROOT")
+	if root == "" {
+		if testdb.RequireAll() {
+			t.Fatal("SLUICE_TEST_LARAVEL10_ROOT unset (SLUICE_TEST_REQUIRE_ALL=1: .ci/php.sh builds the chroot)")
+		}
+		t.Skip("SLUICE_TEST_LARAVEL10_ROOT unset: no Debian 13 chroot")
+	}
+	return root
+}
+
 // ClientDir is clients/php, where composer.json and the PHP tests are.
 func ClientDir() string {
 	_, file, _, _ := runtime.Caller(0)
@@ -105,10 +122,14 @@ func Start(t testing.TB, dir string, env []string, name string, args ...string) 
 	return out
 }
 
-// WaitListening waits until something accepts connections on addr.
+// WaitListening waits until something accepts connections on addr. Two
+// minutes: a loaded CI machine once took over 15 s to bring serve up (its
+// migrations and first queries wait for the shared database); what is
+// judged here is that it comes up, not how fast.
 func WaitListening(t testing.TB, addr string, out *testdb.SyncBuffer) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	const limit = 2 * time.Minute
+	deadline := time.Now().Add(limit)
 	for {
 		c, err := net.Dial("tcp", addr)
 		if err == nil {
@@ -116,7 +137,7 @@ func WaitListening(t testing.TB, addr string, out *testdb.SyncBuffer) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("nothing listens on %s: %s", addr, out)
+			t.Fatalf("nothing listens on %s: not reached within %s: %s", addr, limit, out)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

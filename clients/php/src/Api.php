@@ -53,7 +53,41 @@ final class Api
         return $this->call('GET', "/v1/jobs/$id");
     }
 
-    /** POST /v1/jobs/{id}/cancel: a pending job is cancelled. */
+    /**
+     * GET /v1/jobs/{id}/logs: the output kept of each of the job's attempts
+     * (a command's stdout and stderr, first and last 32 KiB), oldest first,
+     * or only that of $attempt.
+     *
+     * @return list<array{job_id:int,attempt:int,text:string,bytes:int,omitted:int,created_at:string}>
+     */
+    public function jobLogs(int $id, ?int $attempt = null): array
+    {
+        return $this->call('GET', "/v1/jobs/$id/logs" . ($attempt === null ? '' : "?attempt=$attempt"))['logs'];
+    }
+
+    /**
+     * POST /v1/jobs/{id}/progress: a webhook receiver reports how far its
+     * attempt is, with the attempt's progress token (Delivery::$progressToken,
+     * the X-Sluice-Progress-Token header) in place of an API token, which it
+     * need not hold. done and total must not be negative (total 0: unknown);
+     * the message keeps its first 200 bytes. Answers ['written' => true], or
+     * ['written' => false] when the server holds it for its next write (at
+     * most one per job per second). A stale attempt's token is refused with
+     * an ApiException of status 409: stop reporting then.
+     *
+     * @return array{written:bool}
+     */
+    public function progress(int $id, string $progressToken, int $done, int $total = 0, string $message = ''): array
+    {
+        return $this->call('POST', "/v1/jobs/$id/progress", ['done' => $done, 'total' => $total, 'message' => $message],
+            0, $progressToken);
+    }
+
+    /**
+     * POST /v1/jobs/{id}/cancel: a pending, failed or running job is
+     * cancelled; a running one's handler is stopped within about a second
+     * and what it reports afterwards is dropped.
+     */
     public function cancel(int $id): array
     {
         return $this->call('POST', "/v1/jobs/$id/cancel");
@@ -83,11 +117,15 @@ final class Api
     }
 
     /** @return array<string,mixed> */
-    private function call(string $method, string $path, ?array $body = null, int $extraSeconds = 0): array
+    private function call(string $method, string $path, ?array $body = null, int $extraSeconds = 0,
+        ?string $progressToken = null): array
     {
         $ch = curl_init(rtrim($this->baseUrl, '/') . $path);
         $headers = ['Accept: application/json'];
-        if ($this->token !== null && $this->token !== '') {
+        if ($progressToken !== null) {
+            // An attempt's own token: the API token is not needed, and not sent.
+            $headers[] = 'X-Sluice-Progress-Token: ' . $progressToken;
+        } elseif ($this->token !== null && $this->token !== '') {
             $headers[] = 'Authorization: Bearer ' . $this->token;
         }
         $opts = [

@@ -50,7 +50,9 @@ final class Client
     /**
      * Enqueues one job. $options: key, dedupe (permanent|active), queue,
      * priority, run_at (DateTimeInterface or RFC 3339) or delay (seconds or
-     * DateInterval), max_attempts, partition.
+     * DateInterval), deadline (DateTimeInterface or RFC 3339: a job not
+     * started by then is cancelled; a type's deadline does not apply to
+     * these plain inserts), max_attempts, partition.
      *
      * @param array<string,mixed> $payload
      * @param array<string,mixed> $options
@@ -138,6 +140,15 @@ final class Client
                 'pgsql' => ["statement_timestamp() + ? * interval '1 microsecond'", (int) round($o['delay'] * 1e6)],
                 'sqlite' => ["strftime('%Y-%m-%d %H:%M:%f', 'now', ?)", sprintf('+%.3F seconds', $o['delay'])],
             };
+        }
+        if (isset($o['deadline'])) {
+            $cols[] = 'deadline';
+            $vals[] = '?';
+            $args[] = $o['deadline']->format(match ($this->driver) {
+                'mysql' => 'Y-m-d H:i:s.u',
+                'pgsql' => 'Y-m-d H:i:s.uP',
+                'sqlite' => 'Y-m-d H:i:s.v',
+            });
         }
         $insert = "INSERT INTO {$this->table} (" . implode(', ', $cols) . ') VALUES (' . implode(', ', $vals) . ')';
         $key = $o['key'] ?? null;

@@ -5,11 +5,11 @@ declare(strict_types=1);
 namespace Sluice;
 
 /**
- * Applies each job once: the delivery's Idempotency-Key is recorded in the
- * app's own database in the same transaction as the app's effect. A
- * redelivery (the answer to an applied attempt was lost, say) finds the key
- * and changes nothing; a concurrent one waits on the key's row until the
- * first transaction ends.
+ * Applies each job once: the delivery's Idempotency-Key (with the effect's
+ * scope, when one job has several) is recorded in the app's own database
+ * in the same transaction as the app's effect. A redelivery (the answer to
+ * an applied attempt was lost, say) finds the key and changes nothing; a
+ * concurrent one waits on the key's row until the first transaction ends.
  */
 final class Idempotency
 {
@@ -46,17 +46,37 @@ final class Idempotency
      * was already applied. An exception from $effect rolls both back.
      *
      * @param callable(\PDO):void $effect
+     * @param string|null $scope names the effect when one delivery has
+     *     several (two handlers of one message: "mail", "invoice"), each
+     *     applied once; null keys on the job alone
+     * @throws ValidationException for a scope that is empty, over 200 bytes or holds a NUL
      */
-    public function once(Webhook\Delivery $d, callable $effect): bool
+    public function once(Webhook\Delivery $d, callable $effect, ?string $scope = null): bool
     {
+        $key = $d->idempotencyKey;
+        if ($scope !== null) {
+            if ($scope === '' || strlen($scope) > 200 || str_contains($scope, "\0")) {
+                throw new ValidationException('scope', 'want 1 to 200 bytes, no NUL');
+            }
+            // The key holds no space (job-<id>-<micros>), so no scope makes another job's key.
+            $key .= ' ' . $scope;
+        }
+        if (strlen($key) > 255) {
+            // The column's size: a longer key must not be cut into another's.
+            throw new ValidationException('scope', 'with the Idempotency-Key, over the 255 bytes the table holds');
+        }
         $this->pdo->beginTransaction();
         try {
             $st = $this->pdo->prepare(match ($this->driver) {
-                'mysql' => "INSERT INTO {$this->table} (idempotency_key, job_id) VALUES (?, ?)
-                    ON DUPLICATE KEY UPDATE idempotency_key = idempotency_key",
+                // INSERT IGNORE, not ON DUPLICATE KEY UPDATE: with
+                // PDO::MYSQL_ATTR_FOUND_ROWS the latter counts the found
+                // duplicate as a row, and a redelivery would look new. The
+                // key's length is checked above and the job id is an int, so
+                // a duplicate is the only error IGNORE can turn into a warning.
+                'mysql' => "INSERT IGNORE INTO {$this->table} (idempotency_key, job_id) VALUES (?, ?)",
                 default => "INSERT INTO {$this->table} (idempotency_key, job_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
             });
-            $st->execute([$d->idempotencyKey, $d->id]);
+            $st->execute([$key, $d->id]);
             if ($st->rowCount() === 0) {
                 $this->pdo->rollBack();
                 return false;

@@ -51,7 +51,7 @@ final class Rules
     public const MAX_RUN_AT = '9999-12-31T23:59:59.999999Z';
 
     /** The fields of a job request (sluice.EnqueueRequest's JSON names), type and payload first. */
-    public const FIELDS = ['type', 'payload', 'key', 'dedupe', 'queue', 'priority', 'run_at', 'delay', 'max_attempts', 'partition'];
+    public const FIELDS = ['type', 'payload', 'key', 'dedupe', 'queue', 'priority', 'run_at', 'delay', 'deadline', 'max_attempts', 'partition'];
 
     /** Go's time.Duration ends at 2^63-1 nanoseconds. */
     private const MAX_DELAY_SECONDS = 9223372036.854775807;
@@ -76,8 +76,8 @@ final class Rules
 
     /**
      * Checks one job and returns it normalised: type, payload (JSON text)
-     * and the options the caller set, run_at as a UTC DateTimeImmutable and
-     * delay as seconds (float).
+     * and the options the caller set, run_at and deadline as UTC
+     * DateTimeImmutables and delay as seconds (float).
      *
      * @param array<string,mixed> $options
      * @return array{type:string,payload:string,options:array<string,mixed>}
@@ -114,6 +114,9 @@ final class Rules
         }
         if (isset($out['run_at'], $out['delay'])) {
             throw new ValidationException('run_at', 'give run_at or delay, not both');
+        }
+        if (isset($options['deadline'])) {
+            $out['deadline'] = self::deadline($options['deadline'], $out['run_at'] ?? null, $out['delay'] ?? 0.0);
         }
         if (isset($options['key'])) {
             $out['key'] = self::text('key', $options['key'], self::MAX_KEY);
@@ -332,6 +335,27 @@ final class Rules
         $max = new \DateTimeImmutable(self::MAX_RUN_AT);
         if ($t < new \DateTimeImmutable(self::MIN_RUN_AT) || $t > $max || ($t == $max && ($finer ?? false))) {
             throw new ValidationException($field, $t->format('Y-m-d\TH:i:s.uP') . ' is out of range: want ' . self::MIN_RUN_AT . ' to 9999-12-31T23:59:59Z');
+        }
+        return $t;
+    }
+
+    /**
+     * deadline: a time as run_at, in the future and after the job is due
+     * (its run_at, or now plus its delay) by this process's clock, as the
+     * server checks it with its own: a job that could never start is
+     * refused.
+     */
+    private static function deadline(mixed $v, ?\DateTimeImmutable $runAt, float $delay): \DateTimeImmutable
+    {
+        $t = self::time('deadline', $v);
+        $now = new \DateTimeImmutable('now', new \DateTimeZone('UTC'));
+        $due = $runAt ?? $now->modify(sprintf('+%d seconds', (int) ceil($delay)));
+        $show = $t->format('Y-m-d\TH:i:s.uP');
+        if ($t <= $now) {
+            throw new ValidationException('deadline', "$show is in the past: the job could never start");
+        }
+        if ($t <= $due) {
+            throw new ValidationException('deadline', "$show is not after the job is due (" . $due->format('Y-m-d\TH:i:s.uP') . '): it could never start');
         }
         return $t;
     }

@@ -14,7 +14,7 @@ SELECT UTC_TIMESTAMP(6),
                WHERE status = 'pending' AND locked_until IS NULL AND partitioned_queue = ?),
        /*JOB_COLUMNS*/
 FROM sluice_jobs FORCE INDEX (sluice_jobs_fair)
-WHERE queue = ? AND status = 'pending' AND partition_key = '' AND next_run_at <= UTC_TIMESTAMP(6)/*TYPES*/
+WHERE queue = ? AND status = 'pending' AND partition_key = '' AND next_run_at <= UTC_TIMESTAMP(6) AND (deadline IS NULL OR deadline > UTC_TIMESTAMP(6))/*TYPES*/
 ORDER BY priority, next_run_at, id
 LIMIT ?
 FOR UPDATE SKIP LOCKED
@@ -25,26 +25,27 @@ FOR UPDATE SKIP LOCKED
 -- queue) of the rescue index (012_pending_indexes.sql).
 SELECT UTC_TIMESTAMP(6), /*JOB_COLUMNS*/
 FROM sluice_jobs FORCE INDEX (sluice_jobs_rescue)
-WHERE status = 'pending' AND locked_until IS NULL AND partitioned_queue = ? AND next_run_at <= UTC_TIMESTAMP(6)/*TYPES*/
+WHERE status = 'pending' AND locked_until IS NULL AND partitioned_queue = ? AND next_run_at <= UTC_TIMESTAMP(6) AND (deadline IS NULL OR deadline > UTC_TIMESTAMP(6))/*TYPES*/
 ORDER BY priority, next_run_at, id
 LIMIT ?
 FOR UPDATE SKIP LOCKED
 
 -- name: ClaimUpdate
-UPDATE sluice_jobs SET status = 'processing', attempts = attempts + 1, locked_by = ?, locked_until = ?, updated_at = ?
+UPDATE sluice_jobs SET status = 'processing', attempts = attempts + 1, locked_by = ?, locked_until = ?, updated_at = ?,
+  progress_done = NULL, progress_total = NULL, progress_message = NULL, progress_at = NULL
 WHERE id IN (/*LIST*/)
 
 -- name: ClaimIDs
 -- Locks the picked jobs still pending; ClaimUpdate then claims them.
 SELECT UTC_TIMESTAMP(6), /*JOB_COLUMNS*/
 FROM sluice_jobs
-WHERE id IN (/*LIST*/) AND status = 'pending'
+WHERE id IN (/*LIST*/) AND status = 'pending' AND (deadline IS NULL OR deadline > UTC_TIMESTAMP(6))
 FOR UPDATE
 
 -- name: Runnable
 -- Any partition's: a range of sluice_jobs_fair's (queue, status) prefix.
 SELECT 1 FROM sluice_jobs FORCE INDEX (sluice_jobs_fair)
-WHERE queue = ? AND status = 'pending' AND next_run_at <= UTC_TIMESTAMP(6)/*TYPES*/
+WHERE queue = ? AND status = 'pending' AND next_run_at <= UTC_TIMESTAMP(6) AND (deadline IS NULL OR deadline > UTC_TIMESTAMP(6))/*TYPES*/
 LIMIT 1
 
 -- name: ReleaseClaim
@@ -116,11 +117,11 @@ LIMIT ?
 -- marker takes the type conditions of its branch.
 SELECT id, type, partition_key FROM (
   (SELECT id, type, partition_key, priority, next_run_at FROM sluice_jobs FORCE INDEX (sluice_jobs_fair)
-  WHERE queue = ? AND status = 'pending' AND partition_key = '' AND next_run_at <= UTC_TIMESTAMP(6)/*FILTER*/
+  WHERE queue = ? AND status = 'pending' AND partition_key = '' AND next_run_at <= UTC_TIMESTAMP(6) AND (deadline IS NULL OR deadline > UTC_TIMESTAMP(6))/*FILTER*/
   ORDER BY priority, next_run_at, id LIMIT ?)
   UNION ALL
   (SELECT id, type, partition_key, priority, next_run_at FROM sluice_jobs FORCE INDEX (sluice_jobs_rescue)
-  WHERE status = 'pending' AND locked_until IS NULL AND partitioned_queue = ? AND next_run_at <= UTC_TIMESTAMP(6)/*FILTER*/
+  WHERE status = 'pending' AND locked_until IS NULL AND partitioned_queue = ? AND next_run_at <= UTC_TIMESTAMP(6) AND (deadline IS NULL OR deadline > UTC_TIMESTAMP(6))/*FILTER*/
   ORDER BY priority, next_run_at, id LIMIT ?)
 ) pending
 ORDER BY priority, next_run_at, id
@@ -130,7 +131,7 @@ LIMIT ?
 -- One partition's first runnable jobs, one branch of a fair claim's UNION
 -- ALL; the FILTER marker takes the type conditions.
 (SELECT id, type, partition_key FROM sluice_jobs FORCE INDEX (sluice_jobs_fair)
-WHERE status = 'pending' AND queue = ? AND partition_key = ? AND next_run_at <= UTC_TIMESTAMP(6)/*FILTER*/
+WHERE status = 'pending' AND queue = ? AND partition_key = ? AND next_run_at <= UTC_TIMESTAMP(6) AND (deadline IS NULL OR deadline > UTC_TIMESTAMP(6))/*FILTER*/
 ORDER BY priority, next_run_at, id LIMIT ?)
 
 -- name: BucketLockMany
@@ -154,3 +155,36 @@ ON DUPLICATE KEY UPDATE name = name
 -- placeholders each, every one an existing bucket.
 INSERT INTO sluice_rate_buckets (name, tokens, updated_at) VALUES /*ROWS*/
 ON DUPLICATE KEY UPDATE tokens = VALUES(tokens), updated_at = VALUES(updated_at)
+
+-- name: MarkPrefetched
+-- Marks jobs of a claim that its worker holds but has not started yet
+-- (see migration prefetched): a rescue then gives their attempt back.
+-- Fenced by the claim's token, so a job held by anyone else is left alone.
+UPDATE sluice_jobs SET prefetched_by = locked_by
+WHERE status = 'processing' AND locked_by = ? AND id IN (/*LIST*/)
+
+-- name: StartPrefetched
+-- A prefetched job starts: from now on a rescue charges its attempt. Its
+-- one row matches while the lease is still held and the job's deadline
+-- has not passed (a job claimed in time may wait in a worker's prefetch
+-- past it; DropLatePrefetched then cancels it).
+UPDATE sluice_jobs SET prefetched_by = NULL
+WHERE id = ? AND status = 'processing' AND locked_by = ? AND (deadline IS NULL OR deadline > UTC_TIMESTAMP(6))
+
+-- name: DropLatePrefetched
+-- A prefetched job whose deadline passed while it waited in its worker
+-- never starts: it becomes cancelled with the reason, as SweepDeadlines
+-- does, fenced by its claim's token, and its attempt is given back (it
+-- never ran). The first two arguments are the history's keep, the same
+-- number (see Complete).
+UPDATE sluice_jobs
+SET status = 'cancelled', finished_at = UTC_TIMESTAMP(6),
+    last_error = CONCAT('deadline ', DATE_FORMAT(deadline, '%Y-%m-%dT%H:%i:%sZ'), ' passed before the job started'),
+    history = JSON_ARRAY_APPEND(
+      CASE WHEN JSON_LENGTH(COALESCE(history, '[]')) > ? THEN JSON_REMOVE(history, '$[0]', '$[0]')
+           WHEN JSON_LENGTH(COALESCE(history, '[]')) = ? THEN JSON_REMOVE(history, '$[0]')
+           ELSE COALESCE(history, '[]') END,
+      '$', JSON_OBJECT('attempt', attempts - 1, 'end', UTC_TIMESTAMP(6), 'outcome', 'cancelled', 'error', CONCAT('deadline ', DATE_FORMAT(deadline, '%Y-%m-%dT%H:%i:%sZ'), ' passed before the job started'))),
+    attempts = attempts - 1,
+    prefetched_by = NULL, locked_by = NULL, locked_until = NULL, updated_at = UTC_TIMESTAMP(6)
+WHERE id = ? AND status = 'processing' AND locked_by = ? AND deadline <= UTC_TIMESTAMP(6)

@@ -12,6 +12,14 @@ WHERE locked_by = ? AND status = 'processing' AND id IN (/*LIST*/)
 -- name: Held
 SELECT id FROM sluice_jobs WHERE locked_by = ? AND status = 'processing' AND id IN (/*LIST*/)
 
+-- name: Progress
+-- What a running attempt reports, fenced like every completion: a stale
+-- token or a finished job changes nothing. Arguments: done, total,
+-- message, id, token.
+UPDATE sluice_jobs
+SET progress_done = ?, progress_total = ?, progress_message = ?, progress_at = UTC_TIMESTAMP(6)
+WHERE id = ? AND locked_by = ? AND status = 'processing'
+
 -- name: Complete
 -- history: the attempt's entry (NULL: none) is appended, the oldest
 -- dropped past keep; a smaller keep than before shrinks the history by one
@@ -68,7 +76,11 @@ SELECT ? AS status, ? AS refund, ? AS keep_run_at, ? AS delay_us, ? AS finish, ?
 -- Expired leases in the rescue index's order (partitioned_queue is NULL
 -- for every running job), so that the LIMIT stops the read.
 -- The lost attempt goes into the history as lease_expired, trimmed to the
--- first two arguments (the same number) as Complete does.
+-- first two arguments (the same number) as Complete does. A job its claim
+-- never started (prefetched_by is the lease's token) gets its attempt
+-- back, goes to pending whatever its attempts, and its entry says
+-- released. MySQL assigns left to right, reading the values already set:
+-- prefetched_by and locked_by are cleared last.
 UPDATE sluice_jobs FORCE INDEX (sluice_jobs_rescue)
 SET status = 'pending', next_run_at = UTC_TIMESTAMP(6),
     last_error = CONCAT('lease expired at ', LEFT(DATE_FORMAT(locked_until, '%Y-%m-%d %H:%i:%s.%f'), 23), ' UTC: the worker stopped heartbeating (killed, hung or cut off)'),
@@ -76,10 +88,11 @@ SET status = 'pending', next_run_at = UTC_TIMESTAMP(6),
       CASE WHEN JSON_LENGTH(COALESCE(history, '[]')) > ? THEN JSON_REMOVE(history, '$[0]', '$[0]')
            WHEN JSON_LENGTH(COALESCE(history, '[]')) = ? THEN JSON_REMOVE(history, '$[0]')
            ELSE COALESCE(history, '[]') END,
-      '$', JSON_OBJECT('attempt', attempts, 'end', UTC_TIMESTAMP(6), 'outcome', 'lease_expired',
+      '$', JSON_OBJECT('attempt', attempts, 'end', UTC_TIMESTAMP(6), 'outcome', IF(COALESCE(prefetched_by = locked_by, 0), 'released', 'lease_expired'),
         'error', CONCAT('lease expired at ', LEFT(DATE_FORMAT(locked_until, '%Y-%m-%d %H:%i:%s.%f'), 23), ' UTC: the worker stopped heartbeating (killed, hung or cut off)'))),
-    locked_by = NULL, locked_until = NULL, updated_at = UTC_TIMESTAMP(6)
-WHERE status = 'processing' AND locked_until < UTC_TIMESTAMP(6) AND attempts < max_attempts
+    attempts = attempts - COALESCE(prefetched_by = locked_by, 0),
+    prefetched_by = NULL, locked_by = NULL, locked_until = NULL, updated_at = UTC_TIMESTAMP(6)
+WHERE status = 'processing' AND locked_until < UTC_TIMESTAMP(6) AND (attempts < max_attempts OR COALESCE(prefetched_by = locked_by, 0))
 ORDER BY locked_until, partitioned_queue, priority, next_run_at, id
 LIMIT ?
 
@@ -89,7 +102,7 @@ LIMIT ?
 -- their queue and type, which count them as failed completions. In the
 -- rescue index's order, as Rescue.
 SELECT id, queue, type FROM sluice_jobs FORCE INDEX (sluice_jobs_rescue)
-WHERE status = 'processing' AND locked_until < UTC_TIMESTAMP(6) AND attempts >= max_attempts
+WHERE status = 'processing' AND locked_until < UTC_TIMESTAMP(6) AND attempts >= max_attempts AND NOT COALESCE(prefetched_by = locked_by, 0)
 ORDER BY locked_until, partitioned_queue, priority, next_run_at, id
 LIMIT ?
 FOR UPDATE
@@ -108,6 +121,27 @@ SET status = 'failed', finished_at = UTC_TIMESTAMP(6), next_run_at = UTC_TIMESTA
         'error', CONCAT('lease expired at ', LEFT(DATE_FORMAT(locked_until, '%Y-%m-%d %H:%i:%s.%f'), 23), ' UTC: the worker stopped heartbeating (killed, hung or cut off)'))),
     locked_by = NULL, locked_until = NULL, updated_at = UTC_TIMESTAMP(6)
 WHERE id IN (/*LIST*/) AND status = 'processing'
+
+-- name: SweepDeadlines
+-- Pending jobs whose deadline passed before a claim started them (claims
+-- skip them) become cancelled, in deadline order, a range of the index
+-- sluice_jobs_deadline (pending_deadline is NULL for every other job). The reason, the deadline to the second, goes into
+-- last_error and into the history as a cancelled entry, trimmed to the
+-- first two arguments (the same number) as Complete does; its attempt is
+-- the attempts made so far (0 for a job that never ran).
+UPDATE sluice_jobs FORCE INDEX (sluice_jobs_deadline)
+SET status = 'cancelled', finished_at = UTC_TIMESTAMP(6),
+    last_error = CONCAT('deadline ', DATE_FORMAT(deadline, '%Y-%m-%dT%H:%i:%sZ'), ' passed before the job started'),
+    history = JSON_ARRAY_APPEND(
+      CASE WHEN JSON_LENGTH(COALESCE(history, '[]')) > ? THEN JSON_REMOVE(history, '$[0]', '$[0]')
+           WHEN JSON_LENGTH(COALESCE(history, '[]')) = ? THEN JSON_REMOVE(history, '$[0]')
+           ELSE COALESCE(history, '[]') END,
+      '$', JSON_OBJECT('attempt', attempts, 'end', UTC_TIMESTAMP(6), 'outcome', 'cancelled',
+        'error', CONCAT('deadline ', DATE_FORMAT(deadline, '%Y-%m-%dT%H:%i:%sZ'), ' passed before the job started'))),
+    updated_at = UTC_TIMESTAMP(6)
+WHERE pending_deadline <= UTC_TIMESTAMP(6)
+ORDER BY pending_deadline
+LIMIT ?
 
 -- name: Purge
 -- The fourth argument bounds the read of sluice_jobs_status_id: the highest

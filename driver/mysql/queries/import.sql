@@ -1,6 +1,16 @@
--- `sluice import` (Driver.Import): jobs copied from another job table of
--- the same database, each row recorded in sluice_imports so that running
--- the import again copies only what it has not.
+-- `sluice import` (driver.Importer: Driver.ImportSourceColumns, ScanImport
+-- and Import): jobs copied from another job table of the same database, each
+-- row recorded in sluice_imports so that running the import again copies
+-- only what it has not.
+
+-- name: ImportColumns
+-- The source table's columns and their types (Driver.ImportSourceColumns).
+SELECT LOWER(COLUMN_NAME), LOWER(DATA_TYPE) FROM information_schema.COLUMNS
+WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?
+
+-- name: ImportMaxValue
+-- The largest value the server takes in one statement's parameter.
+SELECT @@max_allowed_packet
 
 -- name: ImportLedgerCreate
 CREATE TABLE IF NOT EXISTS sluice_imports (

@@ -1,10 +1,14 @@
 -- Enqueue, read, list, retry, cancel and delete jobs.
 -- Also run here, written once for every dialect in
--- driver/internal/sqlcommon/queries/jobs.sql: List, Delete.
+-- driver/internal/sqldriver/queries/jobs.sql: List, Delete.
 
 -- name: Insert
-INSERT INTO sluice_jobs (queue, type, business_key, dedupe, payload, priority, max_attempts, next_run_at, traceparent, partition_key)
-VALUES (?, ?, ?, ?, ?, ?, ?, COALESCE(?, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND), ?, ?)
+-- The deadline is the 12th argument when given, else the 15th (NULL:
+-- none) after the job becomes due: the 13th and 14th repeat run_at and
+-- delay, as MySQL has no numbered parameters.
+INSERT INTO sluice_jobs (queue, type, business_key, dedupe, payload, priority, max_attempts, next_run_at, traceparent, partition_key, deadline)
+VALUES (?, ?, ?, ?, ?, ?, ?, COALESCE(?, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND), ?, ?,
+        COALESCE(?, COALESCE(?, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND) + INTERVAL ? MICROSECOND))
 
 -- name: KeyHolders
 SELECT business_key, id FROM sluice_jobs WHERE key_active IN (/*LIST*/)
@@ -16,13 +20,13 @@ SELECT id FROM sluice_jobs WHERE key_active = ? LOCK IN SHARE MODE
 SELECT /*JOB_COLUMNS*/, history FROM sluice_jobs WHERE id = ?
 
 -- name: ListIDs
--- The ids of a bulk action's selection; sqlcommon adds one status and the
+-- The ids of a bulk action's selection; sqldriver adds one status and the
 -- filter. The status index walked newest first stops at the LIMIT; with a
 -- type filter MariaDB would otherwise sort every row of the status.
 SELECT id FROM sluice_jobs FORCE INDEX (sluice_jobs_status_id)
 
 -- name: ListStatus
--- The listing of one status; sqlcommon adds the status and the filter.
+-- The listing of one status; sqldriver adds the status and the filter.
 -- Without the hint MariaDB reads sluice_jobs_status_id by status alone
 -- ('ref' access) and checks a page's "id < ?" on each full row it fetches:
 -- a deep page of failed jobs among a million read every failed row newer
@@ -40,9 +44,13 @@ JSON_UNQUOTE(JSON_EXTRACT(payload, CONCAT('$."', REPLACE(?, '.', '"."'), '"'))) 
 SELECT status FROM sluice_jobs WHERE id = ?
 
 -- name: Retry
+-- A deadline already passed is dropped: the operator asks for a run now,
+-- which the deadline would refuse (a job cancelled by its deadline is
+-- retried so). One still ahead is kept.
 UPDATE sluice_jobs
 SET status = 'pending', next_run_at = UTC_TIMESTAMP(6), finished_at = NULL, locked_by = NULL, locked_until = NULL,
     max_attempts = CASE WHEN attempts >= max_attempts THEN attempts + 1 ELSE max_attempts END,
+    deadline = CASE WHEN deadline <= UTC_TIMESTAMP(6) THEN NULL ELSE deadline END,
     updated_at = UTC_TIMESTAMP(6)
 WHERE id IN (/*LIST*/) AND status IN ('failed', 'cancelled')
 

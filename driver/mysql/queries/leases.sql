@@ -1,6 +1,6 @@
 -- Named leases, the MySQL lock backend and the node registry.
 -- Also run here, written once for every dialect in
--- driver/internal/sqlcommon/queries/leases.sql: LeaseList, NodeList.
+-- driver/internal/sqldriver/queries/leases.sql: LeaseList, NodeList.
 
 -- name: LeaseGet
 SELECT holder, fence, acquired_at, expires_at FROM sluice_leases WHERE name = ?

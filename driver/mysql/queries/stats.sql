@@ -60,3 +60,20 @@ ON DUPLICATE KEY UPDATE paused = VALUES(paused), updated_at = VALUES(updated_at)
 
 -- name: QueuesPaused
 SELECT name FROM sluice_queues WHERE paused = 1
+
+-- name: QueuesServe
+-- Stamps one queue as served now (ServeQueues), keeping its pause flag.
+INSERT INTO sluice_queues (name, paused, updated_at, served_at) VALUES (?, 0, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))
+ON DUPLICATE KEY UPDATE served_at = VALUES(served_at)
+
+-- name: QueuesServed
+-- The queues a process has served (ServeQueues) since now + the
+-- (negative) duration given.
+SELECT name FROM sluice_queues WHERE served_at >= UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND ORDER BY name
+
+-- name: QueuesUnserved
+-- Pending jobs, by queue, of the queues no process has served
+-- (ServeQueues) since now + the (negative) duration given.
+SELECT j.queue, COUNT(*) FROM sluice_jobs j WHERE j.status = 'pending' AND NOT EXISTS (
+  SELECT 1 FROM sluice_queues q WHERE q.name = j.queue AND q.served_at >= UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND)
+GROUP BY j.queue ORDER BY j.queue

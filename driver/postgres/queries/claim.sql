@@ -19,20 +19,21 @@
 -- statement began, and a claim that waited behind a lock would hand out a
 -- lease already spent.
 UPDATE sluice_jobs
-SET status = 'processing', attempts = attempts + 1, locked_by = $1,
+SET progress_done = NULL, progress_total = NULL, progress_message = NULL, progress_at = NULL,
+    status = 'processing', attempts = attempts + 1, locked_by = $1,
     locked_until = clock_timestamp() + $2::bigint * interval '1 microsecond', updated_at = now()
 WHERE id IN (
   SELECT id FROM (
     SELECT id, priority, next_run_at FROM (
       SELECT id, priority, next_run_at FROM sluice_jobs
-      WHERE status = 'pending' AND queue = $3 AND partition_key = '' AND next_run_at <= now()/*TYPES*/
+      WHERE status = 'pending' AND queue = $3 AND partition_key = '' AND next_run_at <= now() AND (deadline IS NULL OR deadline > now())/*TYPES*/
       ORDER BY priority, next_run_at, id
       LIMIT $4
       FOR UPDATE SKIP LOCKED) unpartitioned
     UNION ALL
     SELECT id, priority, next_run_at FROM (
       SELECT id, priority, next_run_at FROM sluice_jobs
-      WHERE status = 'pending' AND length(partition_key) > 0 AND queue = $3 AND next_run_at <= now()/*TYPES*/
+      WHERE status = 'pending' AND length(partition_key) > 0 AND queue = $3 AND next_run_at <= now() AND (deadline IS NULL OR deadline > now())/*TYPES*/
       ORDER BY priority, next_run_at, id
       LIMIT $4
       FOR UPDATE SKIP LOCKED) partitioned
@@ -43,14 +44,15 @@ RETURNING /*JOB_COLUMNS*/
 
 -- name: ClaimIDs
 UPDATE sluice_jobs
-SET status = 'processing', attempts = attempts + 1, locked_by = ?,
+SET progress_done = NULL, progress_total = NULL, progress_message = NULL, progress_at = NULL,
+    status = 'processing', attempts = attempts + 1, locked_by = ?,
     locked_until = clock_timestamp() + ?::bigint * interval '1 microsecond', updated_at = now()
-WHERE id IN (/*LIST*/) AND status = 'pending'
+WHERE id IN (/*LIST*/) AND status = 'pending' AND (deadline IS NULL OR deadline > now())
 RETURNING /*JOB_COLUMNS*/
 
 -- name: Runnable
 SELECT 1 FROM sluice_jobs
-WHERE status = 'pending' AND queue = $1 AND next_run_at <= now()/*TYPES*/
+WHERE status = 'pending' AND queue = $1 AND next_run_at <= now() AND (deadline IS NULL OR deadline > now())/*TYPES*/
 LIMIT 1
 
 -- name: ReleaseClaim
@@ -129,11 +131,11 @@ SELECT pk FROM p WHERE pk IS NOT NULL
 -- Each FILTER marker takes the type conditions of its branch.
 SELECT id, type, partition_key FROM (
   (SELECT id, type, partition_key, priority, next_run_at FROM sluice_jobs
-  WHERE status = 'pending' AND queue = ? AND partition_key = '' AND next_run_at <= now()/*FILTER*/
+  WHERE status = 'pending' AND queue = ? AND partition_key = '' AND next_run_at <= now() AND (deadline IS NULL OR deadline > now())/*FILTER*/
   ORDER BY priority, next_run_at, id LIMIT ?)
   UNION ALL
   (SELECT id, type, partition_key, priority, next_run_at FROM sluice_jobs
-  WHERE status = 'pending' AND length(partition_key) > 0 AND queue = ? AND next_run_at <= now()/*FILTER*/
+  WHERE status = 'pending' AND length(partition_key) > 0 AND queue = ? AND next_run_at <= now() AND (deadline IS NULL OR deadline > now())/*FILTER*/
   ORDER BY priority, next_run_at, id LIMIT ?)
 ) pending
 ORDER BY priority, next_run_at, id
@@ -145,7 +147,7 @@ LIMIT ?
 -- partition) takes its turn like any other. The FILTER marker takes the
 -- type conditions.
 (SELECT id, type, partition_key FROM sluice_jobs
-WHERE status = 'pending' AND queue = ? AND partition_key = ? AND next_run_at <= now()/*FILTER*/
+WHERE status = 'pending' AND queue = ? AND partition_key = ? AND next_run_at <= now() AND (deadline IS NULL OR deadline > now())/*FILTER*/
 ORDER BY priority, next_run_at, id LIMIT ?)
 
 -- name: BucketLockMany
@@ -169,3 +171,35 @@ ON CONFLICT (name) DO NOTHING
 -- placeholders each, every one an existing bucket.
 INSERT INTO sluice_rate_buckets (name, tokens, updated_at) VALUES /*ROWS*/
 ON CONFLICT (name) DO UPDATE SET tokens = excluded.tokens, updated_at = excluded.updated_at
+
+-- name: MarkPrefetched
+-- Marks jobs of a claim that its worker holds but has not started yet
+-- (see migration prefetched): a rescue then gives their attempt back.
+-- Fenced by the claim's token, so a job held by anyone else is left alone.
+UPDATE sluice_jobs SET prefetched_by = locked_by
+WHERE status = 'processing' AND locked_by = $1 AND id IN (/*LIST*/)
+
+-- name: StartPrefetched
+-- A prefetched job starts: from now on a rescue charges its attempt. Its
+-- one row matches while the lease is still held and the job's deadline
+-- has not passed (a job claimed in time may wait in a worker's prefetch
+-- past it; DropLatePrefetched then cancels it).
+UPDATE sluice_jobs SET prefetched_by = NULL
+WHERE id = $1 AND status = 'processing' AND locked_by = $2 AND (deadline IS NULL OR deadline > now())
+
+-- name: DropLatePrefetched
+-- A prefetched job whose deadline passed while it waited in its worker
+-- never starts: it becomes cancelled with the reason, as SweepDeadlines
+-- does, fenced by its claim's token, and its attempt is given back (it
+-- never ran). The first two arguments are the history's keep, the same
+-- number (see Complete).
+UPDATE sluice_jobs
+SET status = 'cancelled', finished_at = now(),
+    last_error = 'deadline ' || to_char(deadline AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || ' passed before the job started',
+    history = (CASE WHEN jsonb_array_length(COALESCE(history, '[]')) > $1::int THEN history - 0 - 0
+                    WHEN jsonb_array_length(COALESCE(history, '[]')) = $2::int THEN history - 0
+                    ELSE COALESCE(history, '[]') END)
+      || jsonb_build_array(jsonb_build_object('attempt', attempts - 1, 'end', now(), 'outcome', 'cancelled', 'error', 'deadline ' || to_char(deadline AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || ' passed before the job started')),
+    attempts = attempts - 1,
+    prefetched_by = NULL, locked_by = NULL, locked_until = NULL, updated_at = now()
+WHERE id = $3 AND status = 'processing' AND locked_by = $4 AND deadline <= now()

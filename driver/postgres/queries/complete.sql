@@ -11,6 +11,14 @@ WHERE locked_by = $2 AND status = 'processing' AND id IN (/*LIST*/)
 -- name: Held
 SELECT id FROM sluice_jobs WHERE locked_by = $1 AND status = 'processing' AND id IN (/*LIST*/)
 
+-- name: Progress
+-- What a running attempt reports, fenced like every completion: a stale
+-- token or a finished job changes nothing. Arguments: done, total,
+-- message, id, token.
+UPDATE sluice_jobs
+SET progress_done = $1, progress_total = $2, progress_message = $3, progress_at = clock_timestamp()
+WHERE id = $4 AND locked_by = $5 AND status = 'processing'
+
 -- name: Complete
 -- history: see CompleteMany.
 UPDATE sluice_jobs
@@ -74,24 +82,53 @@ RETURNING j.id
 -- snapshot, so a job completed meanwhile is never rescued; SKIP LOCKED passes
 -- over rows a completer or heartbeat is writing right now. The lost attempt
 -- goes into the history as lease_expired, trimmed to $1 and $2 (the same number) as CompleteMany does.
+-- A job its claim never started (prefetched_by is the lease's token) gets
+-- its attempt back, goes to pending whatever its attempts, and its entry
+-- says released.
 UPDATE sluice_jobs
-SET status = CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'pending' END,
-    finished_at = CASE WHEN attempts >= max_attempts THEN now() ELSE NULL END,
+SET status = CASE WHEN attempts >= max_attempts AND NOT COALESCE(prefetched_by = locked_by, false) THEN 'failed' ELSE 'pending' END,
+    attempts = attempts - CASE WHEN COALESCE(prefetched_by = locked_by, false) THEN 1 ELSE 0 END,
+    finished_at = CASE WHEN attempts >= max_attempts AND NOT COALESCE(prefetched_by = locked_by, false) THEN now() ELSE NULL END,
     next_run_at = now(),
     last_error = 'lease expired at ' || to_char(locked_until AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.MS')
                  || ' UTC: the worker stopped heartbeating (killed, hung or cut off)',
     history = (CASE WHEN jsonb_array_length(COALESCE(history, '[]')) > $1::int THEN history - 0 - 0
                     WHEN jsonb_array_length(COALESCE(history, '[]')) = $2::int THEN history - 0
                     ELSE COALESCE(history, '[]') END)
-      || jsonb_build_array(jsonb_build_object('attempt', attempts, 'end', now(), 'outcome', 'lease_expired',
+      || jsonb_build_array(jsonb_build_object('attempt', attempts, 'end', now(), 'outcome', CASE WHEN COALESCE(prefetched_by = locked_by, false) THEN 'released' ELSE 'lease_expired' END,
            'error', 'lease expired at ' || to_char(locked_until AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.MS')
                     || ' UTC: the worker stopped heartbeating (killed, hung or cut off)')),
-    locked_by = NULL, locked_until = NULL, updated_at = now()
+    prefetched_by = NULL, locked_by = NULL, locked_until = NULL, updated_at = now()
 WHERE id IN (
   SELECT id FROM sluice_jobs WHERE status = 'processing' AND locked_until < now()
   LIMIT $3
   FOR UPDATE SKIP LOCKED)
 RETURNING status, queue, type
+
+-- name: SweepDeadlines
+-- Pending jobs whose deadline passed before a claim started them (claims
+-- skip them) become cancelled, in deadline order, a range of the index
+-- sluice_jobs_deadline. The reason, the deadline to the second, goes into
+-- last_error and into the history as a cancelled entry, trimmed to the
+-- first two arguments (the same number) as Complete does; its attempt is
+-- the attempts made so far (0 for a job that never ran). SKIP LOCKED passes over
+-- rows a claim is taking right now.
+UPDATE sluice_jobs
+SET status = 'cancelled', finished_at = now(),
+    last_error = 'deadline ' || to_char(deadline AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || ' passed before the job started',
+    history = (CASE WHEN jsonb_array_length(COALESCE(history, '[]')) > $1::int THEN history - 0 - 0
+                    WHEN jsonb_array_length(COALESCE(history, '[]')) = $2::int THEN history - 0
+                    ELSE COALESCE(history, '[]') END)
+      || jsonb_build_array(jsonb_build_object('attempt', attempts, 'end', now(), 'outcome', 'cancelled',
+           'error', 'deadline ' || to_char(deadline AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || ' passed before the job started')),
+    updated_at = now()
+WHERE id IN (
+  SELECT id FROM sluice_jobs
+  WHERE status = 'pending' AND deadline IS NOT NULL AND deadline <= now()
+  ORDER BY deadline
+  LIMIT $3
+  FOR UPDATE SKIP LOCKED)
+  AND status = 'pending'
 
 -- name: Purge
 -- The locking subquery re-checks status, so a job retried since the

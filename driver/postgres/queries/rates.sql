@@ -1,6 +1,6 @@
 -- Rate buckets and circuit breakers outside the claim.
 -- Also run here, written once for every dialect in
--- driver/internal/sqlcommon/queries/rates.sql: BucketList, CircuitList.
+-- driver/internal/sqldriver/queries/rates.sql: BucketList, CircuitList.
 
 -- name: BucketLock
 SELECT tokens, updated_at FROM sluice_rate_buckets WHERE name = $1 FOR UPDATE

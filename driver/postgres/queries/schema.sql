@@ -1,7 +1,7 @@
 -- The database clock, the schema version and migrations, dropping tables,
 -- and type settings.
 -- Also run here, written once for every dialect in
--- driver/internal/sqlcommon/queries/schema.sql: SchemaVersion, TypesList.
+-- driver/internal/sqldriver/queries/schema.sql: SchemaVersion, TypesList.
 
 -- name: Now
 SELECT now()

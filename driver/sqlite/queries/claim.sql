@@ -15,29 +15,31 @@
 -- its bound value and so recompiles the statement, which the driver
 -- prepares once, whenever a claim asks for another number of jobs.
 UPDATE sluice_jobs
-SET status = 'processing', attempts = attempts + 1, locked_by = ?1,
+SET progress_done = NULL, progress_total = NULL, progress_message = NULL, progress_at = NULL,
+    status = 'processing', attempts = attempts + 1, locked_by = ?1,
     locked_until = strftime('%Y-%m-%d %H:%M:%f', 'now', ?2), updated_at = strftime('%Y-%m-%d %H:%M:%f', 'now')
 WHERE id IN (
   SELECT id FROM (
     SELECT id, priority, next_run_at FROM sluice_jobs
-      WHERE status = 'pending' AND queue = ?3 AND partition_key = '' AND next_run_at <= strftime('%Y-%m-%d %H:%M:%f', 'now')/*TYPES*/
+      WHERE status = 'pending' AND queue = ?3 AND partition_key = '' AND next_run_at <= strftime('%Y-%m-%d %H:%M:%f', 'now') AND (deadline IS NULL OR deadline > strftime('%Y-%m-%d %H:%M:%f', 'now'))/*TYPES*/
     UNION ALL
     SELECT id, priority, next_run_at FROM sluice_jobs
-      WHERE status = 'pending' AND length(partition_key) > 0 AND queue = ?3 AND next_run_at <= strftime('%Y-%m-%d %H:%M:%f', 'now')/*TYPES*/
+      WHERE status = 'pending' AND length(partition_key) > 0 AND queue = ?3 AND next_run_at <= strftime('%Y-%m-%d %H:%M:%f', 'now') AND (deadline IS NULL OR deadline > strftime('%Y-%m-%d %H:%M:%f', 'now'))/*TYPES*/
     ORDER BY priority, next_run_at, id
     LIMIT ?4 + 0))
 RETURNING /*JOB_COLUMNS*/
 
 -- name: ClaimIDs
 UPDATE sluice_jobs
-SET status = 'processing', attempts = attempts + 1, locked_by = ?,
+SET progress_done = NULL, progress_total = NULL, progress_message = NULL, progress_at = NULL,
+    status = 'processing', attempts = attempts + 1, locked_by = ?,
     locked_until = strftime('%Y-%m-%d %H:%M:%f', 'now', ?), updated_at = strftime('%Y-%m-%d %H:%M:%f', 'now')
-WHERE id IN (/*LIST*/) AND status = 'pending'
+WHERE id IN (/*LIST*/) AND status = 'pending' AND (deadline IS NULL OR deadline > strftime('%Y-%m-%d %H:%M:%f', 'now'))
 RETURNING /*JOB_COLUMNS*/
 
 -- name: Runnable
 SELECT 1 FROM sluice_jobs
-WHERE status = 'pending' AND queue = ? AND next_run_at <= strftime('%Y-%m-%d %H:%M:%f', 'now')/*TYPES*/
+WHERE status = 'pending' AND queue = ? AND next_run_at <= strftime('%Y-%m-%d %H:%M:%f', 'now') AND (deadline IS NULL OR deadline > strftime('%Y-%m-%d %H:%M:%f', 'now'))/*TYPES*/
 LIMIT 1
 
 -- name: ReleaseClaim
@@ -115,11 +117,11 @@ SELECT pk FROM p WHERE pk IS NOT NULL
 -- Each FILTER marker takes the type conditions of its branch.
 SELECT id, type, partition_key FROM (
   SELECT * FROM (SELECT id, type, partition_key, priority, next_run_at FROM sluice_jobs
-  WHERE status = 'pending' AND queue = ? AND partition_key = '' AND next_run_at <= strftime('%Y-%m-%d %H:%M:%f', 'now')/*FILTER*/
+  WHERE status = 'pending' AND queue = ? AND partition_key = '' AND next_run_at <= strftime('%Y-%m-%d %H:%M:%f', 'now') AND (deadline IS NULL OR deadline > strftime('%Y-%m-%d %H:%M:%f', 'now'))/*FILTER*/
   ORDER BY priority, next_run_at, id LIMIT ?)
   UNION ALL
   SELECT * FROM (SELECT id, type, partition_key, priority, next_run_at FROM sluice_jobs
-  WHERE status = 'pending' AND length(partition_key) > 0 AND queue = ? AND next_run_at <= strftime('%Y-%m-%d %H:%M:%f', 'now')/*FILTER*/
+  WHERE status = 'pending' AND length(partition_key) > 0 AND queue = ? AND next_run_at <= strftime('%Y-%m-%d %H:%M:%f', 'now') AND (deadline IS NULL OR deadline > strftime('%Y-%m-%d %H:%M:%f', 'now'))/*FILTER*/
   ORDER BY priority, next_run_at, id LIMIT ?))
 ORDER BY priority, next_run_at, id
 LIMIT ?
@@ -130,7 +132,7 @@ LIMIT ?
 -- partition) takes its turn like any other. The FILTER marker takes the
 -- type conditions.
 SELECT * FROM (SELECT id, type, partition_key FROM sluice_jobs
-WHERE status = 'pending' AND queue = ? AND partition_key = ? AND next_run_at <= strftime('%Y-%m-%d %H:%M:%f', 'now')/*FILTER*/
+WHERE status = 'pending' AND queue = ? AND partition_key = ? AND next_run_at <= strftime('%Y-%m-%d %H:%M:%f', 'now') AND (deadline IS NULL OR deadline > strftime('%Y-%m-%d %H:%M:%f', 'now'))/*FILTER*/
 ORDER BY priority, next_run_at, id LIMIT ?)
 
 -- name: BucketLockMany
@@ -153,3 +155,36 @@ ON CONFLICT (name) DO NOTHING
 -- placeholders each, every one an existing bucket.
 INSERT INTO sluice_rate_buckets (name, tokens, updated_at) VALUES /*ROWS*/
 ON CONFLICT (name) DO UPDATE SET tokens = excluded.tokens, updated_at = excluded.updated_at
+
+-- name: MarkPrefetched
+-- Marks jobs of a claim that its worker holds but has not started yet
+-- (see migration prefetched): a rescue then gives their attempt back.
+-- Fenced by the claim's token, so a job held by anyone else is left alone.
+UPDATE sluice_jobs SET prefetched_by = locked_by
+WHERE status = 'processing' AND locked_by = ? AND id IN (/*LIST*/)
+
+-- name: StartPrefetched
+-- A prefetched job starts: from now on a rescue charges its attempt. Its
+-- one row matches while the lease is still held and the job's deadline
+-- has not passed (a job claimed in time may wait in a worker's prefetch
+-- past it; DropLatePrefetched then cancels it).
+UPDATE sluice_jobs SET prefetched_by = NULL
+WHERE id = ? AND status = 'processing' AND locked_by = ? AND (deadline IS NULL OR deadline > strftime('%Y-%m-%d %H:%M:%f', 'now'))
+
+-- name: DropLatePrefetched
+-- A prefetched job whose deadline passed while it waited in its worker
+-- never starts: it becomes cancelled with the reason, as SweepDeadlines
+-- does, fenced by its claim's token, and its attempt is given back (it
+-- never ran). The first two arguments are the history's keep, the same
+-- number (see Complete).
+UPDATE sluice_jobs
+SET status = 'cancelled', finished_at = strftime('%Y-%m-%d %H:%M:%f', 'now'),
+    last_error = 'deadline ' || strftime('%Y-%m-%dT%H:%M:%SZ', deadline) || ' passed before the job started',
+    history = json_insert(
+      CASE WHEN json_array_length(COALESCE(history, '[]')) > ?1 THEN json_remove(history, '$[0]', '$[0]')
+           WHEN json_array_length(COALESCE(history, '[]')) = ?2 THEN json_remove(history, '$[0]')
+           ELSE COALESCE(history, '[]') END,
+      '$[#]', json_object('attempt', attempts - 1, 'end', strftime('%Y-%m-%d %H:%M:%f', 'now'), 'outcome', 'cancelled', 'error', 'deadline ' || strftime('%Y-%m-%dT%H:%M:%SZ', deadline) || ' passed before the job started')),
+    attempts = attempts - 1,
+    prefetched_by = NULL, locked_by = NULL, locked_until = NULL, updated_at = strftime('%Y-%m-%d %H:%M:%f', 'now')
+WHERE id = ?3 AND status = 'processing' AND locked_by = ?4 AND deadline <= strftime('%Y-%m-%d %H:%M:%f', 'now')

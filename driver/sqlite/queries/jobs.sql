@@ -1,10 +1,14 @@
 -- Enqueue, read, list, retry, cancel and delete jobs.
 -- Also run here, written once for every dialect in
--- driver/internal/sqlcommon/queries/jobs.sql: List, Delete.
+-- driver/internal/sqldriver/queries/jobs.sql: List, Delete.
 
 -- name: Insert
-INSERT INTO sluice_jobs (queue, type, business_key, dedupe, payload, priority, max_attempts, next_run_at, traceparent, partition_key)
-VALUES (?, ?, ?, ?, ?, ?, ?, COALESCE(?, strftime('%Y-%m-%d %H:%M:%f', 'now', ?)), ?, ?)
+-- The deadline is ?12 when given, else ?13 (NULL: none) after the job
+-- becomes due, the next_run_at this row gets: strftime with a NULL
+-- modifier is NULL.
+INSERT INTO sluice_jobs (queue, type, business_key, dedupe, payload, priority, max_attempts, next_run_at, traceparent, partition_key, deadline)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, COALESCE(?8, strftime('%Y-%m-%d %H:%M:%f', 'now', ?9)), ?10, ?11,
+        COALESCE(?12, strftime('%Y-%m-%d %H:%M:%f', COALESCE(?8, strftime('%Y-%m-%d %H:%M:%f', 'now', ?9)), ?13)))
 ON CONFLICT DO NOTHING
 RETURNING id
 
@@ -16,11 +20,11 @@ WHERE business_key = ? AND (dedupe = 'permanent' OR status IN ('pending', 'proce
 SELECT /*JOB_COLUMNS*/, history FROM sluice_jobs WHERE id = ?
 
 -- name: ListIDs
--- The ids of a bulk action's selection; sqlcommon adds the filter.
+-- The ids of a bulk action's selection; sqldriver adds the filter.
 SELECT id FROM sluice_jobs
 
 -- name: ListStatus
--- The listing of one status; sqlcommon adds the status and the filter.
+-- The listing of one status; sqldriver adds the status and the filter.
 -- The planner finds the status index by itself (MySQL's needs a hint).
 SELECT /*JOB_COLUMNS*/ FROM sluice_jobs
 
@@ -35,9 +39,13 @@ COALESCE(CASE json_type(payload, '$."' || replace(?, '.', '"."') || '"') WHEN 't
 SELECT status FROM sluice_jobs WHERE id = ?
 
 -- name: Retry
+-- A deadline already passed is dropped: the operator asks for a run now,
+-- which the deadline would refuse (a job cancelled by its deadline is
+-- retried so). One still ahead is kept.
 UPDATE sluice_jobs
 SET status = 'pending', next_run_at = strftime('%Y-%m-%d %H:%M:%f', 'now'), finished_at = NULL, locked_by = NULL, locked_until = NULL,
     max_attempts = CASE WHEN attempts >= max_attempts THEN attempts + 1 ELSE max_attempts END,
+    deadline = CASE WHEN deadline <= strftime('%Y-%m-%d %H:%M:%f', 'now') THEN NULL ELSE deadline END,
     updated_at = strftime('%Y-%m-%d %H:%M:%f', 'now')
 WHERE id IN (/*LIST*/) AND status IN ('failed', 'cancelled')
 

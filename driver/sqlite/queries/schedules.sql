@@ -1,6 +1,6 @@
 -- Cron schedules.
 -- Also run here, written once for every dialect in
--- driver/internal/sqlcommon/queries/schedules.sql: ScheduleList.
+-- driver/internal/sqldriver/queries/schedules.sql: ScheduleList.
 
 -- name: ScheduleGet
 SELECT name, last_slot, last_job_id, version, fires, skips, updated_at FROM sluice_schedules WHERE name = ?

@@ -64,3 +64,21 @@ ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, updated_at = excluded
 
 -- name: QueuesPaused
 SELECT name FROM sluice_queues WHERE paused = 1
+
+-- name: QueuesServe
+-- Stamps one queue as served now (ServeQueues), keeping its pause flag.
+INSERT INTO sluice_queues (name, paused, updated_at, served_at)
+VALUES (?, 0, strftime('%Y-%m-%d %H:%M:%f', 'now'), strftime('%Y-%m-%d %H:%M:%f', 'now'))
+ON CONFLICT (name) DO UPDATE SET served_at = excluded.served_at
+
+-- name: QueuesServed
+-- The queues a process has served (ServeQueues) since now + the
+-- (negative) duration given.
+SELECT name FROM sluice_queues WHERE served_at >= strftime('%Y-%m-%d %H:%M:%f', 'now', ?) ORDER BY name
+
+-- name: QueuesUnserved
+-- Pending jobs, by queue, of the queues no process has served
+-- (ServeQueues) since now + the (negative) duration given.
+SELECT j.queue, COUNT(*) FROM sluice_jobs j WHERE j.status = 'pending' AND NOT EXISTS (
+  SELECT 1 FROM sluice_queues q WHERE q.name = j.queue AND q.served_at >= strftime('%Y-%m-%d %H:%M:%f', 'now', ?))
+GROUP BY j.queue ORDER BY j.queue

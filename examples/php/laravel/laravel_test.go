@@ -18,8 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/clients/php/phptest"
-	"github.com/sluicehq/sluice/internal/proctest"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/proctest"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 )
 
 var bin string
@@ -27,6 +27,9 @@ var bin string
 func TestMain(m *testing.M) { testdb.MainWithBinary(m, &bin) }
 
 const orders = 30
+
+// appKey is the test app's APP_KEY, in Laravel's base64: form.
+const appKey = "base64:c2x1aWNlLWxhcmF2ZWwtdGVzdC1hcHAta2V5LTAwMDA="
 
 func TestLaravelQueue(t *testing.T) {
 	phptest.Require(t, "pdo_mysql", "curl")
@@ -40,7 +43,7 @@ func TestLaravelQueue(t *testing.T) {
 	env := proctest.Env([]string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix, "APP_PREFIX=" + tg.Prefix,
 		"DB_HOST=" + u.Hostname(), "DB_PORT=" + u.Port(), "DB_DATABASE=" + strings.TrimPrefix(u.Path, "/"),
 		"DB_USERNAME=" + u.User.Username(), "DB_PASSWORD=" + pass,
-		"HOOK_SECRET=laravel-secret", "RECEIVER_ADDR=" + receiver, "PHP_CLI_SERVER_WORKERS=4"})
+		"HOOK_SECRET=laravel-secret", "APP_KEY=" + appKey, "RECEIVER_ADDR=" + receiver, "PHP_CLI_SERVER_WORKERS=4"})
 	phptest.Run(t, app, env, "php", "setup.php")
 	out := phptest.Start(t, app, env, "php", "-S", receiver, "-t", "public", "public/index.php")
 	phptest.WaitListening(t, receiver, out)
@@ -72,8 +75,8 @@ func TestLaravelQueue(t *testing.T) {
 	jobs := tg.Prefix + "jobs"
 	// Written before any worker runs: what dispatch() stored.
 	var n, delayed, unique int
-	require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM `+jobs+` WHERE type = 'laravel' AND queue = 'orders' AND max_attempts = 4`).Scan(&n))
-	require.Equal(t, committed, n, "a job per committed order, on the onQueue() queue, with the class's $tries")
+	require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM `+jobs+` WHERE type = 'laravel' AND queue = 'orders' AND max_attempts = 5`).Scan(&n))
+	require.Equal(t, committed, n, "a job per committed order, on the onQueue() queue, with the class's $tries and the delivery on which Laravel fails a job released on its last attempt")
 	require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM `+jobs+` WHERE queue = 'orders' AND next_run_at >= created_at + INTERVAL 1900000 MICROSECOND`).Scan(&delayed))
 	want := 0
 	for o := 1; o <= orders; o++ {
@@ -115,8 +118,7 @@ func TestLaravelQueue(t *testing.T) {
 		var status, payload string
 		var attempts int
 		require.NoError(t, rows.Scan(&id, &status, &attempts, &payload))
-		var p struct{ Data struct{ Command string } }
-		require.NoError(t, json.Unmarshal([]byte(payload), &p))
+		p := laravelPayload(t, payload)
 		var order int
 		_, err := fmt.Sscanf(p.Data.Command[strings.Index(p.Data.Command, "orderId\";i:")+len("orderId\";i:"):], "%d", &order)
 		require.NoError(t, err, p.Data.Command)
@@ -135,4 +137,16 @@ func TestLaravelQueue(t *testing.T) {
 	var reports int
 	require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM `+tg.Prefix+`reports`).Scan(&reports))
 	require.Equal(t, 1, reports)
+}
+
+// laravelPayload opens a job's sluice payload: Laravel's own, base64 in "laravel".
+func laravelPayload(t *testing.T, payload string) (p struct {
+	MaxTries *int
+	Data     struct{ CommandName, Command string }
+}) {
+	t.Helper()
+	var env struct{ Laravel []byte }
+	require.NoError(t, json.Unmarshal([]byte(payload), &env), payload)
+	require.NoError(t, json.Unmarshal(env.Laravel, &p), payload)
+	return p
 }

@@ -21,8 +21,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/clients/php/phptest"
-	"github.com/sluicehq/sluice/internal/proctest"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/proctest"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -33,7 +33,7 @@ func TestMain(m *testing.M) { testdb.MainWithBinary(m, &bin) }
 const (
 	orders    = 40
 	enqueuers = 2
-	token     = "library-example-token"
+	token     = "library-example-token-Fs8Lq2Vy6Wd4Hn1Z"
 	secret    = "library-example-secret"
 )
 

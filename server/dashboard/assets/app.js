@@ -1,7 +1,8 @@
 // The dashboard's only script: confirmations, times in the viewer's time
-// zone, and the live overview and queue pages (polling /live.json, one
-// snapshot shared by every viewer on the server). Every page works without
-// it, with times in UTC and no live updates.
+// zone, the live overview and queue pages (polling /live.json, one
+// snapshot shared by every viewer on the server) and a running job's
+// progress (its page reloads). Every page works without it, with times in
+// UTC and no live updates.
 (function () {
   "use strict";
 
@@ -27,6 +28,13 @@
       t.textContent = fullTime(d);
     }
   });
+
+  // A running job's page with progress reloads itself every 2 s, the
+  // live pages' poll, while the job runs: the server renders the latest
+  // report, written at most once a second.
+  if (document.querySelector("#progress[data-refresh]")) {
+    setTimeout(function () { window.location.reload(); }, 2000);
+  }
 
   var live = document.getElementById("live");
   if (!live) {

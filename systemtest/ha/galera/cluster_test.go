@@ -31,8 +31,9 @@ import (
 	"time"
 
 	_ "github.com/go-sql-driver/mysql" // the test's own connections to the nodes
+	"github.com/stretchr/testify/require"
 
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 )
 
 var bin string
@@ -98,8 +99,12 @@ func (nd *node) addr() string { return fmt.Sprintf("127.0.0.1:%d", nd.port) }
 // URL is sluice's URL of the test database on this node.
 func (nd *node) URL() string { return fmt.Sprintf("mysql://root@%s/%s", nd.addr(), dbName) }
 
-// admin is the DSN of the test's own connection to this node.
-func (nd *node) admin() string { return fmt.Sprintf("root@tcp(%s)/%s?timeout=2s", nd.addr(), dbName) }
+// admin is the DSN of the test's own connection to this node. Its metadata
+// lock waits (FLUSH TABLES waits for the table's users) end after 60 s, not
+// MariaDB's default of a year.
+func (nd *node) admin() string {
+	return fmt.Sprintf("root@tcp(%s)/%s?timeout=2s&lock_wait_timeout=60", nd.addr(), dbName)
+}
 
 type cluster struct {
 	dir   string
@@ -234,8 +239,10 @@ func (c *cluster) chown() ([]byte, error) {
 
 // config is a node's my.cnf: a small buffer pool for a fast start, the
 // settings Galera requires (row binlog format, interleaved auto-increment
-// locks), and short failure-detection timeouts so that a killed node
-// leaves the group in seconds. innodb_flush_log_at_trx_commit keeps its
+// locks), and Galera's own failure detection (a node silent for 5 s is
+// suspected): with 2 s, a CI run at load 40 split node 1 off the group
+// right after it formed, and it stayed out of the primary component for
+// the rest of the package. innodb_flush_log_at_trx_commit keeps its
 // default, 1.
 func (c *cluster) config(nd *node) string {
 	var peers []string
@@ -262,7 +269,7 @@ wsrep_cluster_name=sluice-test
 wsrep_cluster_address=gcomm://%[4]s
 wsrep_node_address=127.0.0.1:%[5]d
 wsrep_node_name=n%[6]d
-wsrep_provider_options="gmcast.listen_addr=tcp://127.0.0.1:%[5]d;ist.recv_addr=127.0.0.1:%[7]d;gcache.size=128M;evs.suspect_timeout=PT2S;evs.inactive_timeout=PT4S;evs.install_timeout=PT4S;evs.keepalive_period=PT0.5S"
+wsrep_provider_options="gmcast.listen_addr=tcp://127.0.0.1:%[5]d;ist.recv_addr=127.0.0.1:%[7]d;gcache.size=128M"
 wsrep_sst_method=rsync
 wsrep_sst_receive_address=127.0.0.1:%[8]d
 `, nd.dir, nd.port, provider, strings.Join(peers, ","), nd.gport, nd.n, nd.iport, nd.sport)
@@ -284,22 +291,29 @@ func (c *cluster) start(nd *node, extra ...string) error {
 	return nil
 }
 
-// status reads one of the node's status variables; "" when it cannot.
+// status reads one of the node's status variables; "" when it cannot,
+// for the waits that poll a node until it answers.
 func (c *cluster) status(nd *node, name string) string { return c.statusVia(nd.addr(), name) }
 
-// statusVia reads a status variable of the server at addr.
+// statusVia reads a status variable of the server at addr; "" when it cannot.
 func (c *cluster) statusVia(addr, name string) string {
+	v, _ := readStatus(addr, name)
+	return v
+}
+
+// readStatus reads a status variable of the server at addr.
+func readStatus(addr, name string) (string, error) {
 	db, err := sql.Open("mysql", fmt.Sprintf("root@tcp(%s)/?timeout=1s&readTimeout=2s", addr))
 	if err != nil {
-		return ""
+		return "", err
 	}
 	defer db.Close()
 	var k, v string
 	// SHOW takes no placeholder; names are the test's own constants.
 	if err := db.QueryRow("SHOW GLOBAL STATUS LIKE '"+name+"'").Scan(&k, &v); err != nil {
-		return ""
+		return "", fmt.Errorf("%s on %s: %w", name, addr, err)
 	}
-	return v
+	return v, nil
 }
 
 // waitSynced waits until the node reports itself Synced with the group:
@@ -461,18 +475,53 @@ func adminDB(t *testing.T, nd *node) *sql.DB {
 	return db
 }
 
-// certFailures sums, over the live nodes, the transactions aborted by a
-// conflict with another node's write set: certification failures and
-// brute-force aborts of local transactions by replicated ones.
-func (c *cluster) certFailures() int {
+// certFailures sums, over the nodes, all of which must answer, the
+// transactions aborted by a conflict with another node's write set:
+// certification failures and brute-force aborts of local transactions by
+// replicated ones. A read that fails fails the test: counted as 0 it
+// would make a later difference mean nothing.
+func (c *cluster) certFailures(t *testing.T) int {
+	t.Helper()
 	n := 0
 	for _, nd := range c.nodes {
-		for _, v := range []string{"wsrep_local_cert_failures", "wsrep_local_bf_aborts"} {
-			x, _ := strconv.Atoi(c.status(nd, v))
+		for _, name := range []string{"wsrep_local_cert_failures", "wsrep_local_bf_aborts"} {
+			v, err := readStatus(nd.addr(), name)
+			require.NoError(t, err)
+			x, err := strconv.Atoi(v)
+			require.NoError(t, err, "%s on %s", name, nd.addr())
 			n += x
 		}
 	}
 	return n
+}
+
+// logProcesses logs, for each node that answers, its state in the group,
+// whether flow control pauses it, and what every connection is doing: what
+// a test that met a call that did not return needs to say why.
+func (c *cluster) logProcesses(t *testing.T) {
+	t.Helper()
+	for _, nd := range c.nodes {
+		state, paused := c.status(nd, "wsrep_local_state_comment"), c.status(nd, "wsrep_flow_control_paused")
+		db, err := sql.Open("mysql", fmt.Sprintf("root@tcp(%s)/?timeout=1s&readTimeout=5s", nd.addr()))
+		if err != nil {
+			t.Logf("node %d: %v", nd.n, err)
+			continue
+		}
+		var lines []string
+		rows, err := db.Query("SELECT id, command, time, COALESCE(state, ''), LEFT(COALESCE(info, ''), 200) FROM information_schema.processlist ORDER BY time DESC")
+		if err == nil {
+			for rows.Next() {
+				var id, secs int64
+				var command, st, info string
+				if rows.Scan(&id, &command, &secs, &st, &info) == nil {
+					lines = append(lines, fmt.Sprintf("  %d %s %ds %q %q", id, command, secs, st, info))
+				}
+			}
+			err = rows.Close()
+		}
+		db.Close()
+		t.Logf("node %d: %s, flow control paused %s; processes (err %v):\n%s", nd.n, state, paused, err, strings.Join(lines, "\n"))
+	}
 }
 
 func ctxT(d time.Duration) (context.Context, context.CancelFunc) {

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/proctest"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/proctest"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 )
 
 // checkScript is HAProxy's health check of a Galera node, the job that

@@ -3,6 +3,7 @@ package galera
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,8 +11,8 @@ import (
 
 	"github.com/sluicehq/sluice/dburl"
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/internal/proctest"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/proctest"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -27,6 +28,12 @@ func newTarget(t *testing.T, c *cluster) *target {
 	t.Helper()
 	tg := &target{prefix: testdb.Prefix()}
 	tg.env = []string{"SLUICE_PREFIX=" + tg.prefix}
+	// Every node a full member first: a loaded machine can leave one
+	// outside the primary component for a while after the group formed
+	// or a node rejoined ("WSREP has not yet prepared node").
+	for _, nd := range c.nodes {
+		require.NoError(t, c.waitSynced(nd, 2*time.Minute))
+	}
 	r := proctest.Run(t, bin, tg.env, "migrate", "--config", proctest.Config(t, c.nodes[0].URL(), ""))
 	require.Equal(t, 0, r.Code, r.Stderr)
 	for _, nd := range c.nodes {
@@ -103,4 +110,39 @@ func report(t *testing.T, f figures) {
 		rec = f.recovery.Round(time.Millisecond).String()
 	}
 	t.Logf("| %s | %s | %d | %d (bound %d) | %d | %d | %s |", f.topology, f.fault, f.jobs, f.dups, f.bound, f.lost, f.ackLost, rec)
+}
+
+// logUnfinished logs, as each node sees them, the jobs of type work not
+// yet finished (or why the node could not say).
+func logUnfinished(t *testing.T, tg *target) {
+	t.Helper()
+	for i, d := range tg.drv {
+		ctx, cancel := ctxT(10 * time.Second)
+		for _, st := range []sluicetype.Status{sluicetype.StatusPending, sluicetype.StatusProcessing} {
+			rows, err := d.ListJobs(ctx, sluicetype.ListParams{Status: st, Type: "work", Limit: 20})
+			if err != nil {
+				t.Logf("node %d: listing %s jobs: %v", i+1, st, err)
+				continue
+			}
+			for _, r := range rows {
+				t.Logf("node %d: job %d %s attempts %d locked_by %q locked_until %v next_run_at %v last_error %q",
+					i+1, r.ID, r.Status, r.Attempts, r.LockedBy, r.LockedUntil, r.NextRunAt, r.LastError)
+			}
+		}
+		cancel()
+	}
+}
+
+// warnings keeps the lines of a sluice log at warning level or above.
+func warnings(log string) string {
+	var out []string
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, "level=WARN") || strings.Contains(l, "level=ERROR") {
+			out = append(out, l)
+		}
+	}
+	if len(out) > 40 {
+		out = append(out[:20], append([]string{"..."}, out[len(out)-20:]...)...)
+	}
+	return strings.Join(out, "\n")
 }

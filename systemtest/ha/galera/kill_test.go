@@ -14,8 +14,8 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/dburl"
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/internal/proctest"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/proctest"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -154,12 +154,20 @@ func TestKillNodeMidRun(t *testing.T) {
 
 	<-prodDone
 	total := jobs + live
-	testdb.WaitFor(t, 150*time.Second, "every job finished", func() bool {
+	for deadline := time.Now().Add(150 * time.Second); !allDone(witness, "work"); time.Sleep(50 * time.Millisecond) {
 		for _, p := range procs {
 			require.False(t, p.Exited(), "sluice work pid %d exited: %v\n%s", p.Pid(), p.Err(), proctest.Tail(p.Stderr(), 2000))
 		}
-		return allDone(witness, "work")
-	})
+		if time.Now().After(deadline) {
+			// What is left, as each node sees it, and the workers' warnings:
+			// a CI run at load 20 met this once, with nothing else logged.
+			logUnfinished(t, tg)
+			for _, p := range procs {
+				t.Logf("sluice work pid %d warnings:\n%s", p.Pid(), warnings(p.Stderr()))
+			}
+			t.Fatal("every job finished: not reached within 2m30s")
+		}
+	}
 	for _, p := range procs {
 		require.NoError(t, p.Term(t, 15*time.Second), "work exits 0 on SIGTERM")
 	}

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/proctest"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/proctest"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 
 	"github.com/stretchr/testify/require"
 )
@@ -35,12 +35,12 @@ func TestSpreadOverNodesRunsEachJobOnce(t *testing.T) {
 	dir := t.TempDir()
 	logPath, tickLog := dir+"/exec.log", dir+"/ticks.log"
 	proctest.Enqueue(t, tg.drv[0], "work", jobs)
-	before := c.certFailures()
+	before := c.certFailures(t)
 	schedule := fmt.Sprintf(`  tick:
     command: ["sh", "-c", %q]
 schedules:
   every_second: { cron: "@every 1s", type: tick, overlap: allow, catch_up: 100 }
-`, `echo "$SLUICE_JOB_KEY $PPID" >> `+tickLog)
+`, `echo "$SLUICE_JOB_KEY $SLUICE_WORKER_PID" >> `+tickLog)
 	var procs []*proctest.Proc
 	for _, nd := range c.nodes {
 		procs = append(procs, startWork(t, tg.env, "--config", workConfig(t, nd.URL(), logPath, conc, schedule), "--shutdown-timeout", "5s"))
@@ -58,7 +58,7 @@ schedules:
 	for _, p := range procs {
 		require.NoError(t, p.Term(t, 15*time.Second), "work exits 0 on SIGTERM")
 	}
-	conflicts := c.certFailures() - before
+	conflicts := c.certFailures(t) - before
 	l := proctest.ReadExecLog[int64](t, logPath, true)
 	dups := proctest.CheckAllSucceeded(t, tg.drv[2], l, jobs)
 	perProc := map[int]int{}
@@ -68,7 +68,9 @@ schedules:
 	t.Logf("%d jobs in %s on 3 nodes (per worker %v), %d certification conflicts", jobs, took.Round(time.Millisecond), perProc, conflicts)
 	require.Empty(t, dups, "no job ran twice without a fault")
 	require.Len(t, perProc, 3, "every node's worker ran jobs")
-	require.Positive(t, conflicts, "claims on different nodes collided at certification at least once")
+	// How many claims collided at certification is up to chance (zero is
+	// a fair outcome); it is reported, not asserted. Its reads are checked
+	// (certFailures), so the figure is not a failed read's 0.
 
 	// Schedule slots: each key ran once, and the slots are consecutive
 	// seconds. The last slot may still be pending at the stop, so only

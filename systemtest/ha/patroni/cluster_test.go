@@ -36,8 +36,8 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // the test's own connections to each node
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicehq/sluice/internal/proctest"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/proctest"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 )
 
 var bin string

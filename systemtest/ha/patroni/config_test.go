@@ -3,7 +3,7 @@ package patroni
 import (
 	"testing"
 
-	"github.com/sluicehq/sluice/internal/proctest"
+	"github.com/sluicehq/sluice/internal/testkit/proctest"
 )
 
 // writeConfig writes a sluice config on url whose "work" type runs

@@ -21,9 +21,9 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/dburl"
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/internal/clienttest"
-	"github.com/sluicehq/sluice/internal/proctest"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/clienttest"
+	"github.com/sluicehq/sluice/internal/testkit/proctest"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -280,7 +280,11 @@ func failoverRun(t *testing.T, c *cluster, syncMode bool) string {
 	// on the new primary by each worker, and the first enqueue
 	// acknowledged by each serve.
 	testdb.WaitFor(t, 60*time.Second, "both workers finished a job on the new primary", func() bool {
-		first := firstFinished(t, newDB, prefix, killAt, logPath, pathOfPID)
+		first, err := firstFinished(newDB, prefix, killAt, logPath, pathOfPID)
+		if err != nil {
+			t.Logf("reading the first jobs on the new primary: %v", err) // it may still be settling
+			return false
+		}
 		return len(first) == 2
 	})
 	testdb.WaitFor(t, 60*time.Second, "both serves acknowledged an enqueue after the kill", func() bool {
@@ -300,7 +304,9 @@ func failoverRun(t *testing.T, c *cluster, syncMode bool) string {
 	require.Less(t, listenAt.Sub(promotedAt), maxListenBack, "LISTEN back on the new primary after its promotion")
 	// Each worker's first job on the new primary: the workers resumed by
 	// themselves, whichever way they connect.
-	first := firstFinished(t, newDB, prefix, killAt, logPath, pathOfPID)
+	first, err := firstFinished(newDB, prefix, killAt, logPath, pathOfPID)
+	require.NoError(t, err)
+	require.Len(t, first, 2, "a first job per connection path: %v", first)
 	for path, d := range first {
 		require.Less(t, d-promotedAt.Sub(killAt), maxResume, "first job finished by the %s worker after the promotion (%v after the kill, promotion %s)",
 			path, first, promotedAt.Sub(killAt))
@@ -627,12 +633,13 @@ func allJobs(t *testing.T, db *sql.DB, prefix string) []jobRow {
 // firstFinished returns, per connection path, how long after the kill
 // the first job finished on the new primary by that path's worker: its
 // finished_at (the database clock, on this same machine) against the
-// kill, attributed to a worker by the last run of it in the log.
-func firstFinished(t *testing.T, db *sql.DB, prefix string, killAt time.Time, logPath string, pathOfPID map[int]string) map[string]time.Duration {
-	t.Helper()
+// kill, attributed to a worker by the last run of it in the log. A
+// failed read is an error, never an empty answer that the resume-time
+// check would pass.
+func firstFinished(db *sql.DB, prefix string, killAt time.Time, logPath string, pathOfPID map[int]string) (map[string]time.Duration, error) {
 	rows, err := db.Query("SELECT business_key, finished_at FROM "+prefix+"jobs WHERE status = 'success' AND queue = 'default' AND finished_at > $1 ORDER BY finished_at LIMIT 500", killAt)
 	if err != nil {
-		return nil
+		return nil, fmt.Errorf("first jobs after the kill: %w", err)
 	}
 	defer rows.Close()
 	lastPID := lastEndPIDs(logPath)
@@ -640,15 +647,18 @@ func firstFinished(t *testing.T, db *sql.DB, prefix string, killAt time.Time, lo
 	for rows.Next() {
 		var key string
 		var at time.Time
-		if rows.Scan(&key, &at) != nil {
-			return nil
+		if err := rows.Scan(&key, &at); err != nil {
+			return nil, fmt.Errorf("first jobs after the kill: %w", err)
 		}
 		path := pathOfPID[lastPID[key]]
 		if _, seen := out[path]; path != "" && !seen {
 			out[path] = at.Sub(killAt)
 		}
 	}
-	return out
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("first jobs after the kill: %w", err)
+	}
+	return out, nil
 }
 
 // lastEndPIDs maps each job's key to the process of its last ended run,

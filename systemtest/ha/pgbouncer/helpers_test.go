@@ -31,8 +31,8 @@ import (
 
 	"github.com/sluicehq/sluice/dburl"
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/internal/proctest"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/proctest"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 )
 
 var bin string
@@ -153,7 +153,7 @@ log_disconnections = 0
 	b.pooled = u.String() + "?pooler=transaction"
 	u.Path = "/pgbouncer"
 	b.admin = u.String() + "?default_query_exec_mode=simple_protocol"
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	for deadline := time.Now().Add(time.Minute); ; {
 		c, err := net.Dial("tcp", "127.0.0.1:"+port)
 		if err == nil {
 			c.Close()
@@ -165,7 +165,7 @@ log_disconnections = 0
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("pgbouncer not listening within 10s: %s", b.logs.String())
+			t.Fatalf("pgbouncer listening: not reached within a minute: %s", b.logs.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -16,8 +16,8 @@ import (
 
 	"github.com/sluicehq/sluice/dburl"
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/internal/proctest"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/proctest"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -47,12 +47,12 @@ func TestProcessesThroughPooler(t *testing.T) {
   cron: { concurrency: 2 }
 types:
   work:
-    command: ["sh", "-c", "echo \"$SLUICE_JOB_ID $SLUICE_JOB_TYPE $PPID $SLUICE_JOB_ATTEMPT\" >> %[1]s"]
+    command: ["sh", "-c", "echo \"$SLUICE_JOB_ID $SLUICE_JOB_TYPE $SLUICE_WORKER_PID $SLUICE_JOB_ATTEMPT\" >> %[1]s"]
     timeout: 60s
     backoff: { base: 100ms, max: 1s }
   tick:
     queue: cron
-    command: ["sh", "-c", "echo \"$SLUICE_JOB_ID $SLUICE_JOB_TYPE $PPID $SLUICE_JOB_ATTEMPT $SLUICE_JOB_KEY\" >> %[1]s"]
+    command: ["sh", "-c", "echo \"$SLUICE_JOB_ID $SLUICE_JOB_TYPE $SLUICE_WORKER_PID $SLUICE_JOB_ATTEMPT $SLUICE_JOB_KEY\" >> %[1]s"]
 schedules:
   every-second: { cron: "@every 1s", type: tick }
 `, logPath)

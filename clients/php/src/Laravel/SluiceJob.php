@@ -9,14 +9,31 @@ use Illuminate\Contracts\Queue\Job as JobContract;
 use Illuminate\Queue\Jobs\Job;
 use Sluice\Webhook\Delivery;
 
-/** One delivery of a Laravel job, run by WebhookController. */
+/**
+ * One delivery of a Laravel job, run by WebhookController through Laravel's
+ * own Worker::process(). Its payload is the verified Laravel payload (never
+ * the delivery's raw one); its tries, backoff and retryUntil are the job
+ * class's, read from that payload by Laravel's Job.
+ */
 final class SluiceJob extends Job implements JobContract
 {
-    public function __construct(Container $container, private readonly Delivery $delivery, string $connectionName)
-    {
+    private ?int $releaseDelay = null;
+    private ?\Throwable $failure = null;
+
+    /**
+     * @param array<string,mixed> $payload Laravel's job payload, verified
+     * @param int $attemptsBefore the delivery's attempts that are not this run's (before a `sluice jobs retry`)
+     */
+    public function __construct(
+        Container $container,
+        private readonly Delivery $delivery,
+        private readonly array $payload,
+        string $connectionName,
+        private readonly int $attemptsBefore = 0,
+    ) {
         $this->container = $container;
         $this->connectionName = $connectionName;
-        $this->queue = $delivery->payload['queue'] ?? null;
+        $this->queue = $payload['queue'] ?? null;
     }
 
     public function getJobId()
@@ -26,26 +43,19 @@ final class SluiceJob extends Job implements JobContract
 
     public function getRawBody()
     {
-        return json_encode($this->delivery->payload, JSON_THROW_ON_ERROR | JSON_UNESCAPED_SLASHES | JSON_UNESCAPED_UNICODE);
+        return json_encode($this->payload, JSON_THROW_ON_ERROR | JSON_UNESCAPED_SLASHES | JSON_UNESCAPED_UNICODE);
     }
 
     public function payload()
     {
-        return $this->delivery->payload;
+        return $this->payload;
     }
 
-    /** sluice counts the attempts; this is the delivery's. */
+    /** sluice counts the attempts: the delivery's, since the last retry of a failed job. */
     public function attempts()
     {
-        return $this->delivery->attempt;
+        return max(1, $this->delivery->attempt - $this->attemptsBefore);
     }
-
-    public function maxTries()
-    {
-        return $this->delivery->maxAttempts;
-    }
-
-    private int $releaseDelay = 0;
 
     /** The answer tells sluice to run the job again after $delay seconds. */
     public function release($delay = 0)
@@ -54,7 +64,19 @@ final class SluiceJob extends Job implements JobContract
         $this->releaseDelay = (int) $delay;
     }
 
-    public function releaseDelay(): int
+    /** Records why, for the answer's error ($this->fail($e) keeps its reason). */
+    public function fail($e = null)
+    {
+        $this->failure ??= $e;
+        parent::fail($e);
+    }
+
+    public function failure(): ?\Throwable
+    {
+        return $this->failure;
+    }
+
+    public function releaseDelay(): ?int
     {
         return $this->releaseDelay;
     }

@@ -6,7 +6,9 @@ namespace Sluice\Laravel;
 
 use Illuminate\Contracts\Queue\Queue as QueueContract;
 use Illuminate\Contracts\Queue\ShouldBeUnique;
+use Illuminate\Contracts\Queue\ShouldBeUniqueUntilProcessing;
 use Illuminate\Database\Connection;
+use Illuminate\Database\DetectsLostConnections;
 use Illuminate\Queue\Queue;
 use Sluice\Client;
 
@@ -17,32 +19,45 @@ use Sluice\Client;
  * delivers it to WebhookController, which runs the job class in PHP-FPM. No
  * queue:work: pop() is not how jobs reach PHP here.
  *
- * The Laravel queue name becomes the sluice queue, ShouldBeUnique jobs get
- * a business key (laravel-unique:<class>:<uniqueId>, active dedupe: unique
- * while pending or running), $tries and --tries-like settings become
- * max_attempts, and delays become the job's run time.
+ * The payload is Laravel's, base64-encoded and signed with a key derived
+ * from APP_KEY (SignedPayload): the webhook route runs only what the app
+ * signed. The Laravel queue name becomes the sluice queue; a ShouldBeUnique
+ * job (not UntilProcessing, no $uniqueFor, in no batch) also gets a business key
+ * (laravel-unique:<class>:<uniqueId>, active dedupe: unique while pending or
+ * running); delays become the job's run time; max_attempts is $tries (else
+ * the connection's `tries`, 1 like queue:work's --tries) plus one delivery,
+ * the one on which Laravel's worker fails a job released on its last
+ * attempt (MaxAttemptsExceededException), and unlimited for $tries = 0 or
+ * retryUntil(), which the worker checks on each delivery.
  */
 final class SluiceQueue extends Queue implements QueueContract
 {
-    private readonly Client $client;
-    private readonly string $table;
+    use DetectsLostConnections;
 
+    /** @var array{prefix?:string} */
+    private readonly array $clientOptions;
+
+    /**
+     * @param list<string> $keys SignedPayload::keys(config('app'))
+     */
     public function __construct(
         private readonly Connection $db,
         private readonly string $type,
         private readonly string $default,
         ?string $prefix,
         ?bool $dispatchAfterCommit,
+        private readonly array $keys,
+        private readonly int $tries = 1,
     ) {
-        $this->client = new Client($db->getPdo(), $prefix === null ? [] : ['prefix' => $prefix]);
-        $this->table = $this->client->table();
+        $this->clientOptions = $prefix === null ? [] : ['prefix' => $prefix];
         $this->dispatchAfterCommit = $dispatchAfterCommit ?? false;
     }
 
     public function size($queue = null)
     {
         // getPdo(), not the query builder: the connection's own table prefix is the app's, not sluice's.
-        $st = $this->db->getPdo()->prepare("SELECT COUNT(*) FROM {$this->table} WHERE queue = ? AND status = 'pending'");
+        $table = $this->client()->table();
+        $st = $this->db->getPdo()->prepare("SELECT COUNT(*) FROM {$table} WHERE queue = ? AND status = 'pending'");
         $st->execute([$this->getQueue($queue)]);
         return (int) $st->fetchColumn();
     }
@@ -82,14 +97,46 @@ final class SluiceQueue extends Queue implements QueueContract
             $options['delay'] = $this->secondsUntil($delay);
         }
         $decoded = json_decode($payload, true, 512, JSON_THROW_ON_ERROR);
-        if (is_int($decoded['maxTries'] ?? null)) {
-            $options['max_attempts'] = $decoded['maxTries'];
-        }
-        if ($job instanceof ShouldBeUnique) {
+        $tries = $decoded['maxTries'] ?? $this->tries;
+        $options['max_attempts'] = ($tries === 0 || ($decoded['retryUntil'] ?? null) !== null)
+            ? \Sluice\Rules::MAX_ATTEMPTS
+            : min((int) $tries + 1, \Sluice\Rules::MAX_ATTEMPTS);
+        // Laravel's cache lock is the unique lock; sluice's key adds the
+        // same rule where it has one: unique until the job ends, not for
+        // $uniqueFor seconds nor only until processing starts. Not for a
+        // batch's job: Laravel takes no lock for those and runs each (a
+        // dropped one would leave its batch pending for ever).
+        if ($job instanceof ShouldBeUnique && !$job instanceof ShouldBeUniqueUntilProcessing && (int) ($job->uniqueFor ?? 0) === 0
+            && ($job->batchId ?? null) === null) {
             $id = method_exists($job, 'uniqueId') ? $job->uniqueId() : ($job->uniqueId ?? '');
             $options['key'] = 'laravel-unique:' . get_class($job) . ($id === '' ? '' : ':' . $id);
             $options['dedupe'] = 'active';
         }
-        return $this->client->enqueue($this->type, $decoded, $options)->id;
+        $sealed = SignedPayload::seal($payload, $this->keys);
+        try {
+            return $this->client()->enqueue($this->type, $sealed, $options)->id;
+        } catch (\PDOException $e) {
+            // As Laravel's own queries do: a lost connection outside a
+            // transaction is reopened and the write tried once more; inside
+            // one, the transaction is gone and the caller must know.
+            if ($this->db->transactionLevel() > 0 || !$this->causedByLostConnection($e)) {
+                throw $e;
+            }
+            $this->db->reconnect();
+            return $this->client()->enqueue($this->type, $sealed, $options)->id;
+        }
+    }
+
+    /**
+     * A client on the app's connection as it is now: after DB::reconnect()
+     * or a lost connection the PDO is a new one, and its transaction the one
+     * a job must join.
+     */
+    private function client(): Client
+    {
+        if ($this->db->getPdo() === null) {
+            $this->db->reconnect(); // after DB::disconnect(), as the connection's own queries do
+        }
+        return new Client($this->db->getPdo(), $this->clientOptions);
     }
 }

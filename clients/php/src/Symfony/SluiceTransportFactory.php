@@ -11,7 +11,9 @@ use Symfony\Component\Messenger\Transport\TransportInterface;
 /**
  * The DSN sluice://TYPE[?queue=Q&prefix=P] (messenger.yaml) for a
  * transport on the PDO that $pdo gives, such as
- * fn () => $doctrine->getConnection()->getNativeConnection().
+ * fn () => $doctrine->getConnection()->getNativeConnection(); it is called at
+ * every send, so the transport follows the app's current connection. The
+ * option `secret` (required, typically %kernel.secret%) signs the envelopes.
  */
 final class SluiceTransportFactory implements TransportFactoryInterface
 {
@@ -27,9 +29,14 @@ final class SluiceTransportFactory implements TransportFactoryInterface
             throw new \InvalidArgumentException("messenger DSN $dsn: want sluice://TYPE[?queue=Q]");
         }
         parse_str($u['query'] ?? '', $q);
+        if (isset($q['secret'])) {
+            // A DSN is logged and shown (debug:messenger); a secret belongs in the options.
+            throw new \InvalidArgumentException("messenger DSN: secret: give it as the transport's `secret` option, not in the DSN");
+        }
         $opts = array_filter(['type' => $u['host'] ?? null, 'queue' => $q['queue'] ?? $options['queue'] ?? null,
-            'prefix' => $q['prefix'] ?? $options['prefix'] ?? null], fn ($v) => $v !== null && $v !== '');
-        return new SluiceTransport(($this->pdo)(), $serializer, $opts);
+            'prefix' => $q['prefix'] ?? $options['prefix'] ?? null, 'secret' => $options['secret'] ?? null],
+            fn ($v) => $v !== null && $v !== '' && $v !== []);
+        return new SluiceTransport($this->pdo, $serializer, $opts);
     }
 
     public function supports(string $dsn, array $options): bool

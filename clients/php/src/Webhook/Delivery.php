@@ -27,6 +27,8 @@ final class Delivery
         public readonly ?string $traceparent,
         /** The raw body, as signed. */
         public readonly string $body,
+        /** The attempt's token for Api::progress, null when the request carried none. */
+        public readonly ?string $progressToken = null,
     ) {
     }
 

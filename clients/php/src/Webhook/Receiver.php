@@ -5,11 +5,14 @@ declare(strict_types=1);
 namespace Sluice\Webhook;
 
 /**
- * Checks and parses sluice's webhook requests. The signature is
- * "t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>", with several v1
- * while a secret rotates; any one matching any configured secret is enough,
- * compared in constant time, and a t further than the tolerance from now is
- * refused so that a captured request cannot be replayed.
+ * Checks and parses sluice's webhook requests. The signature this checks is
+ * v2 of "t=<unix>,v1=...,v2=<hex HMAC-SHA256(secret, "<t>.<len(key)>:<key>.<body>")>",
+ * key being the Idempotency-Key header: the key the receiver records
+ * (Sluice\Idempotency) is signed too, so a captured delivery replayed under
+ * another key is refused. Several v2 come while a secret rotates; any one
+ * matching any configured secret is enough, compared in constant time, and
+ * a t further than the tolerance from now is refused so that a captured
+ * request cannot be replayed later.
  */
 final class Receiver
 {
@@ -32,8 +35,11 @@ final class Receiver
         $this->secrets = $secrets;
     }
 
-    /** @throws SignatureException */
-    public function verify(string $body, ?string $header, ?int $now = null): void
+    /**
+     * @param string $key the request's Idempotency-Key header
+     * @throws SignatureException
+     */
+    public function verify(string $body, ?string $header, string $key, ?int $now = null): void
     {
         if ($header === null || trim($header) === '') {
             throw new SignatureException('X-Sluice-Signature: missing');
@@ -44,7 +50,7 @@ final class Receiver
             [$k, $v] = array_pad(explode('=', trim($part), 2), 2, '');
             if ($k === 't') {
                 $t = $v;
-            } elseif ($k === 'v1') {
+            } elseif ($k === 'v2') {
                 $sigs[] = strtolower($v);
             }
         }
@@ -52,7 +58,7 @@ final class Receiver
             throw new SignatureException('X-Sluice-Signature: bad or missing timestamp');
         }
         if ($sigs === []) {
-            throw new SignatureException('X-Sluice-Signature: no v1 signature');
+            throw new SignatureException('X-Sluice-Signature: no v2 signature (v2 covers the Idempotency-Key; a sluice older than this library sends only v1: upgrade it)');
         }
         $age = ($now ?? time()) - (int) $t;
         if (abs($age) > $this->toleranceSeconds) {
@@ -60,7 +66,7 @@ final class Receiver
         }
         $ok = false;
         foreach ($this->secrets as $secret) {
-            $want = hash_hmac('sha256', $t . '.' . $body, $secret);
+            $want = hash_hmac('sha256', $t . '.' . strlen($key) . ':' . $key . '.' . $body, $secret);
             foreach ($sigs as $sig) {
                 // No early exit: the time taken says nothing about which matched.
                 $ok = hash_equals($want, $sig) || $ok;
@@ -84,7 +90,8 @@ final class Receiver
         foreach ($headers as $name => $v) {
             $h[strtolower((string) $name)] = is_array($v) ? implode(',', $v) : (string) $v;
         }
-        $this->verify($body, $h['x-sluice-signature'] ?? null, $now);
+        $idem = $h['idempotency-key'] ?? '';
+        $this->verify($body, $h['x-sluice-signature'] ?? null, $idem, $now);
         try {
             $j = json_decode($body, true, 512, JSON_THROW_ON_ERROR);
         } catch (\JsonException $e) {
@@ -100,12 +107,12 @@ final class Receiver
             throw new \UnexpectedValueException('body: payload: not a JSON object');
         }
         $key = $j['key'] ?? null;
-        $idem = $h['idempotency-key'] ?? '';
         if ($idem === '') {
             throw new \UnexpectedValueException('Idempotency-Key: missing');
         }
         return new Delivery($j['id'], $j['type'], is_string($key) && $key !== '' ? $key : null, $j['attempt'],
-            $j['max_attempts'], $payload, $idem, ($h['traceparent'] ?? '') ?: null, $body);
+            $j['max_attempts'], $payload, $idem, ($h['traceparent'] ?? '') ?: null, $body,
+            ($h['x-sluice-progress-token'] ?? '') ?: null);
     }
 
     /**

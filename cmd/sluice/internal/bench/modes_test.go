@@ -6,38 +6,40 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/cmd/sluice/internal/bench"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 )
 
 // TestSustained checks that the sustained mode holds its rate while the
-// workers run and reports every interval: 900 jobs at 300/s take three
-// seconds, so half-second intervals number six or a few more, each enqueuing
-// about 150 jobs, and together they work every job.
+// workers run and reports every interval: 900 jobs at 300/s. The rate is
+// an upper bound that holds on any machine: by each interval's end no more
+// than 300 jobs a second since the start were enqueued, and the last job
+// not before 3 s. A busy machine may send later than due (the enqueuer
+// then catches up), so no interval's count has a floor.
 func TestSustained(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, name string) {
 		_, url, prefix, ctx := benchDB(t, name)
-		res, err := bench.Run(ctx, bench.Config{URL: url, Prefix: prefix, Jobs: 900, Concurrency: 20,
-			Sustained: true, Rate: 300, Interval: 500 * time.Millisecond})
+		const jobs, rate = 900, 300
+		res, err := bench.Run(ctx, bench.Config{URL: url, Prefix: prefix, Jobs: jobs, Concurrency: 20,
+			Sustained: true, Rate: rate, Interval: 500 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Mode != "sustained" || res.Succeeded != 900 || res.Rate != 300 {
+		if res.Mode != "sustained" || res.Succeeded != jobs || res.Rate != rate {
 			t.Errorf("sustained run reported %+v", res)
 		}
 		// The enqueuer keeps to the rate: 900 jobs take 3 s, not less.
-		if res.InsertPerS > 310 || res.InsertPerS < 200 {
-			t.Errorf("enqueued %.0f jobs/s, want about 300", res.InsertPerS)
+		if res.InsertPerS > rate*1.01 || res.InsertPerS <= 0 {
+			t.Errorf("enqueued %.0f jobs/s, want at most %d", res.InsertPerS, rate)
 		}
-		// Draining the last jobs may take a few more on a loaded machine.
-		if n := len(res.Intervals); n < 6 || n > 20 {
-			t.Fatalf("%d intervals, want 6 or a few more: %+v", n, res.Intervals)
+		if len(res.Intervals) < 2 {
+			t.Fatalf("%d intervals, want several: %+v", len(res.Intervals), res.Intervals)
 		}
 		var worked, enqueued int64
 		for i, iv := range res.Intervals {
 			worked += iv.Worked
 			enqueued += iv.Enqueued
-			if i < 5 && (iv.Enqueued < 100 || iv.Enqueued > 200) {
-				t.Errorf("interval %d enqueued %d jobs, want about 150", i, iv.Enqueued)
+			if limit := int64(rate*iv.EndS) + 1; enqueued > limit {
+				t.Errorf("by interval %d's end (%.3f s) %d jobs enqueued, more than the rate allows (%d)", i, iv.EndS, enqueued, limit)
 			}
 			if iv.Worked > 0 && (iv.LatencyP50 <= 0 || iv.LatencyP99 < iv.LatencyP50) {
 				t.Errorf("interval %d latency p50 %v ms, p99 %v ms", i, iv.LatencyP50, iv.LatencyP99)
@@ -46,8 +48,11 @@ func TestSustained(t *testing.T) {
 				t.Errorf("interval %d: %+v", i, iv)
 			}
 		}
-		if worked != 900 || enqueued != 900 {
-			t.Errorf("intervals add up to %d worked and %d enqueued, want 900", worked, enqueued)
+		if last := res.Intervals[len(res.Intervals)-1]; last.EndS < float64(jobs)/rate {
+			t.Errorf("the last interval ends at %.3f s: %d jobs at %d/s cannot all be worked before %.1f s", last.EndS, jobs, rate, float64(jobs)/rate)
+		}
+		if worked != jobs || enqueued != jobs {
+			t.Errorf("intervals add up to %d worked and %d enqueued, want %d", worked, enqueued, jobs)
 		}
 	})
 }

@@ -66,9 +66,12 @@ func (r *runner) sustainedRun(ctx context.Context, res *Result) error {
 		defer t.Stop()
 		var lastEnq, lastDone int64
 		lastT := t0
-		snap := func(now time.Time) {
+		snap := func() {
 			h := cur.Swap(newHistogram())
 			enq, done := enqueued.Load(), r.done.Load()
+			// Read after the counts: an interval's end is never earlier
+			// than what it counted, however late this goroutine runs.
+			now := time.Now()
 			res.Intervals = append(res.Intervals, Interval{EndS: now.Sub(t0).Seconds(), Enqueued: enq - lastEnq,
 				Worked: done - lastDone, Backlog: enq - done, WorkPerS: float64(done-lastDone) / now.Sub(lastT).Seconds(),
 				LatencyP50: h.quantileMS(0.50), LatencyP99: h.quantileMS(0.99), RSSMB: rssMB("VmRSS:")})
@@ -76,11 +79,11 @@ func (r *runner) sustainedRun(ctx context.Context, res *Result) error {
 		}
 		for {
 			select {
-			case now := <-t.C:
-				snap(now)
+			case <-t.C:
+				snap()
 			case <-ctx.Done():
 				if r.done.Load() > lastDone {
-					snap(time.Now())
+					snap()
 				}
 				return
 			}

@@ -253,11 +253,13 @@ func (a *app) batchSetCommand(verb, short string, fn func(ctx context.Context, d
 		Use:   verb + " NAME",
 		Short: short,
 		Args:  cobra.ExactArgs(1),
-		RunE: a.withDriver(func(ctx context.Context, d driver.Driver, args []string) error {
-			n, err := fn(ctx, d, args[0])
+		// On a client, whose audit trail records the change.
+		RunE: a.withClient(func(ctx context.Context, c *sluice.Client, args []string) error {
+			n, err := fn(ctx, c.Driver(), args[0])
 			if err != nil {
 				return err
 			}
+			c.RecordAction(ctx, "batch."+verb, "batch "+args[0], n)
 			fmt.Fprintf(a.stdout, "batch %s: %s %d shards\n", args[0], pastTense[verb], n)
 			return nil
 		}),

@@ -22,8 +22,8 @@ import (
 	"github.com/sluicehq/sluice/batch"
 	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/handler/webhook"
-	"github.com/sluicehq/sluice/internal/proctest"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/proctest"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 

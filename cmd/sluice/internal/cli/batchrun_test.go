@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/batch"
-	"github.com/sluicehq/sluice/internal/proctest"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/proctest"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 )
 
 // windowBatch is a batch over batchTable's rows in five time-window
@@ -119,17 +119,24 @@ func TestBatchRateCapHoldsForTheRun(t *testing.T) {
 		rate := float64(rows) / elapsed
 		t.Logf("%s: %d rows in %.3fs: %.0f rows/s", name, rows, elapsed, rate)
 		require.LessOrEqual(t, rate, limit+100/elapsed, "the cap holds over the run")
-		require.Greater(t, rate, limit/2, "and the run is not slowed far below it")
+		// How far below the cap the run stays is the machine's speed, not
+		// the cap's: nothing documents a floor, and a loaded machine
+		// missed "above half the cap". Shards that each applied the whole
+		// cap, rather than sharing one, fail the bound above.
 
 		// The plain progress lines: none before the first interval (1s), so
 		// no line shows the rate of an unpaced first chunk. A line counts
 		// the chunks committed, of which the four shards' last ones may not
-		// be paid for yet: at most cap + 4 × 100 rows over 1s.
+		// be paid for yet, over the time since the printer's start, which
+		// is not the bucket's: the bucket may have refilled up to its one
+		// chunk before the printer's zero (CI saw 2400 rows at 0.9994 s).
+		// So at most cap + 5 × 100 rows over 1s; an unpaced first chunk
+		// would show far more.
 		lines := regexp.MustCompile(`(\d+) rows/s, chunk`).FindAllStringSubmatch(r.Stdout, -1)
 		require.NotEmpty(t, lines, r.Stdout)
 		for _, m := range lines {
 			v, _ := strconv.Atoi(m[1])
-			require.LessOrEqual(t, float64(v), limit+4*100, "a progress line's rate: %s", r.Stdout)
+			require.LessOrEqual(t, float64(v), limit+5*100, "a progress line's rate: %s", r.Stdout)
 		}
 	})
 }

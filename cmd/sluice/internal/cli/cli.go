@@ -131,9 +131,11 @@ func oneLine(s string) string {
 }
 
 // newTable is the layout of every table the CLI prints: columns two
-// spaces apart, tab stops of 4.
+// spaces apart, tab stops of 4. Its cells hold what API clients and
+// remote receivers wrote (keys, errors), so control characters reach the
+// terminal escaped (terminalSafe).
 func newTable(out io.Writer) *tabwriter.Writer {
-	return tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	return tabwriter.NewWriter(&terminalSafe{w: out}, 2, 4, 2, ' ', 0)
 }
 
 func (a *app) rootCommand() *cobra.Command {
@@ -164,15 +166,15 @@ func (a *app) rootCommand() *cobra.Command {
 	// a different database than the others.
 	for _, c := range []*cobra.Command{a.migrateCommand(), a.enqueueCommand(), a.jobsCommand(), a.statsCommand(),
 		a.queuesCommand(), a.circuitCommand(), a.workCommand(), a.serveCommand(), a.runCommand(), a.schedulesCommand(), a.benchCommand(),
-		a.batchCommand(), a.importCommand()} {
+		a.batchCommand(), a.importCommand(), a.auditCommand()} {
 		c.Annotations = map[string]string{annotationDatabase: "yes"}
 		root.AddCommand(c)
 	}
-	// These never read the config file: version works anywhere, and lock
+	// These never read the config file: version and token work anywhere, and lock
 	// has its own --backend, so an unrelated broken sluice.yaml in the
 	// directory of a cron job must not stop it. Cobra's help and
 	// completion commands are left out the same way.
-	root.AddCommand(a.versionCommand(), a.lockCommand())
+	root.AddCommand(a.versionCommand(), a.tokenCommand(), a.lockCommand())
 	return root
 }
 

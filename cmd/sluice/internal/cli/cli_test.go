@@ -12,12 +12,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/dburl"
-	"github.com/sluicehq/sluice/internal/proctest"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/proctest"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
 var bin string
+
+// testToken is the API token of the servers these tests start: as strong
+// as sluice requires of a real one (`sluice token new` prints such).
+const testToken = "cli-test-token-Hq4Zr8Wm2Tx6Ky9B"
 
 // TestMain builds the real binary once; every test runs it as a user would.
 // TestMain runs this package's many real processes apart from the fault

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,8 +17,8 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/dburl"
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/internal/proctest"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/proctest"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -144,9 +145,9 @@ func TestConfigFileChoosesTheDatabase(t *testing.T) {
 			ids := []int64{seed(t, d, sluice.EnqueueParams{Type: "append"}), seed(t, d, sluice.EnqueueParams{Type: "append"})}
 			wd := t.TempDir()
 			w := startIn(t, wd, env, "--config", cfg, "work")
-			require.Eventually(t, func() bool {
+			testdb.WaitFor(t, 30*time.Second, "the worker ran the config database's jobs", func() bool {
 				return jobStatus(t, d, ids[0]) == sluicetype.StatusSuccess && jobStatus(t, d, ids[1]) == sluicetype.StatusSuccess
-			}, 30*time.Second, 100*time.Millisecond, "the worker ran the config database's jobs")
+			})
 			require.NoError(t, w.Term(t, 2*time.Minute))
 			b, err := os.ReadFile(logPath)
 			require.NoError(t, err)
@@ -387,4 +388,37 @@ types:
 	require.Len(t, j, 1)
 	require.Equal(t, "default", j[0].Queue)
 	require.Equal(t, 2, j[0].MaxAttempts)
+}
+
+// A CLI enqueue takes the type's deadline from the config file, counted
+// from the job's run_at; --deadline wins; `jobs show` prints it.
+func TestEnqueueDeadline(t *testing.T) {
+	d, tg := testdb.OpenURL(t, "sqlite")
+	cfg := proctest.Config(t, tg.URL, `types:
+  report: { command: ["true"], deadline: 30m }
+`)
+	env := []string{"SLUICE_PREFIX=" + tg.Prefix}
+	runAt := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+	r := runIn(t, t.TempDir(), env, "", "--config", cfg, "enqueue", "report", "--key", "d:1", "--run-at", runAt.Format(time.RFC3339))
+	require.Equal(t, 0, r.Code, r.Stderr)
+	own := runAt.Add(2 * time.Hour)
+	r = runIn(t, t.TempDir(), env, "", "--config", cfg, "enqueue", "report", "--key", "d:2", "--run-at", runAt.Format(time.RFC3339),
+		"--deadline", own.Format(time.RFC3339))
+	require.Equal(t, 0, r.Code, r.Stderr)
+	var res struct{ ID int64 }
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &res), r.Stdout)
+	for key, want := range map[string]time.Time{"d:1": runAt.Add(30 * time.Minute), "d:2": own} {
+		j, err := d.ListJobs(context.Background(), sluicetype.ListParams{Type: "report", KeyPrefix: key})
+		require.NoError(t, err)
+		require.Len(t, j, 1)
+		require.NotNil(t, j[0].Deadline, key)
+		require.True(t, want.Equal(*j[0].Deadline), "%s: deadline %s, want %s", key, j[0].Deadline, want)
+	}
+	r = runIn(t, t.TempDir(), env, "", "--config", cfg, "jobs", "show", strconv.FormatInt(res.ID, 10))
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Contains(t, r.Stdout, `"deadline": "`+own.Format(time.RFC3339)+`"`)
+
+	r = runIn(t, t.TempDir(), env, "", "--config", cfg, "enqueue", "report", "--deadline", "2001-01-01T00:00:00Z")
+	require.Equal(t, 2, r.Code, r.Stderr)
+	require.Contains(t, r.Stderr, "deadline: 2001-01-01T00:00:00Z is in the past")
 }

@@ -18,8 +18,8 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/internal/proctest"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/proctest"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -104,7 +104,7 @@ func passCounts(t *testing.T, answer string) map[string]int {
 // waitRetriesDue waits until every pending job may run.
 func waitRetriesDue(t *testing.T, d driver.Driver) {
 	t.Helper()
-	require.Eventually(t, func() bool {
+	testdb.WaitFor(t, 2*cronBackoff+5*time.Second, "every pending job due", func() bool {
 		jobs, err := d.ListJobs(context.Background(), sluicetype.ListParams{Status: sluicetype.StatusPending, Limit: 100})
 		require.NoError(t, err)
 		now, err := d.Now(context.Background())
@@ -115,7 +115,7 @@ func waitRetriesDue(t *testing.T, d driver.Driver) {
 			}
 		}
 		return true
-	}, 2*cronBackoff+5*time.Second, 50*time.Millisecond)
+	})
 }
 
 // rollups sums the sluice_stats roll-ups of the last hour by outcome.
@@ -200,7 +200,7 @@ func TestCronPassOverHTTP(t *testing.T) {
 			require.Eventually(t, func() bool {
 				resp, err = http.Post(base+"/v1/jobs/many", "application/json", strings.NewReader("["+strings.Join(body, ",")+"]"))
 				return err == nil
-			}, 10*time.Second, 50*time.Millisecond)
+			}, time.Minute, 50*time.Millisecond)
 			require.Equal(t, http.StatusOK, resp.StatusCode)
 			resp.Body.Close()
 

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/internal/rulestest"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/rulestest"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -48,7 +48,7 @@ func enqueueFlags(tc rulestest.Case, body []byte) ([]string, bool) {
 				return nil, false
 			}
 			args = append(args, "--"+strings.ReplaceAll(name, "_", "-"), text)
-		case "key", "queue", "delay", "dedupe", "partition", "run_at":
+		case "key", "queue", "delay", "dedupe", "partition", "run_at", "deadline":
 			if text == string(raw) { // not a JSON string: a flag cannot say so
 				return nil, false
 			}

@@ -18,12 +18,12 @@ import (
 
 	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/handler/webhook"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
 func TestExampleConfigsAreValid(t *testing.T) {
-	t.Setenv("SLUICE_TOKEN", "example-token")
+	t.Setenv("SLUICE_TOKEN", testToken)
 	t.Setenv("HOOK_SECRET", "example-secret")
 	for _, p := range []string{"../../../../examples/quickstart/sluice.yaml", "../../../../examples/mysql-webhook/sluice.yaml"} {
 		_, err := config.Load(p)
@@ -83,7 +83,7 @@ func TestExampleWebhookReceiver(t *testing.T) {
 	cfg, err := filepath.Abs("../../../../examples/mysql-webhook/sluice.yaml")
 	require.NoError(t, err)
 	env := []string{"SLUICE_PREFIX=" + tg.Prefix, "SLUICE_EXAMPLE_DB=" + tg.URL, "SLUICE_EXAMPLE_APP=" + base,
-		"HOOK_SECRET=" + secret, "SLUICE_TOKEN=example-token"}
+		"HOOK_SECRET=" + secret, "SLUICE_TOKEN=" + testToken}
 	r := run(t, env, "", "--config", cfg, "migrate")
 	require.Equal(t, 0, r.Code, r.Stderr)
 	r = run(t, env, "", "--config", cfg, "enqueue", "order_sync", "--key", "order:8", "--payload", `{"order":8}`)

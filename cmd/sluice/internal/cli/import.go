@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"slices"
 	"sort"
@@ -18,18 +20,8 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/cmd/sluice/internal/setup"
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/driver/mysql"
 	"github.com/sluicehq/sluice/sluicetype"
 )
-
-// importColumns are the columns of the seed's polling_jobs table that
-// `sluice import` reads, in the order it selects them. --column maps any of
-// them to another name; id and type are required, the rest may be mapped to
-// nothing ("--column last_error=").
-var importColumns = []string{"id", "business_key", "type", "payload", "status", "attempts", "max_attempts",
-	"next_run_at", "last_error", "created_at", "updated_at", "finished_at"}
-
-var importTimeColumns = []string{"next_run_at", "created_at", "updated_at", "finished_at"}
 
 // defaultImportStatuses maps polling_jobs statuses to sluice's: a job the
 // old loop was running goes back to pending, its interrupted run not
@@ -51,6 +43,9 @@ type importOptions struct {
 	zone     string
 	dryRun   bool
 	batch    int
+	// ignoreLocks copies a row the old loop still holds (its locked_until
+	// in the future) as runnable, though the old worker may be running it.
+	ignoreLocks bool
 }
 
 func (a *app) importCommand() *cobra.Command {
@@ -63,21 +58,29 @@ type, payload, status, attempts, max_attempts, next_run_at, last_error,
 created_at, updated_at, finished_at) into sluice_jobs, in the database of the
 config. Statuses map pending, processing (back to pending, the interrupted run
 not charged), success, failed and cancelled; --status adds or changes a
-mapping. DATETIME columns are read in --time-zone (the zone the old code's
-NOW() wrote them in) and stored as UTC; TIMESTAMP columns need no zone.
-Business keys are kept. Every type must be in the config's types:. Each
-copied row is recorded in sluice_imports, so running the import again copies
-only rows not copied before. --dry-run checks every row and prints the counts
-without writing.`,
+mapping. DATETIME columns are wall times: they are read in --time-zone (the
+zone of the code that wrote them: PHP's date.timezone for date(), ThinkPHP's
+default_timezone, or the MySQL session's for NOW()) and stored as UTC.
+TIMESTAMP columns are instants and are read as such, whatever --time-zone
+says. A row the old loop still holds (locked_until in the future) stops the
+import unless --ignore-locks: it would run twice. Every payload must pass the
+rules of every other enqueue (a JSON object of at most 1 MiB, valid UTF-8, no
+NUL, no repeated member, numbers a 64-bit float holds) and is copied byte for
+byte. Business keys are kept. Every type must be in the config's types:.
+Each copied row is recorded in sluice_imports, so running the import again
+copies only rows not copied before. --dry-run checks every row, prints the
+counts and a sample row's times as read and as stored, and writes nothing.
+Problems are printed one row per line, and nothing is written.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.runImport(cmd.Context(), o) },
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.table, "table", "polling_jobs", "the table to copy from")
-	f.StringArrayVar(&o.columns, "column", nil, "COLUMN=SOURCE: read COLUMN (one of "+strings.Join(importColumns, ", ")+") from SOURCE; SOURCE empty for none (repeatable)")
+	f.StringArrayVar(&o.columns, "column", nil, "COLUMN=SOURCE: read COLUMN (one of "+strings.Join(driver.ImportColumns, ", ")+") from SOURCE; SOURCE empty for none (repeatable)")
 	f.StringArrayVar(&o.statuses, "status", nil, "SOURCE=STATUS: map the table's status SOURCE to pending, success, failed or cancelled (repeatable)")
 	f.StringVar(&o.zone, "time-zone", "", "the time zone of the table's DATETIME values, such as Asia/Shanghai or UTC (required when it has DATETIME columns)")
-	f.BoolVar(&o.dryRun, "dry-run", false, "check every row and print the counts; write nothing")
+	f.BoolVar(&o.dryRun, "dry-run", false, "check every row, print the counts and a sample row's times; write nothing")
+	f.BoolVar(&o.ignoreLocks, "ignore-locks", false, "copy rows whose locked_until is still in the future (the old loop may be running them: they may run twice)")
 	f.IntVar(&o.batch, "batch", 500, "rows per transaction")
 	return cmd
 }
@@ -87,7 +90,7 @@ type importRow struct {
 	sourceID    int64
 	key         sql.NullString
 	typ         string
-	payload     string
+	payload     []byte
 	from        string // the source status
 	status      sluicetype.Status
 	attempts    int
@@ -97,6 +100,10 @@ type importRow struct {
 	createdAt   time.Time
 	updatedAt   time.Time
 	finishedAt  sql.NullTime
+	// lockedUntil is the old loop's lock on the row, if any.
+	lockedUntil sql.NullTime
+	// raw are the time columns as the table holds them, for --dry-run.
+	raw [5]sql.NullString
 }
 
 func (a *app) runImport(ctx context.Context, o importOptions) error {
@@ -107,7 +114,8 @@ func (a *app) runImport(ctx context.Context, o importOptions) error {
 	if _, err := driver.CheckSchema(ctx, d); err != nil {
 		return err
 	}
-	if d.Name() != "mysql" {
+	im, ok := d.(driver.Importer)
+	if !ok {
 		return usagef("import: --db is %s; import reads MySQL/MariaDB tables only", d.Name())
 	}
 	if o.batch < 1 {
@@ -117,13 +125,13 @@ func (a *app) runImport(ctx context.Context, o importOptions) error {
 		return usagef("import: --table %q: want a table name", o.table)
 	}
 	cols := map[string]string{}
-	for _, c := range importColumns {
+	for _, c := range driver.ImportColumns {
 		cols[c] = c
 	}
 	for _, m := range o.columns {
 		name, src, ok := strings.Cut(m, "=")
-		if !ok || !slices.Contains(importColumns, name) {
-			return usagef("import: --column %q: want COLUMN=SOURCE, COLUMN one of %s", m, strings.Join(importColumns, ", "))
+		if !ok || !slices.Contains(driver.ImportColumns, name) {
+			return usagef("import: --column %q: want COLUMN=SOURCE, COLUMN one of %s", m, strings.Join(driver.ImportColumns, ", "))
 		}
 		if src != "" && !identRE.MatchString(src) {
 			return usagef("import: --column %s: %q is not a column name", name, src)
@@ -145,16 +153,18 @@ func (a *app) runImport(ctx context.Context, o importOptions) error {
 		}
 		statuses[src] = st
 	}
-	db := d.DB()
-	kinds, err := columnKinds(ctx, db, o.table)
+	kinds, err := im.ImportSourceColumns(ctx, o.table)
 	if err != nil {
-		return err
+		return fmt.Errorf("import: %w", err)
+	}
+	if len(kinds) == 0 {
+		return usagef("import: no table %s in this database", o.table)
 	}
 	zone, err := importZone(o.zone, cols, kinds)
 	if err != nil {
 		return err
 	}
-	for _, c := range importColumns {
+	for _, c := range driver.ImportColumns {
 		if cols[c] != "" {
 			if _, ok := kinds[strings.ToLower(cols[c])]; !ok {
 				return usagef("import: %s has no column %s (for %s; map it with --column %s=SOURCE, or to nothing with --column %s=)", o.table, cols[c], c, c, c)
@@ -165,18 +175,48 @@ func (a *app) runImport(ctx context.Context, o importOptions) error {
 	if err != nil {
 		return err
 	}
+	// The rules of every other enqueue path (type, key, payload), from the
+	// library: an enqueue-only client checks without writing.
+	rules, err := sluice.NewClient(sluice.Config{Driver: d})
+	if err != nil {
+		return err
+	}
+	check := func(typ, key string, payload []byte) error {
+		return rules.ValidateEnqueue(sluice.EnqueueParams{Type: typ, Key: key, Payload: json.RawMessage(payload)})
+	}
+	// Locks are compared with the database's clock, as the old loop's were.
+	now, err := d.Now(ctx)
+	if err != nil {
+		return fmt.Errorf("import: read the database clock: %w", err)
+	}
+	scan := func(fn func(importRow, error) error) error {
+		return scanImport(ctx, im, o.table, cols, kinds, zone, statuses, check, now, fn)
+	}
 
 	// Pass 1: check every row, so that a bad one stops the import before
 	// anything is written.
 	counts := map[string]int{}
 	unknownTypes := map[string]int{}
 	var problems []string
+	var sample *importRow
+	locked := 0
 	total := 0
-	err = scanImport(ctx, db, o.table, cols, kinds, zone, statuses, func(r importRow, perr error) error {
+	err = scan(func(r importRow, perr error) error {
 		total++
 		if perr != nil {
 			problems = append(problems, perr.Error())
 			return nil
+		}
+		if r.status == sluicetype.StatusPending && r.lockedUntil.Valid && r.lockedUntil.Time.After(now) {
+			if !o.ignoreLocks {
+				problems = append(problems, fmt.Sprintf("row id %d: status %s, locked_until %s: the old loop may still be running it; stop the old cron line and import once the lock has passed, or pass --ignore-locks to copy it as runnable (it may run twice)",
+					r.sourceID, r.from, r.raw[4].String))
+				return nil
+			}
+			locked++
+		}
+		if sample == nil {
+			sample = &r
 		}
 		if _, ok := known.Types[r.typ]; !ok {
 			unknownTypes[r.typ]++
@@ -196,22 +236,33 @@ func (a *app) runImport(ctx context.Context, o importOptions) error {
 		problems = append(problems, fmt.Sprintf("types not in the config's types: %s; add them to sluice.yaml first", strings.Join(names, ", ")))
 	}
 	if len(problems) > 0 {
-		if len(problems) > 20 {
-			problems = append(problems[:20], fmt.Sprintf("and %d more", len(problems)-20))
+		// One problem a line, each naming its row, before the error line.
+		n := len(problems)
+		if n > 50 {
+			problems = append(problems[:50], fmt.Sprintf("and %d more", n-50))
 		}
-		return fmt.Errorf("import %s: nothing written:\n  %s", o.table, strings.Join(problems, "\n  "))
+		for _, p := range problems {
+			fmt.Fprintf(a.stderr, "%s: %s\n", o.table, p)
+		}
+		what := "problems"
+		if n == 1 {
+			what = "problem"
+		}
+		return fmt.Errorf("import %s: %d %s (listed above); nothing written", o.table, n, what)
 	}
 	fmt.Fprintf(a.stdout, "%s: %d rows: %s\n", o.table, total, describeCounts(counts))
+	if locked > 0 {
+		fmt.Fprintf(a.stdout, "%d rows still locked by the old loop are copied as runnable (--ignore-locks)\n", locked)
+	}
 	if o.dryRun {
+		if sample != nil {
+			writeSampleTimes(a.stdout, *sample, cols, kinds, zone)
+		}
 		fmt.Fprintf(a.stdout, "dry run: nothing written\n")
 		return nil
 	}
 
 	// Pass 2: copy, batch by batch, each row with its record in the ledger.
-	md, ok := d.(*mysql.Driver)
-	if !ok {
-		return fmt.Errorf("import: the MySQL driver is a %T", d)
-	}
 	// The settings of the config's types as the library runs them, its
 	// defaults filled in; a type the config does not know is absent.
 	settings := map[string]sluice.Type{}
@@ -224,22 +275,25 @@ func (a *app) runImport(ctx context.Context, o importOptions) error {
 		if len(batch) == 0 {
 			return nil
 		}
-		rows := make([]mysql.ImportRow, len(batch))
+		rows := make([]driver.ImportRow, len(batch))
 		for i, r := range batch {
 			t := settings[r.typ]
-			rows[i] = mysql.ImportRow{SourceID: r.sourceID, Type: r.typ, Key: r.key, Payload: r.payload, Status: r.status,
+			rows[i] = driver.ImportRow{SourceID: r.sourceID, Type: r.typ, Key: r.key, Payload: string(r.payload), Status: r.status,
 				Attempts: r.attempts, MaxAttempts: r.maxAttempts, NextRunAt: r.nextRunAt, LastError: r.lastError,
 				CreatedAt: r.createdAt, UpdatedAt: r.updatedAt, FinishedAt: r.finishedAt, Queue: t.Queue, Dedupe: t.Dedupe}
 		}
 		batch = batch[:0]
-		n, err := md.Import(ctx, mysql.ImportParams{Source: o.table, Rows: rows})
+		n, err := im.Import(ctx, driver.ImportParams{Source: o.table, Rows: rows})
 		if err != nil {
 			return fmt.Errorf("import: %w", err)
 		}
 		res.copied, res.before, res.keyTaken = res.copied+n.Copied, res.before+n.Before, res.keyTaken+n.KeyTaken
 		return nil
 	}
-	err = scanImport(ctx, db, o.table, cols, kinds, zone, statuses, func(r importRow, perr error) error {
+	err = scan(func(r importRow, perr error) error {
+		if perr == nil && !o.ignoreLocks && r.status == sluicetype.StatusPending && r.lockedUntil.Valid && r.lockedUntil.Time.After(now) {
+			perr = fmt.Errorf("row id %d: locked by the old loop", r.sourceID)
+		}
 		if perr != nil {
 			return fmt.Errorf("import %s: the table changed during the import: %w", o.table, perr)
 		}
@@ -259,43 +313,19 @@ func (a *app) runImport(ctx context.Context, o importOptions) error {
 	return nil
 }
 
-// columnKinds returns the table's columns (lower case) and their data types.
-func columnKinds(ctx context.Context, db *sql.DB, table string) (map[string]string, error) {
-	rows, err := db.QueryContext(ctx, `SELECT LOWER(COLUMN_NAME), LOWER(DATA_TYPE) FROM information_schema.COLUMNS
-		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?`, table)
-	if err != nil {
-		return nil, fmt.Errorf("import: read the columns of %s: %w", table, err)
-	}
-	defer rows.Close()
-	kinds := map[string]string{}
-	for rows.Next() {
-		var c, k string
-		if err := rows.Scan(&c, &k); err != nil {
-			return nil, err
-		}
-		kinds[c] = k
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	if len(kinds) == 0 {
-		return nil, usagef("import: no table %s in this database", table)
-	}
-	return kinds, nil
-}
-
 // importZone is the zone of the DATETIME columns, which hold wall-clock
-// times without one. TIMESTAMP columns are read in sluice's UTC session.
+// times without one. TIMESTAMP columns are instants: sluice's session
+// reads them in UTC, and the zone never applies to them (zoneOf).
 func importZone(name string, cols, kinds map[string]string) (*time.Location, error) {
 	var naive []string
-	for _, c := range importTimeColumns {
+	for _, c := range driver.ImportTimeColumns {
 		if src := cols[c]; src != "" && kinds[strings.ToLower(src)] == "datetime" {
 			naive = append(naive, src)
 		}
 	}
 	if name == "" {
 		if len(naive) > 0 {
-			return nil, usagef("import: --time-zone: required, since %s are DATETIME columns without a zone: give the zone the old code wrote them in (what NOW() gave; SELECT @@global.time_zone, @@system_time_zone), such as Asia/Shanghai or UTC", strings.Join(naive, ", "))
+			return nil, usagef("import: --time-zone: required, since %s are DATETIME columns without a zone: give the zone of the code that wrote them, such as Asia/Shanghai or UTC: for PHP's date(), its date.timezone (php -r 'echo date_default_timezone_get();' run as the app runs; ThinkPHP sets it from default_timezone in config/app.php); for MySQL's NOW(), the session's zone (SELECT @@global.time_zone, @@system_time_zone); --dry-run shows a sample row's times as read and as stored", strings.Join(naive, ", "))
 		}
 		return time.UTC, nil
 	}
@@ -306,77 +336,64 @@ func importZone(name string, cols, kinds map[string]string) (*time.Location, err
 	return loc, nil
 }
 
-// scanImport reads the table in id order and calls fn with each row, or
-// with the problem that makes it impossible to copy.
-func scanImport(ctx context.Context, db *sql.DB, table string, cols, kinds map[string]string, zone *time.Location,
-	statuses map[string]sluicetype.Status, fn func(importRow, error) error) error {
-	sel := make([]string, len(importColumns))
-	for i, c := range importColumns {
-		src := cols[c]
-		switch {
-		case src == "":
-			sel[i] = "NULL"
-		case slices.Contains(importTimeColumns, c):
-			sel[i] = "DATE_FORMAT(`" + src + "`, '%Y-%m-%d %H:%i:%s.%f')"
-		case c == "payload":
-			sel[i] = "CAST(`" + src + "` AS CHAR)"
-		default:
-			sel[i] = "`" + src + "`"
-		}
+// zoneOf is the zone a time column's text is read in: the given zone for a
+// DATETIME (a wall time), UTC for a TIMESTAMP, which sluice's UTC session
+// gives as the instant it is.
+func zoneOf(kind string, zone *time.Location) *time.Location {
+	if kind == "datetime" {
+		return zone
 	}
-	rows, err := db.QueryContext(ctx, "SELECT "+strings.Join(sel, ", ")+" FROM `"+table+"` ORDER BY `"+cols["id"]+"`")
-	if err != nil {
-		return fmt.Errorf("import: read %s: %w", table, err)
-	}
-	defer rows.Close()
-	now := time.Now().UTC()
-	for rows.Next() {
-		var id int64
-		var typ string
-		var key, payload, status, lastError sql.NullString
-		var attempts, maxAttempts sql.NullInt64
-		var times [4]sql.NullString
-		if err := rows.Scan(&id, &key, &typ, &payload, &status, &attempts, &maxAttempts,
-			&times[0], &lastError, &times[1], &times[2], &times[3]); err != nil {
-			return fmt.Errorf("import: read %s: %w", table, err)
-		}
-		r, perr := convertImportRow(id, key, typ, payload, status, attempts, maxAttempts, times, lastError, zone, statuses, now)
-		if perr != nil {
-			perr = fmt.Errorf("row id %d: %w", id, perr)
-		}
-		if err := fn(r, perr); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return time.UTC
 }
 
-func convertImportRow(id int64, key sql.NullString, typ string, payload, status sql.NullString, attempts, maxAttempts sql.NullInt64,
-	times [4]sql.NullString, lastError sql.NullString, zone *time.Location, statuses map[string]sluicetype.Status, now time.Time) (importRow, error) {
-	r := importRow{sourceID: id, typ: typ, key: key, lastError: lastError, attempts: int(attempts.Int64), maxAttempts: int(maxAttempts.Int64)}
-	switch n := utf8.RuneCountInString(typ); {
-	case typ == "":
-		return r, errors.New("type: must not be empty")
-	case n > sluicetype.MaxTypeLen:
-		return r, fmt.Errorf("type: %d characters, at most %d allowed", n, sluicetype.MaxTypeLen)
-	case strings.ContainsRune(typ, 0):
-		return r, errors.New("type: contains a NUL byte")
+// scanImport reads the table in id order through the driver and calls fn
+// with each row, or with the problem that makes it impossible to copy.
+func scanImport(ctx context.Context, im driver.Importer, table string, cols, kinds map[string]string, zone *time.Location,
+	statuses map[string]sluicetype.Status, check func(typ, key string, payload []byte) error, now time.Time,
+	fn func(importRow, error) error) error {
+	var zones [5]*time.Location
+	for i, c := range driver.ImportTimeColumns {
+		zones[i] = zoneOf(kinds[strings.ToLower(cols[c])], zone)
 	}
+	var fnErr error // fn's own error, which the scan returns as it is
+	err := im.ScanImport(ctx, driver.ScanImportParams{Table: table, Columns: cols, MaxPayload: sluice.MaxPayloadBytes}, func(s driver.ImportSourceRow) error {
+		var r importRow
+		var perr error
+		switch {
+		case s.PayloadSize.Valid && s.PayloadSize.Int64 > sluice.MaxPayloadBytes:
+			perr = fmt.Errorf("payload: %d bytes, at most %d allowed", s.PayloadSize.Int64, sluice.MaxPayloadBytes)
+		case s.Problem != nil:
+			perr = s.Problem
+		default:
+			r, perr = convertImportRow(s.ID, s.Key, s.Type, s.Payload, s.Status, s.Attempts, s.MaxAttempts, s.Times, s.LastError, zones, statuses, check, now)
+		}
+		if perr != nil {
+			perr = fmt.Errorf("row id %d: %w", s.ID, perr)
+		}
+		fnErr = fn(r, perr)
+		return fnErr
+	})
+	if err != nil && !errors.Is(err, fnErr) {
+		return fmt.Errorf("import: %w", err)
+	}
+	return err
+}
+
+func convertImportRow(id int64, key sql.NullString, typ string, payload []byte, status sql.NullString, attempts, maxAttempts sql.NullInt64,
+	times [5]sql.NullString, lastError sql.NullString, zones [5]*time.Location, statuses map[string]sluicetype.Status,
+	check func(typ, key string, payload []byte) error, now time.Time) (importRow, error) {
+	r := importRow{sourceID: id, typ: typ, key: key, lastError: lastError, attempts: int(attempts.Int64), maxAttempts: int(maxAttempts.Int64), raw: times}
 	if key.Valid && key.String == "" {
 		r.key.Valid = false // the old table's "no key"
 	}
-	if r.key.Valid {
-		if n := utf8.RuneCountInString(key.String); n > sluicetype.MaxKeyLen {
-			return r, fmt.Errorf("business_key: %d characters, at most %d allowed", n, sluicetype.MaxKeyLen)
-		}
+	// NULL, empty and null are no payload, as at every enqueue; any other
+	// is copied as read, once the enqueue rules accept it.
+	r.payload = []byte("{}")
+	if t := bytes.TrimSpace(payload); payload != nil && len(t) > 0 && string(t) != "null" {
+		r.payload = payload
 	}
-	r.payload = "{}"
-	if payload.Valid && strings.TrimSpace(payload.String) != "" && strings.TrimSpace(payload.String) != "null" {
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal([]byte(payload.String), &obj); err != nil {
-			return r, fmt.Errorf("payload: want a JSON object: %v", err)
-		}
-		r.payload = payload.String
+	if err := check(typ, r.key.String, r.payload); err != nil {
+		return r, err
 	}
 	if !status.Valid {
 		return r, errors.New("status: NULL")
@@ -395,17 +412,18 @@ func convertImportRow(id int64, key sql.NullString, typ string, payload, status 
 	if r.attempts < 0 {
 		return r, fmt.Errorf("attempts: %d, must not be negative", r.attempts)
 	}
-	var ts [4]sql.NullTime
+	var ts [5]sql.NullTime
 	for i, t := range times {
 		if !t.Valid {
 			continue
 		}
-		v, err := time.ParseInLocation("2006-01-02 15:04:05.000000", t.String, zone)
+		v, err := time.ParseInLocation("2006-01-02 15:04:05.000000", t.String, zones[i])
 		if err != nil {
-			return r, fmt.Errorf("%s: %q: %v", importTimeColumns[i], t.String, err)
+			return r, fmt.Errorf("%s: %q: %v", driver.ImportTimeColumns[i], t.String, err)
 		}
 		ts[i] = sql.NullTime{Time: v.UTC(), Valid: true}
 	}
+	r.lockedUntil = ts[4]
 	r.createdAt = now
 	if ts[1].Valid {
 		r.createdAt = ts[1].Time
@@ -420,7 +438,8 @@ func convertImportRow(id int64, key sql.NullString, typ string, payload, status 
 	}
 	if r.status == sluicetype.StatusPending {
 		if r.from == "processing" {
-			// Its lease belonged to the old loop: it may run at once.
+			// Its lease belonged to the old loop, which no longer holds
+			// it (see the lock check): it may run at once.
 			r.nextRunAt = now
 		}
 		if r.maxAttempts > 0 && r.attempts >= r.maxAttempts {
@@ -442,6 +461,39 @@ func convertImportRow(id int64, key sql.NullString, typ string, payload, status 
 	}
 	return r, nil
 }
+
+// writeSampleTimes shows, for --dry-run, one row's times as the table
+// holds them and as sluice will store them, so that a wrong --time-zone
+// shows before anything is written.
+func writeSampleTimes(out io.Writer, r importRow, cols, kinds map[string]string, zone *time.Location) {
+	stored := map[string]string{"next_run_at": utcText(r.nextRunAt), "created_at": utcText(r.createdAt), "updated_at": utcText(r.updatedAt)}
+	if r.finishedAt.Valid {
+		stored["finished_at"] = utcText(r.finishedAt.Time)
+	}
+	if r.lockedUntil.Valid {
+		stored["locked_until"] = utcText(r.lockedUntil.Time) + " (compared with now, not stored)"
+	}
+	fmt.Fprintf(out, "sample row id %d, times as read -> as stored (UTC):\n", r.sourceID)
+	for i, c := range driver.ImportTimeColumns {
+		if !r.raw[i].Valid {
+			continue
+		}
+		kind := kinds[strings.ToLower(cols[c])]
+		read := fmt.Sprintf("%s (%s", strings.TrimSuffix(strings.TrimRight(r.raw[i].String, "0"), "."), strings.ToUpper(kind))
+		if kind == "datetime" {
+			read += ", read in " + zone.String() + ")"
+		} else {
+			read += ", an instant)"
+		}
+		after := stored[c]
+		if c == "next_run_at" && r.from == "processing" {
+			after += " (was processing: runnable at once)"
+		}
+		fmt.Fprintf(out, "  %s: %s -> %s\n", c, read, after)
+	}
+}
+
+func utcText(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05.999999") }
 
 func describeCounts(counts map[string]int) string {
 	by := map[sluicetype.Status]int{}

@@ -5,12 +5,13 @@ import (
 	"database/sql"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 )
 
 // TestImportPollingJobs imports the seed's polling_jobs table, written by
@@ -73,12 +74,17 @@ func TestImportPollingJobs(t *testing.T) {
 
 	r = runIn(t, dir, env, "", "import", "--table", src)
 	require.Equal(t, 2, r.Code, r.Stderr)
-	require.Contains(t, r.Stderr, "--time-zone: required, since next_run_at, created_at, updated_at, finished_at are DATETIME columns")
+	require.Contains(t, r.Stderr, "--time-zone: required, since next_run_at, created_at, updated_at, finished_at, locked_until are DATETIME columns")
 
 	writeConfig("  order_sync: { command: [\"true\"] }\n  report: { command: [\"true\"], queue: reports, dedupe: active }\n")
 	r = runIn(t, dir, env, "", append(importArgs, "--dry-run")...)
 	require.Equal(t, 0, r.Code, r.Stderr)
-	require.Equal(t, src+": 7 rows: pending 5 (1 were processing), success 1, failed 1, cancelled 0\ndry run: nothing written\n", r.Stdout)
+	require.Equal(t, src+": 7 rows: pending 5 (1 were processing), success 1, failed 1, cancelled 0\n"+
+		"sample row id 1, times as read -> as stored (UTC):\n"+
+		"  next_run_at: 2026-11-30 10:00:00.25 (DATETIME, read in Asia/Shanghai) -> 2026-11-30 02:00:00.25\n"+
+		"  created_at: 2026-11-30 09:00:00 (DATETIME, read in Asia/Shanghai) -> 2026-11-30 01:00:00\n"+
+		"  updated_at: 2026-11-30 09:00:00 (DATETIME, read in Asia/Shanghai) -> 2026-11-30 01:00:00\n"+
+		"dry run: nothing written\n", r.Stdout)
 	require.Equal(t, 1, jobs())
 
 	before := time.Now().UTC()
@@ -189,11 +195,11 @@ func TestImportBadRows(t *testing.T) {
 	args := []string{"import", "--table", src, "--column", "id=job_id", "--column", "type=kind", "--column", "payload=body",
 		"--column", "status=state", "--column", "attempts=tries", "--column", "created_at=created",
 		"--column", "business_key=", "--column", "max_attempts=", "--column", "next_run_at=", "--column", "last_error=",
-		"--column", "updated_at=", "--column", "finished_at=", "--status", "new=pending", "--status", "done=success"}
+		"--column", "updated_at=", "--column", "finished_at=", "--column", "locked_until=", "--status", "new=pending", "--status", "done=success"}
 	r := runIn(t, dir, env, "", args...)
 	require.NotEqual(t, 0, r.Code)
-	require.Contains(t, r.Stderr, "row id 2: payload: want a JSON object")
-	require.Contains(t, r.Stderr, `row id 3: status "weird": not mapped; add --status weird=pending|success|failed|cancelled`)
+	require.Contains(t, r.Stderr, src+": row id 2: payload: must be a JSON object, got ")
+	require.Contains(t, r.Stderr, src+`: row id 3: status "weird": not mapped; add --status weird=pending|success|failed|cancelled`+"\n")
 	var n int
 	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM "+tg.Prefix+"jobs").Scan(&n))
 	require.Zero(t, n)
@@ -207,4 +213,95 @@ func TestImportBadRows(t *testing.T) {
 	r = runIn(t, dir, env, "", "import", "--table", src)
 	require.Equal(t, 2, r.Code)
 	require.Contains(t, r.Stderr, "has no column id (for id; map it with --column id=SOURCE")
+}
+
+// Issue 33 "Moving from polling_jobs", on the seed's table as an app in
+// Asia/Shanghai wrote it: a TIMESTAMP column is an instant (a retry
+// planned for +2 h stays +2 h away, whatever --time-zone says); a
+// processing row whose lock is live stops the import unless
+// --ignore-locks; payloads that every other enqueue path refuses stop it,
+// one row per line, naming the row; an accepted payload is copied byte for
+// byte.
+func TestImportInstantsLocksAndPayloads(t *testing.T) {
+	d, tg := testdb.OpenURL(t, "mysql")
+	db := d.DB()
+	ctx := context.Background()
+	src := tg.Prefix + "polling_jobs"
+	conn, err := db.Conn(ctx)
+	require.NoError(t, err)
+	for _, q := range []string{
+		"SET time_zone = '+08:00'",
+		`CREATE TABLE ` + src + ` (
+		  id BIGINT PRIMARY KEY AUTO_INCREMENT, business_key VARCHAR(191) NULL UNIQUE, type VARCHAR(64) NOT NULL,
+		  payload LONGBLOB NULL, status VARCHAR(16) NOT NULL DEFAULT 'pending', attempts INT NOT NULL DEFAULT 0,
+		  max_attempts INT NOT NULL DEFAULT 3, next_run_at TIMESTAMP(6) NULL, locked_by VARCHAR(64) NULL,
+		  locked_until DATETIME NULL, last_error TEXT NULL, created_at DATETIME(6) NOT NULL,
+		  updated_at DATETIME(6) NOT NULL, finished_at DATETIME(6) NULL)`,
+		// 1: a retry planned two hours ahead; 2: held by a running old
+		// worker for another hour; 3-8: payloads no enqueue accepts.
+		`INSERT INTO ` + src + ` (id, type, payload, status, attempts, next_run_at, locked_by, locked_until, created_at, updated_at) VALUES
+		  (1, 'sync', '{"b": 1,  "a": [2]}', 'pending', 1, NOW(6) + INTERVAL 2 HOUR, NULL, NULL, NOW(6), NOW(6)),
+		  (2, 'sync', '{"id":2}', 'processing', 1, NOW(6), 'web-1', NOW() + INTERVAL 1 HOUR, NOW(6), NOW(6)),
+		  (3, 'sync', CONCAT('{"a":"', REPEAT('x', 1048576), '"}'), 'pending', 0, NULL, NULL, NULL, NOW(6), NOW(6)),
+		  (4, 'sync', '{"a":"\\u0000"}', 'pending', 0, NULL, NULL, NULL, NOW(6), NOW(6)),
+		  (5, 'sync', '{"a":1,"a":2}', 'pending', 0, NULL, NULL, NULL, NOW(6), NOW(6)),
+		  (6, 'sync', '{"a":1e400}', 'pending', 0, NULL, NULL, NULL, NOW(6), NOW(6)),
+		  (7, 'sync', X'7B2261223A22FF227D', 'pending', 0, NULL, NULL, NULL, NOW(6), NOW(6))`,
+	} {
+		_, err := conn.ExecContext(ctx, q)
+		require.NoError(t, err, q)
+	}
+	require.NoError(t, conn.Close())
+
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "sluice.yaml"), []byte("types:\n  sync: { command: [\"true\"] }\n"), 0o644))
+	env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix}
+	args := []string{"import", "--table", src, "--time-zone", "Asia/Shanghai"}
+	jobs := func() int {
+		var n int
+		require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM "+tg.Prefix+"jobs").Scan(&n))
+		return n
+	}
+
+	r := runIn(t, dir, env, "", args...)
+	require.NotEqual(t, 0, r.Code, r.Stdout)
+	problems := []string{
+		"row id 2: status processing, locked_until ",
+		"row id 3: payload: 1048584 bytes, at most 1048576 allowed",
+		"row id 4: payload.a: a value contains a NUL character",
+		"row id 5: payload",
+		"row id 6: payload.a: the number 1e400 is out of range",
+		"row id 7: payload",
+	}
+	lines := strings.Split(strings.TrimSpace(r.Stderr), "\n")
+	require.Len(t, lines, len(problems)+1, r.Stderr)
+	for i, p := range problems {
+		require.True(t, strings.HasPrefix(lines[i], src+": "+p), "line %d: %s", i, lines[i])
+	}
+	require.Contains(t, lines[0], "the old loop may still be running it")
+	require.Contains(t, lines[3], "duplicate")
+	require.Contains(t, lines[5], "UTF-8")
+	require.Equal(t, "sluice: import "+src+": 6 problems (listed above); nothing written", lines[len(problems)])
+	require.Zero(t, jobs())
+
+	_, err = db.Exec("DELETE FROM " + src + " WHERE id >= 3")
+	require.NoError(t, err)
+	r = runIn(t, dir, env, "", append(args, "--dry-run")...)
+	require.NotEqual(t, 0, r.Code, r.Stdout)
+	require.Contains(t, r.Stderr, "row id 2: status processing, locked_until")
+	r = runIn(t, dir, env, "", append(args, "--dry-run", "--ignore-locks")...)
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Contains(t, r.Stdout, "next_run_at: ")
+	require.Contains(t, r.Stdout, "(TIMESTAMP, an instant) -> ")
+	before := time.Now().UTC()
+	r = runIn(t, dir, env, "", append(args, "--ignore-locks")...)
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Contains(t, r.Stdout, "1 rows still locked by the old loop are copied as runnable (--ignore-locks)")
+	require.Contains(t, r.Stdout, "copied 2, already imported 0")
+
+	var payload []byte
+	var nextRunAt time.Time
+	require.NoError(t, db.QueryRow("SELECT payload, next_run_at FROM "+tg.Prefix+"jobs WHERE status = 'pending' AND attempts = 1 AND payload LIKE '%\"b\"%'").Scan(&payload, &nextRunAt))
+	require.Equal(t, `{"b": 1,  "a": [2]}`, string(payload), "copied byte for byte")
+	require.WithinDuration(t, before.Add(2*time.Hour), nextRunAt.UTC(), 5*time.Minute, "a TIMESTAMP is an instant: the retry stays two hours ahead")
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -108,17 +109,29 @@ func parseID(s string) (int64, error) {
 }
 
 func (a *app) jobsShowCommand() *cobra.Command {
-	var asJSON bool
+	var asJSON, logs bool
 	cmd := &cobra.Command{
-		Use:   "show ID",
-		Short: "Show one job with all its columns",
+		Use:   "show ID [--logs]",
+		Short: "Show one job with all its columns, and with --logs its attempts' output",
 		Args:  cobra.ExactArgs(1),
 		RunE: a.withJob(func(ctx context.Context, c *sluice.Client, id int64) error {
 			j, err := c.Job(ctx, id)
 			if err != nil {
 				return err
 			}
+			var ls []sluicetype.AttemptLog
+			if logs {
+				if ls, err = c.AttemptLogs(ctx, id, 0); err != nil {
+					return err
+				}
+			}
 			if asJSON {
+				if logs {
+					return writeJSON(a.stdout, struct {
+						Job  *sluicetype.JobRow      `json:"job"`
+						Logs []sluicetype.AttemptLog `json:"logs"`
+					}{j, ls})
+				}
 				return writeJSON(a.stdout, j)
 			}
 			b, err := json.MarshalIndent(j, "", "  ")
@@ -126,11 +139,36 @@ func (a *app) jobsShowCommand() *cobra.Command {
 				return err
 			}
 			fmt.Fprintln(a.stdout, string(b))
+			if logs {
+				writeLogs(a.stdout, ls)
+			}
 			return nil
 		}),
 	}
-	jsonFlag(cmd, &asJSON, "compact JSON")
+	jsonFlag(cmd, &asJSON, "compact JSON (with --logs: {\"job\": ..., \"logs\": [...]})")
+	cmd.Flags().BoolVar(&logs, "logs", false, "also print the output kept of each attempt (a command's stdout and stderr)")
 	return cmd
+}
+
+// writeLogs prints each attempt's log under a header line. A log is a
+// command's raw output, so it goes through terminalSafe, as job tables do.
+func writeLogs(out io.Writer, logs []sluicetype.AttemptLog) {
+	if len(logs) == 0 {
+		fmt.Fprintln(out, "no attempt logs")
+		return
+	}
+	w := &terminalSafe{w: out}
+	for _, l := range logs {
+		fmt.Fprintf(w, "--- attempt %d: %d bytes", l.Attempt, l.Bytes)
+		if l.Omitted > 0 {
+			fmt.Fprintf(w, ", %d left out", l.Omitted)
+		}
+		fmt.Fprintf(w, ", written %s ---\n", l.CreatedAt.UTC().Format(time.RFC3339))
+		fmt.Fprint(w, l.Text)
+		if !strings.HasSuffix(l.Text, "\n") {
+			fmt.Fprintln(w)
+		}
+	}
 }
 
 func (a *app) jobsRetryCommand() *cobra.Command {
@@ -173,7 +211,7 @@ func (a *app) jobsRetryCommand() *cobra.Command {
 func (a *app) jobsCancelCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "cancel ID",
-		Short: "Cancel a pending or failed job",
+		Short: "Cancel a pending, failed or running job (a running one's handler is stopped)",
 		Args:  cobra.ExactArgs(1),
 		RunE: a.withJob(func(ctx context.Context, c *sluice.Client, id int64) error {
 			if err := c.Cancel(ctx, id); err != nil {

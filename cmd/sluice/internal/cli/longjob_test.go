@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/internal/proctest"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/proctest"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -57,9 +57,13 @@ const reportWarning = "type report: timeout 10m0s is longer than the pass's max_
 
 // Issue 24 item 1, as the user met it: a job longer than the cron pass's
 // --max-seconds was released at every deadline and never finished. The
-// deadline now stops the claims only: the first pass runs the job to its
-// end and says so, and flags the type whose timeout exceeds the window.
+// deadline now stops the claims only: the pass that claims the job runs it
+// to its end and says so, and flags the type whose timeout exceeds the
+// window. A pass that starts too slowly to claim within its 1 s window
+// (a loaded machine) claims nothing, which is right too; the test then
+// runs the next one, as cron would.
 func TestLongJobUnderCronPasses(t *testing.T) {
+	const tries = 10
 	for _, name := range testdb.Names {
 		t.Run(name, func(t *testing.T) {
 			d, tg := testdb.OpenURL(t, name)
@@ -68,10 +72,18 @@ func TestLongJobUnderCronPasses(t *testing.T) {
 			r := run(t, env, "", "--config", cfg, "enqueue", "slow")
 			require.Equal(t, 0, r.Code, r.Stderr)
 
-			start := time.Now()
-			r = run(t, env, "", "--config", cfg, "run", "--max-seconds", "1")
-			require.Equal(t, 0, r.Code, r.Stderr)
-			require.GreaterOrEqual(t, time.Since(start), 3*time.Second)
+			claimed := false
+			for try := 1; try <= tries && !claimed; try++ {
+				start := time.Now()
+				r = run(t, env, "", "--config", cfg, "run", "--max-seconds", "1")
+				require.Equal(t, 0, r.Code, r.Stderr)
+				if claimed = onlyJob(t, d, "slow").Status != sluicetype.StatusPending; !claimed {
+					t.Logf("pass %d claimed nothing within its window: %s", try, r.Stdout)
+					continue
+				}
+				require.GreaterOrEqual(t, time.Since(start), 3*time.Second, "the pass ran the 3 s job to its end")
+			}
+			require.True(t, claimed, "no pass of %d claimed the job", tries)
 			require.JSONEq(t, `{"ok":true,"done":1,"retried":0,"failed":0,"requeued":0,"warnings":[`+
 				fmt.Sprintf("%q", reportWarning)+`]}`, r.Stdout)
 			require.NotContains(t, r.Stderr, "shutdown")
@@ -84,23 +96,26 @@ func TestLongJobUnderCronPasses(t *testing.T) {
 			addr := testdb.FreeAddr(t)
 			startWorker(t, env, "--config", cfg, "serve", "--no-workers", "--listen", addr)
 			base := "http://" + addr
-			require.Eventually(t, func() bool { return proctest.Healthy(base) }, 15*time.Second, 50*time.Millisecond)
+			testdb.WaitFor(t, 15*time.Second, "serve answers /healthz", func() bool { return proctest.Healthy(base) })
 			resp, err := http.Post(base+"/v1/jobs", "application/json", strings.NewReader(`{"type":"slow","key":"http"}`))
 			require.NoError(t, err)
 			resp.Body.Close()
-			resp, err = http.Post(base+"/v1/run?max_seconds=1", "", nil)
-			require.NoError(t, err)
-			b, err := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			require.NoError(t, err)
-			require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
 			var res struct {
 				Done, Requeued int
 				Warnings       []string
 			}
-			require.NoError(t, json.Unmarshal(b, &res), string(b))
+			var b []byte
+			for try := 1; try <= tries && res.Done == 0; try++ {
+				resp, err = http.Post(base+"/v1/run?max_seconds=1", "", nil)
+				require.NoError(t, err)
+				b, err = io.ReadAll(resp.Body)
+				resp.Body.Close()
+				require.NoError(t, err)
+				require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
+				require.NoError(t, json.Unmarshal(b, &res), string(b))
+				require.Equal(t, 0, res.Requeued, "pass %d: %s", try, b)
+			}
 			require.Equal(t, 1, res.Done, string(b))
-			require.Equal(t, 0, res.Requeued, string(b))
 			require.Equal(t, []string{reportWarning}, res.Warnings)
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -22,8 +23,8 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/internal/proctest"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/proctest"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -122,7 +123,7 @@ func testDocumentedMetrics(t *testing.T, dbName string) {
 	items := batchTable(t, d, tg.Prefix, 250) // three chunks of at most 100
 
 	addr := testdb.FreeAddr(t)
-	const token = "metrics-test-token"
+	const token = testToken
 	cfg := writeBatchConfig(t, fmt.Sprintf(`db: %q
 listen: %s
 auth: { tokens: [%q] }
@@ -137,6 +138,7 @@ types:
   flaky: { command: ["sh", "-c", "[ \"$SLUICE_JOB_ATTEMPT\" -gt 1 ]"], backoff: { base: 10ms, max: 10ms } }
   bad:   { command: ["sh", "-c", "exit 65"] }
   slow:  { command: ["sleep", "3"] }
+  stoppable: { command: ["sleep", "300"] }
   held:   { queue: gauged, command: ["true"] }
   orphan: { queue: orphans, command: ["true"] }
   tick:   { queue: parked, command: ["true"] }
@@ -173,7 +175,7 @@ batches:
 	env := []string{"SLUICE_PREFIX=" + tg.Prefix}
 	srv := startWorker(t, env, "serve", "--config", cfg)
 	base := "http://" + addr
-	testdb.WaitFor(t, 15*time.Second, "serve answers /healthz", func() bool { return proctest.Healthy(base) })
+	testdb.WaitFor(t, time.Minute, "serve answers /healthz", func() bool { return proctest.Healthy(base) })
 	api := func(method, path, body string) (int, string) {
 		t.Helper()
 		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
@@ -206,6 +208,9 @@ batches:
 	enqueue(`{"type":"flaky","key":"f1"}`, http.StatusCreated)
 	// A type the config does not declare: never claimed, it waits.
 	enqueue(`{"type":"unserved"}`, http.StatusCreated)
+	// A queue no config lists, as a framework's onQueue() names: nothing
+	// claims from it, and it is counted.
+	enqueue(`{"type":"mailer","queue":"emails"}`, http.StatusCreated)
 	enqueue(`{"type":"flaky","key":"f1"}`, http.StatusOK) // the duplicate
 	for range 2 {
 		enqueue(`{"type":"bad"}`, http.StatusCreated)
@@ -218,16 +223,27 @@ batches:
 	// A lease lost: the test takes a running job's lease, as a rescuing
 	// node would, so the worker's fenced completion changes no row.
 	slow := enqueue(`{"type":"slow"}`, http.StatusCreated)
-	require.Eventually(t, func() bool {
+	testdb.WaitFor(t, time.Minute, "the slow job processing", func() bool {
 		j, err := d.GetJob(ctx, slow)
 		require.NoError(t, err)
 		return j.Status == sluicetype.StatusProcessing
-	}, 10*time.Second, 20*time.Millisecond)
+	})
 	res, err := d.DB().ExecContext(ctx, fmt.Sprintf("UPDATE %s SET locked_by = 'thief' WHERE id = %d AND status = 'processing'", jobs, slow))
 	require.NoError(t, err)
 	n, err := res.RowsAffected()
 	require.NoError(t, err)
 	require.EqualValues(t, 1, n)
+
+	// A running job cancelled: its command is stopped, and what it
+	// reports then (a retry: sleep dies of the SIGTERM) is dropped.
+	stoppable := enqueue(`{"type":"stoppable"}`, http.StatusCreated)
+	testdb.WaitFor(t, time.Minute, "the stoppable job processing", func() bool {
+		j, err := d.GetJob(ctx, stoppable)
+		require.NoError(t, err)
+		return j.Status == sluicetype.StatusProcessing
+	})
+	code, out = api(http.MethodPost, fmt.Sprintf("/v1/jobs/%d/cancel", stoppable), "")
+	require.Equal(t, http.StatusOK, code, out)
 
 	// Two leases that expire with no worker alive: the maintenance leader
 	// rescues both, the one on its last attempt to failed.
@@ -251,9 +267,13 @@ batches:
 	require.NoError(t, err)
 
 	// Five wrong dashboard logins from one address: three are checked,
-	// then the brake refuses the rest unchecked for a second.
+	// then the brake refuses the rest unchecked for a second. They come
+	// from an address of their own, which the brake keeps apart from the
+	// 127.0.0.1 of the scrapes that follow.
+	d2 := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.5")}}
+	guesser := &http.Client{Transport: &http.Transport{DialContext: d2.DialContext}}
 	for range 5 {
-		resp, err := http.PostForm(base+"/login", url.Values{"token": {"wrong"}})
+		resp, err := guesser.PostForm(base+"/login", url.Values{"token": {"wrong"}})
 		require.NoError(t, err)
 		resp.Body.Close()
 	}
@@ -284,6 +304,8 @@ batches:
 		// The orphan on its last attempt failed for good in the rescue.
 		exactly(`sluice_jobs_completed_total{outcome="failed",queue="orphans",type="orphan"}`, 1),
 		exactly(`sluice_leases_lost_total{queue="default",type="slow"}`, 1),
+		exactly(`sluice_jobs_completed_total{outcome="cancelled",queue="default",type="stoppable"}`, 1),
+		exactly(`sluice_cancelled_outcomes_dropped_total{queue="default",reported="retry",type="stoppable"}`, 1),
 		exactly(`sluice_lock_acquisitions_total{name="run:runq:"}`, 1),
 		exactly(`sluice_lock_busy_total{name="run:runq:"}`, 1),
 		exactly(`sluice_batch_rows_total{type="sweep"}`, 250),
@@ -315,6 +337,7 @@ batches:
 		}},
 		// No worker serves it, so no worker claims it: it waits, counted.
 		gauge(`sluice_jobs_waiting_for_handler{type="unserved"}`, 1),
+		gauge(`sluice_jobs_in_unserved_queue{queue="emails"}`, 1),
 		gauge(`sluice_queue_pending{queue="gauged"}`, 2),
 		gauge(`sluice_queue_processing{queue="gauged"}`, 1),
 		gauge(`sluice_queue_failed{queue="gauged"}`, 1),

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/dburl"
-	"github.com/sluicehq/sluice/internal/proctest"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/proctest"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 )
 
 // TestMigrateConcurrentRuns: three `sluice migrate` processes started at

@@ -59,7 +59,7 @@ address that is not loopback needs auth.tokens in the config.`,
 			for _, p := range f.Auth.TrustedProxies {
 				proxies = append(proxies, p.String())
 			}
-			h, err := server.New(server.Config{Client: c, Tokens: f.Auth.Tokens, AllowCIDRs: cidrs,
+			h, err := server.New(server.Config{Client: c, ScopedTokens: a.serverTokens(f.Auth), AllowCIDRs: cidrs,
 				QueryToken: f.Auth.QueryToken, Logger: a.log, Listen: listen, AllowedHosts: f.Auth.AllowedHosts,
 				TrustedProxies: proxies, PublicURL: f.Auth.PublicURL})
 			if err != nil {
@@ -104,6 +104,24 @@ address that is not loopback needs auth.tokens in the config.`,
 	cmd.Flags().BoolVar(&noWorkers, "no-workers", false, "serve the API only; run no workers, schedules or maintenance")
 	cmd.Flags().DurationVar(&shutdown, "shutdown-timeout", 30*time.Second, "how long running jobs get to finish on SIGTERM")
 	return cmd
+}
+
+// serverTokens is auth.tokens for the server, each named by its name or,
+// written as a plain string, by its key path. A plain one can do
+// everything, as before scopes: it is warned of once, by that path,
+// never by its value.
+func (a *app) serverTokens(auth config.Auth) []server.Token {
+	var out []server.Token
+	for i, t := range auth.Tokens {
+		name := t.Name
+		if t.Plain {
+			name = fmt.Sprintf("auth.tokens[%d]", i)
+			a.log.Warn("an auth token without a scope can do everything (scope admin): write it as a mapping with name, token and scope (read, enqueue, operate or admin) to limit it; see docs/config.md",
+				"token", name)
+		}
+		out = append(out, server.Token{Name: name, Value: t.Token, Scope: server.Scope(t.Scope), Types: t.Types, Queues: t.Queues})
+	}
+	return out
 }
 
 func stopClient(c *sluice.Client, d time.Duration) {

@@ -35,7 +35,7 @@ func (a *app) statsCommand() *cobra.Command {
 			}
 			header := "QUEUE\tPENDING\tPROCESSING\tFAILED\tOLDEST PENDING\tPAUSED\tDONE 1H\tFAILED 1H\tRETRIED 1H\tDONE 24H\tFAILED 24H\tRETRIED 24H"
 			if err := writeTable(a.stdout, header, st, func(w io.Writer, s sluicetype.QueueStats) {
-				h, d := sluice.FiguresOf(s.FinishedHour), sluice.FiguresOf(s.FinishedDay)
+				h, d := sluicetype.FiguresOf(s.FinishedHour), sluicetype.FiguresOf(s.FinishedDay)
 				fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\t%v\t%d\t%d\t%d\t%d\t%d\t%d\n", s.Queue, s.Pending, s.Processing, s.Failed,
 					(time.Duration(s.OldestPendingAge * float64(time.Second))).Round(time.Second), s.Paused,
 					h.Done, h.Failed, h.Retried, d.Done, d.Failed, d.Retried)
@@ -46,6 +46,9 @@ func (a *app) statsCommand() *cobra.Command {
 				return err
 			}
 			if err := writeWaiting(a.stdout, snap.WaitingForHandler); err != nil {
+				return err
+			}
+			if err := writeUnservedQueues(a.stdout, snap.UnservedQueues); err != nil {
 				return err
 			}
 			if err := writeCircuits(a.stdout, snap.Circuits); err != nil {
@@ -63,12 +66,12 @@ func (a *app) statsCommand() *cobra.Command {
 
 // writeTypes lists each job type's finished attempts and queue latency
 // percentiles over the last hour and day, after the queue table.
-func writeTypes(out io.Writer, types []sluice.TypeStats) error {
+func writeTypes(out io.Writer, types []sluicetype.TypeStats) error {
 	header := "TYPE\tDONE 1H\tFAILED 1H\tRETRIED 1H\tWAIT P50 1H\tWAIT P95 1H\tDONE 24H\tFAILED 24H\tRETRIED 24H\tWAIT P50 24H\tWAIT P95 24H"
-	return writeSection(out, header, types, func(w io.Writer, t sluice.TypeStats) {
+	return writeSection(out, header, types, func(w io.Writer, t sluicetype.TypeStats) {
 		p50h, p95h := latencyText(t.LatencyHour)
 		p50d, p95d := latencyText(t.LatencyDay)
-		h, d := sluice.FiguresOf(t.FinishedHour), sluice.FiguresOf(t.FinishedDay)
+		h, d := sluicetype.FiguresOf(t.FinishedHour), sluicetype.FiguresOf(t.FinishedDay)
 		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", t.Type,
 			h.Done, h.Failed, h.Retried, p50h, p95h, d.Done, d.Failed, d.Retried, p50d, p95d)
 	})
@@ -79,6 +82,14 @@ func writeTypes(out io.Writer, types []sluice.TypeStats) error {
 func writeWaiting(out io.Writer, waiting []sluicetype.TypeCount) error {
 	return writeSection(out, "WAITING FOR A HANDLER\tPENDING", waiting, func(w io.Writer, t sluicetype.TypeCount) {
 		fmt.Fprintf(w, "%s\t%d\n", t.Type, t.Pending)
+	})
+}
+
+// writeUnservedQueues lists the queues whose pending jobs no process has
+// claimed from within sluice.HandlerWindow; nothing when none wait.
+func writeUnservedQueues(out io.Writer, queues []sluicetype.QueueCount) error {
+	return writeSection(out, "WAITING IN A QUEUE NOTHING RUNS\tPENDING", queues, func(w io.Writer, q sluicetype.QueueCount) {
+		fmt.Fprintf(w, "%s\t%d\n", q.Queue, q.Pending)
 	})
 }
 
@@ -94,7 +105,7 @@ func writeSection[T any](out io.Writer, header string, items []T, row func(w io.
 
 // latencyText shows percentiles to the millisecond; "-" when no attempt
 // started.
-func latencyText(l *sluice.LatencyStats) (p50, p95 string) {
+func latencyText(l *sluicetype.LatencyStats) (p50, p95 string) {
 	if l == nil {
 		return "-", "-"
 	}

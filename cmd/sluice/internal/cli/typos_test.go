@@ -13,8 +13,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicehq/sluice/internal/proctest"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/proctest"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -79,7 +79,7 @@ func TestTyposRefused(t *testing.T) {
 			addr := testdb.FreeAddr(t)
 			startWorker(t, env, "--config", cfg, "serve", "--no-workers", "--listen", addr)
 			base := "http://" + addr
-			require.Eventually(t, func() bool { return proctest.Healthy(base) }, 15*time.Second, 50*time.Millisecond)
+			require.Eventually(t, func() bool { return proctest.Healthy(base) }, time.Minute, 50*time.Millisecond)
 			for _, tc := range []struct{ method, path, want string }{
 				{"POST", "/v1/run?queue=nosuch", `unknown queue \"nosuch\"`},
 				{"POST", "/v1/run?maxjobs=5&queue=default", "unknown query parameter maxjobs (known: queue, type, max_jobs, max_seconds)"},
@@ -140,7 +140,7 @@ func TestJobsWithoutHandler(t *testing.T) {
 			addr := testdb.FreeAddr(t)
 			startWorker(t, env, "--config", cfg, "serve", "--no-workers", "--listen", addr)
 			base := "http://" + addr
-			require.Eventually(t, func() bool { return proctest.Healthy(base) }, 15*time.Second, 50*time.Millisecond)
+			require.Eventually(t, func() bool { return proctest.Healthy(base) }, time.Minute, 50*time.Millisecond)
 			code, _, body := httpDo(t, "POST", base+"/v1/run?max_seconds=5")
 			require.Equal(t, http.StatusOK, code, body)
 			require.JSONEq(t, `{"ok":true,"done":0,"retried":0,"failed":0,"requeued":0}`, body)
@@ -229,4 +229,55 @@ func TestFirstHourMessages(t *testing.T) {
 	require.NotContains(t, r.Stderr, "[mysql]")
 	require.NotContains(t, r.Stderr, "packets.go")
 	require.Contains(t, r.Stderr, "invalid connection (the server closed the connection during the MySQL handshake")
+}
+
+// A job's text (here the stderr of a command that failed, which a remote
+// receiver's answer or an API client's key reaches the same way) shows in
+// `sluice jobs list` with its control characters spelled out: it cannot
+// retitle the operator's terminal, clear it or overwrite a line.
+func TestJobTablesEscapeControlCharacters(t *testing.T) {
+	d, tg := testdb.OpenURL(t, "sqlite")
+	cfg := typoConfig(t, tg.URL, `  hostile:
+    command: ["sh", "-c", "printf '\\033]0;pwned\\007\\033[2J\\302\\233boom\\rdone' >&2; exit 1"]
+    max_attempts: 1
+`)
+	env := []string{"SLUICE_PREFIX=" + tg.Prefix}
+	r := run(t, env, "", "--config", cfg, "enqueue", "hostile")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	r = run(t, env, "", "--config", cfg, "run", "--max-seconds", "10")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Contains(t, onlyJob(t, d, "hostile").LastError, "\x1b]0;pwned\x07", "the error is stored as the command wrote it")
+
+	r = run(t, env, "", "--config", cfg, "jobs", "list")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	for _, c := range []string{"\x1b", "\x07", "\r", "\u009b"} {
+		require.NotContains(t, r.Stdout, c, "a control character reached the terminal")
+	}
+	require.Contains(t, r.Stdout, `\x1b]0;pwned\x07\x1b[2J\u009bboom\x0ddone`)
+}
+
+// A command type's process sees none of sluice's secrets (the database URL,
+// the API tokens, a webhook secret in sluice's environment), only the few
+// variables programs need, the job's own and what the type's env: names,
+// here from sluice's environment through the config file.
+func TestCommandGetsOnlyItsOwnEnvironment(t *testing.T) {
+	d, tg := testdb.OpenURL(t, "sqlite")
+	cfg := typoConfig(t, tg.URL, `  show_env:
+    command: ["env"]
+    env: { APP_ENV: "${SLUICE_TEST_APP_ENV}" }
+`)
+	env := []string{"SLUICE_PREFIX=" + tg.Prefix, "SLUICE_TEST_APP_ENV=staging", "SLUICE_TOKEN=" + testToken, "HOOK_SECRET=hook-secret"}
+	r := run(t, env, "", "--config", cfg, "enqueue", "show_env")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	r = run(t, env, "", "--config", cfg, "run", "--max-seconds", "10")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	j := onlyJob(t, d, "show_env")
+	require.Equal(t, sluicetype.StatusSuccess, j.Status, j.LastError)
+	lines := strings.Split(j.Result, "\n")
+	require.Contains(t, lines, "APP_ENV=staging")
+	require.Contains(t, lines, "SLUICE_JOB_TYPE=show_env")
+	require.Contains(t, lines, "PATH="+os.Getenv("PATH"))
+	for _, secret := range []string{testToken, "hook-secret", tg.URL, "SLUICE_PREFIX=", "SLUICE_TEST_APP_ENV="} {
+		require.NotContains(t, j.Result, secret)
+	}
 }

@@ -15,8 +15,8 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/internal/proctest"
-	"github.com/sluicehq/sluice/internal/testdb"
+	"github.com/sluicehq/sluice/internal/testkit/proctest"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -178,11 +178,11 @@ func TestWorkShutdownAndPause(t *testing.T) {
 	require.Contains(t, w.Stderr(), `msg="queue resumed" queue=default`)
 
 	enqueueN(t, d, "sleep", 2)
-	require.Eventually(t, func() bool {
+	testdb.WaitFor(t, 10*time.Second, "two jobs processing", func() bool {
 		st, err := d.Stats(context.Background())
 		require.NoError(t, err)
 		return len(st) > 0 && st[0].Processing == 2
-	}, 10*time.Second, 50*time.Millisecond)
+	})
 	start := time.Now()
 	require.NoError(t, w.Term(t, 2*time.Minute))
 	require.Less(t, time.Since(start), shutdownBound(time.Second), "exit within the deadline, the handlers' grace and the requeue")
@@ -220,7 +220,7 @@ func TestServe(t *testing.T) {
 	require.Eventually(t, func() bool {
 		resp, err = http.Post("http://"+addr+"/v1/jobs", "application/json", strings.NewReader(`{"type":"append","key":"k1"}`))
 		return err == nil
-	}, 10*time.Second, 50*time.Millisecond)
+	}, time.Minute, 50*time.Millisecond)
 	require.Equal(t, http.StatusCreated, resp.StatusCode)
 	var res sluice.EnqueueResult
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&res))

@@ -7,7 +7,6 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/config"
-	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/handler/webhook"
 	"github.com/sluicehq/sluice/server"
 	"github.com/sluicehq/sluice/sluicetype"
@@ -50,7 +49,7 @@ func Check(f *config.File) error {
 
 func checkQueue(f *config.File, name string) error {
 	path := "queues." + name
-	if err := driver.CheckName(name, sluicetype.MaxQueueLen); err != nil {
+	if err := sluicetype.CheckName(name, sluicetype.MaxQueueLen); err != nil {
 		return f.ErrorAt(path, err)
 	}
 	return inputError(f, path, sluice.CheckQueueConfig(Queue(f.Queues[name])))
@@ -72,7 +71,7 @@ func inputError(f *config.File, path string, err error) error {
 // checkQueueRef reports a queue that no worker here would run: with queues
 // configured, a job sent anywhere else would wait forever.
 func checkQueueRef(f *config.File, path, queue string) error {
-	if err := driver.CheckName(queue, sluicetype.MaxQueueLen); err != nil {
+	if err := sluicetype.CheckName(queue, sluicetype.MaxQueueLen); err != nil {
 		return f.ErrorAt(path, err)
 	}
 	if len(f.Queues) > 0 {
@@ -87,7 +86,7 @@ func checkQueueRef(f *config.File, path, queue string) error {
 func checkType(f *config.File, name string) error {
 	path := "types." + name
 	ft := f.Types[name]
-	if err := driver.CheckName(name, sluicetype.MaxTypeLen); err != nil {
+	if err := sluicetype.CheckName(name, sluicetype.MaxTypeLen); err != nil {
 		return f.ErrorAt(path, err)
 	}
 	// The settings as the library will run them: with its defaults.

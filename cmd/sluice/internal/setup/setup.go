@@ -108,13 +108,14 @@ func NewRuntime(f *config.File, d driver.Driver, open func(url string) (driver.D
 		return nil, err
 	}
 	rt.Config = sluice.Config{
-		Driver:       d,
-		Logger:       log,
-		Types:        types,
-		Queues:       queues,
-		Schedules:    scheds,
-		Retention:    Retention(f.Retention),
-		KeepAttempts: f.History.Keep,
+		Driver:         d,
+		Logger:         log,
+		Types:          types,
+		Queues:         queues,
+		Schedules:      scheds,
+		Retention:      Retention(f.Retention),
+		AuditRetention: f.Retention.Audit,
+		KeepAttempts:   f.History.Keep,
 	}
 	return rt, nil
 }
@@ -173,6 +174,7 @@ func Type(t config.Type) sluice.Type {
 		Queue:        t.Queue,
 		Timeout:      t.Timeout,
 		Lease:        t.Lease,
+		Deadline:     t.Deadline,
 		MaxAttempts:  t.MaxAttempts,
 		Backoff:      sluice.Backoff{Base: t.Backoff.Base, Max: t.Backoff.Max},
 		Dedupe:       t.Dedupe,
@@ -188,7 +190,12 @@ func Type(t config.Type) sluice.Type {
 // context, which stops the command's process group.
 func Handler(t config.Type) (sluice.Handler, error) {
 	if t.HTTP == nil {
-		h, err := command.New(command.Config{Argv: t.Command, PermanentExitCodes: t.PermanentExitCodes})
+		var env []string
+		for k, v := range t.Env {
+			env = append(env, k+"="+v)
+		}
+		slices.Sort(env)
+		h, err := command.New(command.Config{Argv: t.Command, PermanentExitCodes: t.PermanentExitCodes, Env: env, KillGrace: t.KillGrace})
 		if err != nil {
 			return nil, err
 		}

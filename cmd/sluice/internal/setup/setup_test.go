@@ -57,7 +57,7 @@ retention: { success: 7d, failed: 30d, cancelled: 7d }
 `
 
 func TestSpecExample(t *testing.T) {
-	t.Setenv("SLUICE_TOKEN", "tok-123")
+	t.Setenv("SLUICE_TOKEN", "tok-123-Jd7Vn2Qs9Lx4Pf8R")
 	t.Setenv("HOOK_SECRET", "hook-456")
 	f, err := setup.Parse("sluice.yaml", []byte(specExample))
 	require.NoError(t, err)
@@ -68,7 +68,7 @@ func TestSpecExample(t *testing.T) {
 		DB:     "mysql://app:secret@127.0.0.1:3306/app",
 		Listen: "127.0.0.1:8080",
 		Auth: config.Auth{
-			Tokens:     []string{"tok-123"},
+			Tokens:     []config.Token{{Token: "tok-123-Jd7Vn2Qs9Lx4Pf8R", Scope: "admin", Plain: true}},
 			AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
 		},
 		Queues: map[string]config.Queue{

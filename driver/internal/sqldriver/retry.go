@@ -1,0 +1,33 @@
+package sqldriver
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+)
+
+// RetryTransient runs fn until it succeeds, fails with an error that
+// isTransient rejects, or ctx ends. Claims and completions use it so that a
+// deadlock or serialization failure, which the database resolves by picking
+// a victim, never reaches the caller.
+func RetryTransient(ctx context.Context, isTransient func(error) bool, fn func() error) error {
+	const attempts = 20
+	wait := time.Millisecond
+	for i := 0; ; i++ {
+		err := fn()
+		if err == nil || !isTransient(err) || i == attempts-1 {
+			return err
+		}
+		// Jitter keeps two victims of the same deadlock from colliding again.
+		d := wait/2 + rand.N(wait/2+1)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(d):
+		}
+		wait = min(wait*2, 100*time.Millisecond)
+	}
+}
+
+// Micros converts a duration for SQL that adds microseconds to the database clock.
+func Micros(d time.Duration) int64 { return d.Microseconds() }

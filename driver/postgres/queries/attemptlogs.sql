@@ -1,0 +1,14 @@
+-- Per-attempt logs (driver.AttemptLogs, attemptlogs.go in sqldriver).
+
+-- name: AttemptLogPut
+-- Run only for an applied completion, in its transaction. The job's row is read so that a job deleted meanwhile gets no row
+-- rather than a foreign key error; a row for the attempt is replaced (a
+-- refunded attempt's number runs again).
+INSERT INTO sluice_attempt_logs (job_id, attempt, text, bytes, omitted, created_at)
+SELECT id, $1, $2, $3, $4, now() FROM sluice_jobs WHERE id = $5
+ON CONFLICT (job_id, attempt) DO UPDATE SET text = EXCLUDED.text, bytes = EXCLUDED.bytes, omitted = EXCLUDED.omitted,
+  created_at = EXCLUDED.created_at
+
+-- name: AttemptLogRead
+SELECT job_id, attempt, text, bytes, omitted, created_at FROM sluice_attempt_logs
+WHERE job_id = $1 AND ($2::integer = 0 OR attempt = $3) ORDER BY attempt

@@ -1,0 +1,17 @@
+-- Per-attempt logs (issue 38): what each attempt of a job wrote (a
+-- command's stdout and stderr, interleaved), its first 32 KiB and last
+-- 32 KiB with a marker line between (driver.AttemptLogs). A row is
+-- written with its attempt's fenced completion, only when that was
+-- applied, and keyed by job and attempt number. It goes with its job
+-- through the foreign key, whatever deletes the job; a migration that
+-- rebuilds sluice_jobs must keep these rows in mind.
+-- SQLite enforces the key: every connection sets foreign_keys(1).
+CREATE TABLE IF NOT EXISTS sluice_attempt_logs (
+  job_id     INTEGER NOT NULL REFERENCES sluice_jobs (id) ON DELETE CASCADE,
+  attempt    INTEGER NOT NULL,
+  text       TEXT    NOT NULL,
+  bytes      INTEGER NOT NULL,
+  omitted    INTEGER NOT NULL,
+  created_at TEXT    NOT NULL,
+  PRIMARY KEY (job_id, attempt)
+) WITHOUT ROWID;
