@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"sync"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/attemptlog"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -33,6 +36,13 @@ type Job struct {
 	progress   func(done, total int64, message string)
 	// lease is the attempt's lease token, for ProgressToken.
 	lease string
+	// base is the Client's logger, which Logger writes to besides the
+	// attempt's log; loggerOnce makes the logger of Logger, and
+	// logBuf keeps what it wrote.
+	base       *slog.Logger
+	loggerOnce sync.Once
+	logger     *slog.Logger
+	logBuf     *attemptlog.Buffer
 }
 
 // IdempotencyKey is what a handler should use to make its effects
@@ -100,6 +110,41 @@ func (j *Job) ProgressToken() string {
 // it from the command's output; a Go handler may set it too.
 func (j *Job) SetLog(text string, bytes, omitted int64) {
 	j.log = &sluicetype.AttemptLog{Text: text, Bytes: bytes, Omitted: omitted}
+}
+
+// Logger returns the attempt's logger: what a handler logs through it
+// goes to the Client's logger, with the job's id, type and attempt, and is
+// kept as the attempt's log (jobs show --logs, the dashboard's attempt
+// timeline), its first and last bytes as a command's output is, whatever
+// the outcome. A handler that calls SetLog sets the attempt's log itself,
+// and what the logger wrote is not kept. Its records at Info and above
+// are kept; the Client's logger applies its own level. Safe for
+// concurrent use; every call returns the same logger.
+func (j *Job) Logger() *slog.Logger {
+	j.loggerOnce.Do(func() {
+		base := j.base
+		if base == nil {
+			base = slog.Default() // a job run outside a Client: a test calling its handler
+		}
+		j.logBuf = attemptlog.New()
+		// The process's log needs to say which job a line is about; the
+		// attempt's own log does not.
+		withJob := base.Handler().WithAttrs([]slog.Attr{
+			slog.Int64("job_id", j.ID), slog.String("type", j.Type), slog.Int("attempt", j.Attempt)})
+		j.logger = slog.New(slog.NewMultiHandler(withJob, slog.NewTextHandler(j.logBuf, nil)))
+	})
+	return j.logger
+}
+
+// keepLoggerOutput makes what Logger wrote the attempt's log, unless the
+// handler set one with SetLog.
+func (j *Job) keepLoggerOutput() {
+	if j.log != nil || j.logBuf == nil {
+		return
+	}
+	if text, total, omitted := j.logBuf.Log(); total > 0 {
+		j.SetLog(text, total, omitted)
+	}
 }
 
 // AttemptLog returns what SetLog stored, if anything; its JobID and

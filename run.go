@@ -43,8 +43,9 @@ func (c *Client) runTraced(ctx context.Context, row sluicetype.JobRow) worker.Re
 	}
 	job := &Job{ID: row.ID, Queue: row.Queue, Type: row.Type, Key: row.Key, Payload: row.Payload,
 		Priority: row.Priority, Attempt: row.Attempts, MaxAttempts: row.MaxAttempts, CreatedAt: row.CreatedAt,
-		Partition: row.Partition, db: c.drv.DB(), progress: worker.Report(ctx), lease: row.LockedBy}
+		Partition: row.Partition, db: c.drv.DB(), progress: worker.Report(ctx), lease: row.LockedBy, base: c.log}
 	err := callHandler(ctx, t.Handler, job)
+	job.keepLoggerOutput()
 	if err == nil && ctx.Err() == context.DeadlineExceeded && t.Timeout > 0 {
 		err = fmt.Errorf("timed out after %s", t.Timeout)
 	} else if err != nil && errors.Is(err, context.DeadlineExceeded) && t.Timeout > 0 {

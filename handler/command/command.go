@@ -21,6 +21,7 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/handler/webhook"
+	"github.com/sluicehq/sluice/internal/attemptlog"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -141,10 +142,10 @@ func (h *Handler) Work(ctx context.Context, job *sluice.Job) error {
 		ctx, cancel = context.WithTimeout(ctx, h.timeout)
 		defer cancel()
 	}
-	stdout, stderr, log := newTailBuffer(maxStdout), newTailBuffer(maxStderr), newLogBuffer()
+	stdout, stderr, log := attemptlog.NewTail(maxStdout), attemptlog.NewTail(maxStderr), attemptlog.New()
 	start := time.Now()
 	end, stopped, err := h.run(ctx, input, job, io.MultiWriter(stdout, log), io.MultiWriter(stderr, log))
-	if text, total, omitted := log.log(); total > 0 {
+	if text, total, omitted := log.Log(); total > 0 {
 		// Whatever the outcome: a failed attempt's output is what its
 		// log is for. An attempt that wrote nothing stores nothing.
 		job.SetLog(text, total, omitted)

@@ -1,4 +1,4 @@
-package command
+package attemptlog
 
 import (
 	"strconv"
@@ -9,23 +9,23 @@ import (
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
-// logBuffer keeps an attempt's log: stdout and stderr interleaved in the
-// order their reads came in (each stream is in order; across the two,
-// order is as close as two pipes allow), its first
-// sluicetype.MaxLogHead bytes and last MaxLogTail bytes. Both streams'
-// readers write it, so it locks.
-type logBuffer struct {
+// Buffer keeps an attempt's log, its first sluicetype.MaxLogHead bytes
+// and last MaxLogTail bytes, in the order writes came in. Several
+// goroutines may write it (a command's stdout and stderr readers, a Go
+// handler's goroutines through its job logger), so it locks.
+type Buffer struct {
 	mu    sync.Mutex
 	head  []byte
-	tail  *tailBuffer
+	tail  *Tail
 	total int64
 }
 
-func newLogBuffer() *logBuffer {
-	return &logBuffer{head: make([]byte, 0, sluicetype.MaxLogHead), tail: newTailBuffer(sluicetype.MaxLogTail)}
+// New returns an empty Buffer.
+func New() *Buffer {
+	return &Buffer{head: make([]byte, 0, sluicetype.MaxLogHead), tail: NewTail(sluicetype.MaxLogTail)}
 }
 
-func (l *logBuffer) Write(p []byte) (int, error) {
+func (l *Buffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.total += int64(len(p))
@@ -37,11 +37,11 @@ func (l *logBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// log returns the kept text, the bytes written in all and how many of them
+// Log returns the kept text, the bytes written in all and how many of them
 // the text leaves out. Where bytes were left out, a marker line says how
 // many. Invalid UTF-8 and NUL bytes are replaced by driver.StorableText,
 // the rule that every stored output follows.
-func (l *logBuffer) log() (text string, total, omitted int64) {
+func (l *Buffer) Log() (text string, total, omitted int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	head, tail := l.head, l.tail.buf

@@ -1,19 +1,23 @@
-package command
+// Package attemptlog keeps what an attempt writes within a fixed memory
+// bound: its first and last bytes, the way every handler kind's attempt
+// log is kept (the command handler's output, a Go handler's job logger).
+package attemptlog
 
-// tailBuffer keeps the last max bytes written to it, so a command that
+// Tail keeps the last max bytes written to it, so a command that
 // prints gigabytes costs a bounded amount of memory. It is written by one
 // goroutine and read only after that goroutine is done.
-type tailBuffer struct {
+type Tail struct {
 	max       int
 	buf       []byte
 	truncated bool
 }
 
-func newTailBuffer(max int) *tailBuffer {
-	return &tailBuffer{max: max, buf: make([]byte, 0, max)}
+// NewTail returns a Tail that keeps the last max bytes.
+func NewTail(max int) *Tail {
+	return &Tail{max: max, buf: make([]byte, 0, max)}
 }
 
-func (t *tailBuffer) Write(p []byte) (int, error) {
+func (t *Tail) Write(p []byte) (int, error) {
 	n := len(p)
 	if len(p) >= t.max {
 		t.truncated = t.truncated || len(t.buf) > 0 || len(p) > t.max
@@ -30,7 +34,7 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 
 // String returns the kept bytes as text. A cut can split a UTF-8
 // sequence at the start, so the partial rune is dropped there.
-func (t *tailBuffer) String() string {
+func (t *Tail) String() string {
 	b := t.buf
 	if t.truncated {
 		for i := 0; i < 3 && len(b) > 0 && b[0]&0xC0 == 0x80; i++ {
