@@ -59,22 +59,12 @@ func (b *Base) DropTables(ctx context.Context, p driver.DropTablesParams) error 
 	if err != nil {
 		return err
 	}
-	// MySQL refuses to drop a table another's foreign key references
-	// (sluice_attempt_logs references sluice_jobs), and the catalogue
-	// lists them in no set order: what failed is tried again after the
-	// rest, for as long as a pass drops something.
-	for len(stmts) > 0 {
-		var failed []string
-		var last error
-		for _, stmt := range stmts {
-			if _, err := b.Write.ExecContext(ctx, stmt); err != nil {
-				failed, last = append(failed, stmt), fmt.Errorf("%s: %w", stmt, err)
-			}
+	// Tables with a foreign key come first in MySQL's list (DropList):
+	// it refuses to drop a table another references.
+	for _, stmt := range stmts {
+		if _, err := b.Write.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("%s: %w", stmt, err)
 		}
-		if len(failed) == len(stmts) {
-			return last
-		}
-		stmts = failed
 	}
 	return nil
 }

@@ -22,9 +22,14 @@ SELECT RELEASE_LOCK(?)
 
 -- name: DropList
 -- Every table of the database, as a DROP statement and the name it drops
--- (see DropTables).
-SELECT CONCAT('DROP TABLE IF EXISTS `', REPLACE(table_name, '`', '``'), '`'), table_name
-FROM information_schema.tables WHERE table_schema = DATABASE()
+-- (see DropTables), the tables with a foreign key first: MySQL refuses to
+-- drop a table another references (sluice_attempt_logs references
+-- sluice_jobs), and on Galera a refused DDL still goes to every node,
+-- whose appliers log it and carry on.
+SELECT CONCAT('DROP TABLE IF EXISTS `', REPLACE(t.table_name, '`', '``'), '`'), t.table_name
+FROM information_schema.tables t WHERE t.table_schema = DATABASE()
+ORDER BY EXISTS (SELECT 1 FROM information_schema.referential_constraints rc
+  WHERE rc.constraint_schema = t.table_schema AND rc.table_name = t.table_name) DESC
 
 -- name: TypesPut
 INSERT INTO sluice_types (type, queue, max_attempts, dedupe, updated_at) VALUES (?, ?, ?, ?, UTC_TIMESTAMP(6))
