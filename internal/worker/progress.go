@@ -128,6 +128,8 @@ func (r *progress) write(ctx context.Context) bool {
 	}
 	if !held {
 		r.lost = true
+	} else {
+		r.p.running.wroteProgress(r.x)
 	}
 	return held
 }

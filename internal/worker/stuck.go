@@ -41,7 +41,13 @@ type watch struct {
 	armed   bool      // the handler started
 	last    time.Time // the handler's start or its latest report, on the pool's clock
 	seen    time.Time // the job's progress_at as last read, zero before any
-	fired   bool
+	// wrote: this process wrote a report since that read. The change it
+	// makes to progress_at is then its own, whose report reset the clock
+	// already: counting it again would push the timeout back by up to a
+	// write's coalescing plus a poll. A job's reports come from its
+	// process (Go, command) or through the API (webhook), not both.
+	wrote bool
+	fired bool
 }
 
 // arm starts x's watchdog at the handler's start.
@@ -72,15 +78,28 @@ func (r *registry) watched() []*running {
 	return out
 }
 
+// wroteProgress records that this process wrote a report of x's.
+func (r *registry) wroteProgress(x *running) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	x.watch.wrote = true
+}
+
 // seenAt records the job's progress_at as read from the database, and
-// resets x's watchdog when it changed since the last read: a report made
-// elsewhere.
+// resets x's watchdog when it changed since the last read by a report
+// made elsewhere.
 func (r *registry) seenAt(x *running, at, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !at.Equal(x.watch.seen) {
-		x.watch.seen, x.watch.last = at, now
+	if at.Equal(x.watch.seen) {
+		return
 	}
+	x.watch.seen = at
+	if x.watch.wrote {
+		x.watch.wrote = false
+		return
+	}
+	x.watch.last = now
 }
 
 // fire marks x stuck and reports true when its timeout passed with no
