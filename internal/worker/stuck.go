@@ -172,23 +172,29 @@ func (p *Pool) readProgressSeen(ctx context.Context, xs []*running) error {
 }
 
 // stuckOutcome is the outcome of x's attempt stopped by its watchdog,
-// written once its handler has returned; what the handler returned,
-// reported, is dropped and logged.
+// written once its handler has returned. The outcome the handler reported
+// (its status, error, result) is dropped and logged; what it observed of
+// the attempt (a command's output and exit code, a webhook's status, the
+// trace) is kept for the attempt's history. Either way the attempt is a
+// failure that may pass, which a circuit breaker counts.
 func (p *Pool) stuckOutcome(x *running, e *StuckError, reported Result) Result {
 	p.log.Info("a stuck job's handler returned; what it reported is dropped",
 		append(p.jobAttrs(x), "reported", AttemptOutcome(reported), "on_stuck", x.watch.policy)...)
-	if x.watch.policy == sluicetype.OnStuckCancel {
-		msg := sluicetype.StuckReasonPrefix + e.Error()
-		return Result{Status: sluicetype.StatusCancelled, Error: &msg}
+	var o Result
+	switch msg := e.Error(); {
+	case x.watch.policy == sluicetype.OnStuckCancel:
+		msg = sluicetype.StuckReasonPrefix + msg
+		o = Result{Status: sluicetype.StatusCancelled, Error: &msg}
+	case p.cfg.Fail != nil:
+		o = p.cfg.Fail(x.job, e)
+	case x.job.Attempts >= x.job.MaxAttempts:
+		o = Result{Status: sluicetype.StatusFailed, Error: &msg}
+	default:
+		o = Result{Status: sluicetype.StatusPending, Error: &msg}
 	}
-	if p.cfg.Fail != nil {
-		return p.cfg.Fail(x.job, e)
-	}
-	msg := e.Error()
-	if x.job.Attempts >= x.job.MaxAttempts {
-		return Result{Status: sluicetype.StatusFailed, Error: &msg, Transient: true}
-	}
-	return Result{Status: sluicetype.StatusPending, Error: &msg, Transient: true}
+	o.Transient = true
+	o.HTTPStatus, o.ExitCode, o.Log, o.TraceID = reported.HTTPStatus, reported.ExitCode, reported.Log, reported.TraceID
+	return o
 }
 
 // watchdogOf is x's progress timeout and policy, by Config.Watchdog.
