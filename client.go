@@ -70,6 +70,8 @@ func NewClient(cfg Config) (*Client, error) {
 			Queues:   c.queueList(),
 			Run:      c.run,
 			LeaseFor: c.leaseFor,
+			Watchdog: c.watchdogFor,
+			Fail:     c.stuckFailure,
 			Circuit:  c.circuitFor,
 			Logger:   cfg.Logger,
 			PollMax:  cfg.PollMax,
@@ -204,6 +206,23 @@ func (c *Client) paceOf(q QueueConfig) time.Duration {
 }
 
 func (c *Client) leaseFor(jobType string) time.Duration { return c.typeOf(jobType).Lease }
+
+// watchdogFor is a claimed job's progress timeout, its own or else its
+// type's, and its type's OnStuck: the worker's watchdog.
+func (c *Client) watchdogFor(row sluicetype.JobRow) (time.Duration, sluicetype.OnStuck) {
+	t := c.typeOf(row.Type)
+	d := row.ProgressTimeout
+	if d <= 0 {
+		d = t.ProgressTimeout
+	}
+	return d, t.OnStuck
+}
+
+// stuckFailure is the failed attempt of a stuck job retried by its
+// policy: as a handler's error would be, with its type's backoff.
+func (c *Client) stuckFailure(row sluicetype.JobRow, err error) worker.Result {
+	return c.failure(row, c.typeOf(row.Type), err)
+}
 
 // typeOf is the settings of a job type: the config's, or the defaults for
 // a type the client does not know.

@@ -31,8 +31,19 @@ type Type struct {
 	// job's own EnqueueParams.Deadline wins. Jobs inserted by plain SQL
 	// get no deadline from it.
 	Deadline time.Duration
-	Backoff  Backoff
-	Dedupe   string // sluicetype.DedupePermanent (default) or sluicetype.DedupeActive
+	// ProgressTimeout, if positive, is how long a running job of this
+	// type may report no progress (Job.Progress, a command's fd-3 lines,
+	// a webhook receiver's progress call) before it is stuck: the worker
+	// holding its lease stops the handler, and OnStuck says what becomes
+	// of the job (docs/guarantees.md "Stuck jobs"). A job's own
+	// EnqueueParams.ProgressTimeout wins. Zero means none.
+	ProgressTimeout time.Duration
+	// OnStuck is sluicetype.OnStuckRetry (the default: the attempt fails
+	// with the reason and the job is retried with Backoff) or
+	// OnStuckCancel (the job ends cancelled with the reason).
+	OnStuck sluicetype.OnStuck
+	Backoff Backoff
+	Dedupe  string // sluicetype.DedupePermanent (default) or sluicetype.DedupeActive
 	// Circuit is the type's circuit breaker, shared by every node; a zero
 	// Threshold means none.
 	Circuit Circuit
@@ -262,6 +273,9 @@ func (t Type) WithDefaults() Type {
 	if t.Dedupe == "" {
 		t.Dedupe = sluicetype.DedupePermanent
 	}
+	if t.OnStuck == "" {
+		t.OnStuck = sluicetype.DefaultOnStuck
+	}
 	t.Backoff = t.Backoff.withDefaults()
 	if t.Circuit.Cooldown == 0 {
 		t.Circuit.Cooldown = DefaultCircuitCooldown
@@ -395,10 +409,15 @@ func checkQueueLimits(q QueueConfig) error {
 	return nil
 }
 
-// checkTypeLimits is the one rule for a type's running cap and start
-// rate, shared with the config file.
+// checkTypeLimits is the one rule for a type's running cap, start rate
+// and watchdog, shared with the config file.
 func checkTypeLimits(t Type) error {
+	if _, err := sluicetype.ParseOnStuck(string(t.OnStuck)); err != nil {
+		return inputErr("on_stuck", "%v", err)
+	}
 	switch {
+	case t.ProgressTimeout < 0:
+		return inputErr("progress_timeout", "must be positive, got %s", t.ProgressTimeout)
 	case t.MaxRunning < 0:
 		return inputErr("max_running", "must not be negative, got %d", t.MaxRunning)
 	case t.ClusterBurst < 0 || t.ClusterBurst > 0 && t.ClusterRate == 0:

@@ -31,9 +31,15 @@ type EnqueueParams struct {
 	// never started later, and maintenance cancels it with that reason.
 	// It must be after the job is due, and so in the future, by the
 	// Config.Clock. Zero means the type's Deadline, if any.
-	Deadline    time.Time
-	MaxAttempts int
-	Dedupe      string // "permanent" or "active"
+	Deadline time.Time
+	// ProgressTimeout, if positive, is the job's own progress timeout: a
+	// running attempt that reports no progress for this long is stuck,
+	// and its type's OnStuck applies (docs/guarantees.md "Stuck jobs").
+	// Zero means the type's ProgressTimeout, if any; negative is an
+	// error.
+	ProgressTimeout time.Duration
+	MaxAttempts     int
+	Dedupe          string // "permanent" or "active"
 	// Partition is the job's fairness key, such as a tenant id: a fair
 	// queue takes turns between partitions, and concurrency limits can cap
 	// each partition's running jobs. "" for none; see sluicetype.CheckPartition
@@ -220,7 +226,7 @@ func (c *Client) prepare(p EnqueueParams) (driver.InsertJob, error) {
 	t := c.typeOf(p.Type)
 	row := driver.InsertJob{Type: p.Type, Key: p.Key, Queue: p.Queue, Priority: p.Priority,
 		MaxAttempts: p.MaxAttempts, Dedupe: p.Dedupe, RunAt: p.RunAt, Delay: p.Delay, Partition: p.Partition,
-		Deadline: p.Deadline}
+		Deadline: p.Deadline, ProgressTimeout: p.ProgressTimeout}
 	if row.Queue == "" {
 		row.Queue = t.Queue
 	}

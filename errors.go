@@ -85,6 +85,19 @@ var ErrLeaseLost = worker.ErrLeaseLost
 // the job will not run again unless someone retries it.
 var ErrCancelled = worker.ErrCancelled
 
+// ErrStuck is what the cause (context.Cause) of a handler's context ended
+// by the progress watchdog reports errors.Is for: the job reported no
+// progress for its progress timeout (Type.ProgressTimeout,
+// EnqueueParams.ProgressTimeout). The cause is a *StuckError, whose text
+// is the reason: "no progress reported for 5m0s". Once the handler has
+// returned, its type's OnStuck decides the attempt's outcome, and what the
+// handler returned is dropped.
+var ErrStuck = worker.ErrStuck
+
+// StuckError is the cause of a handler's context ended by the progress
+// watchdog; Timeout is the progress timeout that passed.
+type StuckError = worker.StuckError
+
 // StopBy reports when a handler whose context has ended must have
 // returned, if there is such a bound: after a lost lease, the earliest
 // moment another worker may start the job (now, when the database said

@@ -20,17 +20,20 @@ import (
 // Decode it with DecodeEnqueueRequest, which refuses what encoding/json would
 // let through silently.
 type EnqueueRequest struct {
-	Type        string          `json:"type"`
-	Key         string          `json:"key"`
-	Payload     json.RawMessage `json:"payload"`
-	Queue       string          `json:"queue"`
-	Priority    int             `json:"priority"`
-	Delay       string          `json:"delay"`    // "30s", "2h", "7d"
-	RunAt       string          `json:"run_at"`   // RFC 3339
-	Deadline    string          `json:"deadline"` // RFC 3339
-	MaxAttempts int             `json:"max_attempts"`
-	Dedupe      string          `json:"dedupe"`
-	Partition   string          `json:"partition"`
+	Type     string          `json:"type"`
+	Key      string          `json:"key"`
+	Payload  json.RawMessage `json:"payload"`
+	Queue    string          `json:"queue"`
+	Priority int             `json:"priority"`
+	Delay    string          `json:"delay"`    // "30s", "2h", "7d"
+	RunAt    string          `json:"run_at"`   // RFC 3339
+	Deadline string          `json:"deadline"` // RFC 3339
+	// ProgressTimeout is the job's own progress timeout, as delay spells
+	// a duration ("90s", "5m").
+	ProgressTimeout string `json:"progress_timeout"`
+	MaxAttempts     int    `json:"max_attempts"`
+	Dedupe          string `json:"dedupe"`
+	Partition       string `json:"partition"`
 }
 
 // DecodeEnqueueRequest decodes one job request, strictly: field names exactly
@@ -159,6 +162,17 @@ func (r EnqueueRequest) Params() (EnqueueParams, error) {
 			return p, err
 		}
 		p.Deadline = t
+	}
+	if r.ProgressTimeout != "" {
+		d, err := dur.Parse(r.ProgressTimeout)
+		if err != nil {
+			return p, inputErr("progress_timeout", "%v", err)
+		}
+		// Here, not only in prepare: "0s" would read as "the type's".
+		if err := checkProgressTimeout(d); err != nil {
+			return p, err
+		}
+		p.ProgressTimeout = d
 	}
 	return p, nil
 }

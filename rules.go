@@ -62,6 +62,15 @@ func checkTime(field string, t time.Time) error {
 	return nil
 }
 
+// checkProgressTimeout is the rule for a job's own progress timeout,
+// when one is given: positive (EnqueueParams reads zero as the type's).
+func checkProgressTimeout(d time.Duration) error {
+	if d <= 0 {
+		return inputErr("progress_timeout", "must be positive, got %s", d)
+	}
+	return nil
+}
+
 // checkDeadline is the rule for a job's own deadline: within run_at's
 // range, in the future and after the job is due (its run_at, or now plus
 // its delay), by the enqueuing process's clock now. A claim starts a job
@@ -283,6 +292,11 @@ func checkJob(p EnqueueParams, row driver.InsertJob, now time.Time) ([]byte, err
 	}
 	if err := checkDeadline(row, now); err != nil {
 		return nil, err
+	}
+	if p.ProgressTimeout != 0 {
+		if err := checkProgressTimeout(p.ProgressTimeout); err != nil {
+			return nil, err
+		}
 	}
 	if err := checkKey(p.Key); err != nil {
 		return nil, err

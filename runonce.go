@@ -229,6 +229,8 @@ func (c *Client) RunOnce(ctx context.Context, p RunParams) (RunResult, error) {
 		Queues:   passes,
 		Run:      c.run,
 		LeaseFor: c.leaseFor,
+		Watchdog: c.watchdogFor,
+		Fail:     c.stuckFailure,
 		Circuit:  c.circuitFor,
 		Logger:   c.log,
 		Hooks:    hooks,

@@ -174,10 +174,16 @@ type Type struct {
 	Lease   time.Duration `yaml:"lease"` // 0: sluice.DefaultLease
 	// Deadline is how long after a job becomes due it may still start,
 	// as sluice.Type.Deadline; zero means no deadline.
-	Deadline    time.Duration `yaml:"deadline"`
-	MaxAttempts int           `yaml:"max_attempts"` // 0: sluice.DefaultMaxAttempts
-	Backoff     Backoff       `yaml:"backoff"`
-	Dedupe      string        `yaml:"dedupe"` // "permanent" (empty: the default) or "active"
+	Deadline time.Duration `yaml:"deadline"`
+	// ProgressTimeout is how long a running job of the type may report
+	// no progress before it is stuck, as sluice.Type.ProgressTimeout;
+	// zero means none. OnStuck is what becomes of a stuck job: "retry"
+	// (empty: the default) or "cancel".
+	ProgressTimeout time.Duration `yaml:"progress_timeout"`
+	OnStuck         string        `yaml:"on_stuck"`
+	MaxAttempts     int           `yaml:"max_attempts"` // 0: sluice.DefaultMaxAttempts
+	Backoff         Backoff       `yaml:"backoff"`
+	Dedupe          string        `yaml:"dedupe"` // "permanent" (empty: the default) or "active"
 	// MaxRunning caps the type's running jobs over every process; 0: none.
 	MaxRunning int `yaml:"max_running"`
 	// ClusterRate caps the type's job starts over every process and

@@ -316,3 +316,18 @@ func TestTypeDeadline(t *testing.T) {
 	requireRejected(t, "types:\n  x: { command: [x], deadline: -1m }", "types.x.deadline", "must be positive")
 	requireRejected(t, "types:\n  x: { command: [x], deadline: soon }", "types.x.deadline", "invalid duration")
 }
+
+// TestTypeProgressTimeout: a type's progress_timeout is a positive
+// duration and on_stuck retry or cancel; left out, none and retry.
+func TestTypeProgressTimeout(t *testing.T) {
+	f, err := config.Parse("sluice.yaml", []byte("types:\n  x: { command: [x], progress_timeout: 5m, on_stuck: cancel }\n  y: { command: [y], progress_timeout: 30s, on_stuck: retry }\n  z: { command: [z] }\n"))
+	require.NoError(t, err)
+	require.Equal(t, 5*time.Minute, f.Types["x"].ProgressTimeout)
+	require.Equal(t, "cancel", f.Types["x"].OnStuck)
+	require.Equal(t, "retry", f.Types["y"].OnStuck)
+	require.Zero(t, f.Types["z"].ProgressTimeout)
+	requireRejected(t, "types:\n  x: { command: [x], progress_timeout: 0s }", "types.x.progress_timeout", "must be positive, got 0s")
+	requireRejected(t, "types:\n  x: { command: [x], progress_timeout: -1m }", "types.x.progress_timeout", "must be positive")
+	requireRejected(t, "types:\n  x: { command: [x], progress_timeout: soon }", "types.x.progress_timeout", "invalid duration")
+	requireRejected(t, "types:\n  x: { command: [x], progress_timeout: 1m, on_stuck: kill }", "types.x.on_stuck", `"kill": want retry or cancel`)
+}

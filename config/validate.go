@@ -270,11 +270,16 @@ func (d *decoder) validateType(name string, t Type) error {
 			}
 		}
 	}
+	if _, err := sluicetype.ParseOnStuck(t.OnStuck); err != nil {
+		return d.failf(path+".on_stuck", "%v", err)
+	}
 	switch {
 	case t.Timeout < 0:
 		return d.failf(path+".timeout", "must not be negative, got %s", t.Timeout)
 	case d.set(path+".deadline") && t.Deadline <= 0:
 		return d.failf(path+".deadline", "must be positive, got %s", t.Deadline)
+	case d.set(path+".progress_timeout") && t.ProgressTimeout <= 0:
+		return d.failf(path+".progress_timeout", "must be positive, got %s", t.ProgressTimeout)
 	case d.set(path+".lease") && t.Lease <= 0:
 		return d.failf(path+".lease", "must be positive, got %s", t.Lease)
 	case d.set(path+".max_attempts") && t.MaxAttempts < 1:

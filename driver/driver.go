@@ -136,6 +136,13 @@ type Driver interface {
 	// Cancelled returns the ids among ids whose job is cancelled: how a
 	// worker learns that an attempt it runs was cancelled.
 	Cancelled(ctx context.Context, ids []int64) ([]int64, error)
+	// ProgressSeen returns, for the jobs among ids that have a progress
+	// report (progress_at), when it was last written, on the database
+	// clock. A worker compares each value only with the one it read
+	// before, never with its own clock: a change means a report it did
+	// not make itself (a webhook's, through any server) reset the job's
+	// progress timeout.
+	ProgressSeen(ctx context.Context, ids []int64) ([]ProgressMark, error)
 	// CountBulk counts the jobs Bulk would change, reading at most
 	// MaxBulk+1 ids.
 	CountBulk(ctx context.Context, p BulkParams) (sluicetype.BulkCount, error)
@@ -365,6 +372,9 @@ type InsertJob struct {
 	// computes. No claim starts a job past its deadline (SweepDeadlines).
 	Deadline      time.Time
 	DeadlineAfter time.Duration
+	// ProgressTimeout, if positive, is the job's own progress timeout
+	// (sluicetype.JobRow.ProgressTimeout); zero stores none.
+	ProgressTimeout time.Duration
 	// TraceParent is the enqueuing caller's W3C trace context ("" for
 	// none), which the job's run continues.
 	TraceParent string
@@ -496,6 +506,12 @@ type CancelParams struct {
 	ID           int64
 	Reason       string
 	KeepAttempts int
+}
+
+// ProgressMark is when job ID's last progress report was written.
+type ProgressMark struct {
+	ID int64
+	At time.Time
 }
 
 // HeartbeatParams extends the leases of the given jobs held under Token.

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -43,6 +44,11 @@ type JobRow struct {
 	// Deadline, if set, is when the job must have started by: a claim
 	// never starts it later, and maintenance cancels it once it passes.
 	Deadline *time.Time `json:"deadline,omitempty"`
+	// ProgressTimeout, if positive, is the job's own progress timeout: a
+	// running attempt that reports no progress for this long is stuck
+	// (its type's OnStuck policy). Zero defers to its type's, which the
+	// worker's config holds. Its JSON form is a Go duration ("5m0s").
+	ProgressTimeout time.Duration `json:"-"`
 	// Progress is what the job's current or last attempt last reported
 	// while it ran, or nil: a claim clears it.
 	Progress *Progress `json:"progress,omitempty"`
@@ -66,11 +72,16 @@ func (j JobRow) MarshalJSON() ([]byte, error) {
 		// A row written by hand may hold anything; keep the JSON valid.
 		payload, _ = json.Marshal(string(j.Payload))
 	}
+	var timeout string
+	if j.ProgressTimeout > 0 {
+		timeout = j.ProgressTimeout.String()
+	}
 	return json.Marshal(struct {
 		jobFields
-		Payload json.RawMessage `json:"payload"`
-		TraceID string          `json:"trace_id,omitempty"`
-	}{jobFields(j), payload, j.TraceID()})
+		Payload         json.RawMessage `json:"payload"`
+		TraceID         string          `json:"trace_id,omitempty"`
+		ProgressTimeout string          `json:"progress_timeout,omitempty"`
+	}{jobFields(j), payload, j.TraceID(), timeout})
 }
 
 // UnmarshalJSON reads what MarshalJSON wrote, the payload as its JSON
@@ -78,12 +89,20 @@ func (j JobRow) MarshalJSON() ([]byte, error) {
 func (j *JobRow) UnmarshalJSON(b []byte) error {
 	v := struct {
 		*jobFields
-		Payload json.RawMessage `json:"payload"`
+		Payload         json.RawMessage `json:"payload"`
+		ProgressTimeout string          `json:"progress_timeout"`
 	}{jobFields: (*jobFields)(j)}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
 	j.Payload = v.Payload
+	if v.ProgressTimeout != "" {
+		d, err := time.ParseDuration(v.ProgressTimeout)
+		if err != nil {
+			return fmt.Errorf("progress_timeout: %w", err)
+		}
+		j.ProgressTimeout = d
+	}
 	return nil
 }
 

@@ -70,6 +70,7 @@ var areas = []struct {
 	{"Deadline", exerciseDeadline},
 	{"AttemptLogs", exerciseAttemptLogs},
 	{"Progress", exerciseProgress},
+	{"Stuck", exerciseStuck},
 }
 
 // claimAreas are the areas whose cases claim jobs and then work with
@@ -78,7 +79,7 @@ var areas = []struct {
 // second claim path of the same driver must pass.
 var claimAreas = map[string]bool{"Claim": true, "Fair": true, "Probe": true, "Complete": true, "Fencing": true,
 	"Rescue": true, "Release": true, "Prefetch": true, "Lease": true, "Concurrency": true, "Plans": true, "ClaimRates": true,
-	"Deadline": true, "Progress": true}
+	"Deadline": true, "Progress": true, "Stuck": true}
 
 // Exercise runs every conformance case against the drivers that open returns.
 func Exercise(t *testing.T, open func(t *testing.T) driver.Driver) {

@@ -159,7 +159,7 @@ func (d *Driver) insertArgs(j driver.InsertJob) []any {
 	}
 	return []any{j.Queue, j.Type, sqldriver.NullString(j.Key), j.Dedupe, string(j.Payload),
 		j.Priority, j.MaxAttempts, runAt, d.Duration(j.Delay), sqldriver.NullString(j.TraceParent), j.Partition,
-		deadline, runAt, d.Duration(j.Delay), deadlineAfter}
+		deadline, runAt, d.Duration(j.Delay), deadlineAfter, sqldriver.NullMicros(j.ProgressTimeout)}
 }
 
 func jobSize(j driver.InsertJob) int {

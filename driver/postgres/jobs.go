@@ -155,7 +155,7 @@ func (d *Driver) insertRows(ctx context.Context, q driver.Querier, jobs []driver
 		keys                             = make([]*string, n)
 		priorities, maxAttempts, delays  = make([]int64, n), make([]int64, n), make([]int64, n)
 		runAts, deadlines                = make([]*time.Time, n), make([]*time.Time, n)
-		deadlineAfters                   = make([]*int64, n)
+		deadlineAfters, progressTimeouts = make([]*int64, n), make([]*int64, n)
 		traceParents                     = make([]*string, n)
 	)
 	for k, i := range idx {
@@ -184,10 +184,14 @@ func (d *Driver) insertRows(ctx context.Context, q driver.Querier, jobs []driver
 			us := sqldriver.Micros(j.DeadlineAfter)
 			deadlineAfters[k] = &us
 		}
+		if j.ProgressTimeout > 0 {
+			us := sqldriver.Micros(j.ProgressTimeout)
+			progressTimeouts[k] = &us
+		}
 	}
 	inserted := map[string]int64{}
 	keyless := make([]int64, 0, n)
-	args := []any{queues, types, keys, dedupes, payloads, priorities, maxAttempts, runAts, delays, traceParents, partitions, deadlines, deadlineAfters}
+	args := []any{queues, types, keys, dedupes, payloads, priorities, maxAttempts, runAts, delays, traceParents, partitions, deadlines, deadlineAfters, progressTimeouts}
 	err := sqldriver.QueryEach(ctx, q, "insert", d.q.Insert, args, func(rows *sql.Rows) error {
 		var id int64
 		var key sql.NullString

@@ -41,7 +41,7 @@ func (d *Driver) insertAll(ctx context.Context, tx *sql.Tx, jobs []driver.Insert
 			}
 			err := ins.QueryRowContext(ctx, j.Queue, j.Type, sqldriver.NullString(j.Key), j.Dedupe, j.Payload,
 				j.Priority, j.MaxAttempts, runAt, d.Duration(j.Delay), sqldriver.NullString(j.TraceParent), j.Partition,
-				deadline, deadlineAfter).Scan(&out[i].ID)
+				deadline, deadlineAfter, sqldriver.NullMicros(j.ProgressTimeout)).Scan(&out[i].ID)
 			if errors.Is(err, sql.ErrNoRows) {
 				// The key is taken; the writer lock we hold means its holder
 				// cannot change under us.

@@ -19,7 +19,8 @@ const DefaultCancelPoll = time.Second
 const cancelChunk = 500
 
 // cancelLoop stops the handlers of running jobs that an operator
-// cancelled.
+// cancelled, and runs the progress watchdog (stuck.go), whose bound is
+// this poll's.
 func (p *Pool) cancelLoop(ctx context.Context) {
 	for {
 		if !service.Sleep(ctx, p.cfg.CancelPoll) {
@@ -34,6 +35,9 @@ func (p *Pool) cancelLoop(ctx context.Context) {
 			// lease gone and check again too.
 			p.log.Warn("reading cancelled jobs failed", "jobs", len(xs), "err", err)
 		}
+		// After the cancels: a job an operator cancelled stops as
+		// cancelled, not as stuck.
+		p.watchStuck(ctx)
 	}
 }
 

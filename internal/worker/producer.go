@@ -392,7 +392,8 @@ func (pr *producer) start(j sluicetype.JobRow, claimedAt time.Time, hasRun, pref
 	p := pr.p
 	lease := p.cfg.LeaseFor(j.Type)
 	ctx, cancel := context.WithCancelCause(context.Background())
-	x := &running{job: j, lease: lease, lastBeat: claimedAt, claimed: p.cfg.Clock.Now(), cancel: cancel, done: make(chan struct{})}
+	x := &running{job: j, lease: lease, lastBeat: claimedAt, claimed: p.cfg.Clock.Now(), cancel: cancel, done: make(chan struct{}),
+		watch: p.watchdogOf(j)}
 	// An attempt of the same job still alive here lost its lease (this
 	// claim could not have taken the job otherwise): it is told to stop,
 	// and this one waits for it, so that the job never runs twice at once
@@ -463,6 +464,7 @@ func (pr *producer) start(j sluicetype.JobRow, claimedAt time.Time, hasRun, pref
 		}
 		began := p.cfg.Clock.Now()
 		prog := newProgress(ctx, p, x)
+		p.running.arm(x, began)
 		o := safeRun(prog.with(ctx), p.cfg.Run, j)
 		cause := context.Cause(ctx)
 		cancel(nil)
@@ -472,6 +474,7 @@ func (pr *producer) start(j sluicetype.JobRow, claimedAt time.Time, hasRun, pref
 		// on SQLite that holds the one writer lock, which the write would
 		// wait on until its deadline.
 		progress := prog.finish(!errors.Is(cause, ErrLeaseLost) && !errors.Is(cause, ErrCancelled) && o.Tx == nil)
+		var stuck *StuckError
 		switch {
 		case errors.Is(cause, ErrLeaseLost):
 			if o.Tx != nil {
@@ -486,6 +489,13 @@ func (pr *producer) start(j sluicetype.JobRow, claimedAt time.Time, hasRun, pref
 			pr.run <- struct{}{}
 			p.cancelReturned(x, o)
 			return // the job is cancelled already; any write would be fenced out
+		case errors.As(cause, &stuck):
+			// The handler has returned: only now is the attempt's outcome
+			// written, so a retry never overlaps it.
+			if o.Tx != nil {
+				o.Tx.Rollback()
+			}
+			o = p.stuckOutcome(x, stuck, o)
 		case cause == ErrShutdown && o.Status != sluicetype.StatusSuccess:
 			if o.Tx != nil {
 				o.Tx.Rollback()

@@ -56,6 +56,8 @@ func Report(ctx context.Context) func(done, total int64, message string) {
 }
 
 func (r *progress) report(done, total int64, message string) {
+	// A report made here resets the watchdog at once, before any write.
+	r.p.running.reported(r.x, r.p.cfg.Clock.Now())
 	r.mu.Lock()
 	r.latest = &sluicetype.Progress{Done: done, Total: total, Message: message}
 	r.pending = true
@@ -126,6 +128,8 @@ func (r *progress) write(ctx context.Context) bool {
 	}
 	if !held {
 		r.lost = true
+	} else {
+		r.p.running.wroteProgress(r.x)
 	}
 	return held
 }

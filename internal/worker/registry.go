@@ -33,6 +33,8 @@ type running struct {
 	// reported is what the settled handler returned, for the count of
 	// outcomes a cancel dropped.
 	reported sluicetype.Outcome
+	// watch is the attempt's progress watchdog (stuck.go).
+	watch watch
 }
 
 // attempt is a registry key: one job under one lease token.

@@ -24,7 +24,7 @@ import (
 
 // Result is what became of one attempt.
 type Result struct {
-	Status sluicetype.Status // success, failed or pending
+	Status sluicetype.Status // success, failed, pending, or cancelled (a stuck job's policy)
 	Delay  time.Duration
 	Refund bool
 	Error  *string
@@ -105,8 +105,16 @@ type Config struct {
 	Run    RunFunc
 	// LeaseFor gives the lease of a job type; the heartbeat renews it.
 	LeaseFor func(jobType string) time.Duration
-	Logger   *slog.Logger
-	Hooks    Hooks
+	// Watchdog gives a claimed job's progress timeout (its own, else its
+	// type's; 0 for none) and its type's policy ("" for the default):
+	// stuck.go. Nil means no job has one.
+	Watchdog func(job sluicetype.JobRow) (time.Duration, sluicetype.OnStuck)
+	// Fail classifies err as a failed attempt of job, with its type's
+	// backoff: the outcome of a stuck attempt retried. Nil retries at
+	// once.
+	Fail   func(job sluicetype.JobRow, err error) Result
+	Logger *slog.Logger
+	Hooks  Hooks
 	// Clock is the client's clock, required: the pool reads the time only
 	// through it.
 	Clock clock.Clock
@@ -381,7 +389,7 @@ func (p *Pool) completion(x *running, o Result) driver.Completion {
 }
 
 // AttemptOutcome names what became of an attempt: sluicetype.OutcomeSuccess,
-// OutcomeFailed or OutcomeRetry, or sluicetype.AttemptReleased for one given
+// OutcomeFailed, OutcomeCancelled or OutcomeRetry, or sluicetype.AttemptReleased for one given
 // back without being charged.
 func AttemptOutcome(o Result) sluicetype.Outcome {
 	switch {
@@ -389,6 +397,8 @@ func AttemptOutcome(o Result) sluicetype.Outcome {
 		return sluicetype.OutcomeSuccess
 	case o.Status == sluicetype.StatusFailed:
 		return sluicetype.OutcomeFailed
+	case o.Status == sluicetype.StatusCancelled:
+		return sluicetype.OutcomeCancelled
 	case o.Refund:
 		return sluicetype.AttemptReleased
 	default:

@@ -38,8 +38,8 @@ final class Api
         $body = ['type' => $type, 'payload' => json_decode($job['payload'])];
         foreach ($job['options'] as $k => $v) {
             $body[$k] = match ($k) {
-                'run_at' => $v->format('Y-m-d\TH:i:s.uP'),
-                'delay' => rtrim(rtrim(sprintf('%.3F', $v), '0'), '.') . 's',
+                'run_at', 'deadline' => $v->format('Y-m-d\TH:i:s.uP'),
+                'delay', 'progress_timeout' => rtrim(rtrim(sprintf('%.3F', $v), '0'), '.') . 's',
                 default => $v,
             };
         }

@@ -52,7 +52,10 @@ final class Client
      * priority, run_at (DateTimeInterface or RFC 3339) or delay (seconds or
      * DateInterval), deadline (DateTimeInterface or RFC 3339: a job not
      * started by then is cancelled; a type's deadline does not apply to
-     * these plain inserts), max_attempts, partition.
+     * these plain inserts), progress_timeout (seconds, a duration such as
+     * "5m", or DateInterval: a running job that reports no progress for
+     * that long is stuck, and its type's on_stuck applies), max_attempts,
+     * partition.
      *
      * @param array<string,mixed> $payload
      * @param array<string,mixed> $options
@@ -149,6 +152,12 @@ final class Client
                 'pgsql' => 'Y-m-d H:i:s.uP',
                 'sqlite' => 'Y-m-d H:i:s.v',
             });
+        }
+        if (isset($o['progress_timeout'])) {
+            // Microseconds, as the server stores a job's own timeout.
+            $cols[] = 'progress_timeout_us';
+            $vals[] = '?';
+            $args[] = (int) round($o['progress_timeout'] * 1e6);
         }
         $insert = "INSERT INTO {$this->table} (" . implode(', ', $cols) . ') VALUES (' . implode(', ', $vals) . ')';
         $key = $o['key'] ?? null;

@@ -51,7 +51,7 @@ final class Rules
     public const MAX_RUN_AT = '9999-12-31T23:59:59.999999Z';
 
     /** The fields of a job request (sluice.EnqueueRequest's JSON names), type and payload first. */
-    public const FIELDS = ['type', 'payload', 'key', 'dedupe', 'queue', 'priority', 'run_at', 'delay', 'deadline', 'max_attempts', 'partition'];
+    public const FIELDS = ['type', 'payload', 'key', 'dedupe', 'queue', 'priority', 'run_at', 'delay', 'deadline', 'progress_timeout', 'max_attempts', 'partition'];
 
     /** Go's time.Duration ends at 2^63-1 nanoseconds. */
     private const MAX_DELAY_SECONDS = 9223372036.854775807;
@@ -77,7 +77,7 @@ final class Rules
     /**
      * Checks one job and returns it normalised: type, payload (JSON text)
      * and the options the caller set, run_at and deadline as UTC
-     * DateTimeImmutables and delay as seconds (float).
+     * DateTimeImmutables, delay and progress_timeout as seconds (float).
      *
      * @param array<string,mixed> $options
      * @return array{type:string,payload:string,options:array<string,mixed>}
@@ -117,6 +117,9 @@ final class Rules
         }
         if (isset($options['deadline'])) {
             $out['deadline'] = self::deadline($options['deadline'], $out['run_at'] ?? null, $out['delay'] ?? 0.0);
+        }
+        if (isset($options['progress_timeout'])) {
+            $out['progress_timeout'] = self::timeout('progress_timeout', $options['progress_timeout']);
         }
         if (isset($options['key'])) {
             $out['key'] = self::text('key', $options['key'], self::MAX_KEY);
@@ -358,6 +361,23 @@ final class Rules
             throw new ValidationException('deadline', "$show is not after the job is due (" . $due->format('Y-m-d\TH:i:s.uP') . '): it could never start');
         }
         return $t;
+    }
+
+    /**
+     * progress_timeout: a duration as delay takes it, which must be
+     * positive (the server's checkProgressTimeout): zero would read as
+     * the type's.
+     */
+    private static function timeout(string $field, mixed $v): float
+    {
+        $given = $v;
+        if (is_string($v)) {
+            $v = self::duration($field, $v);
+        }
+        if ((is_int($v) || is_float($v)) && !is_nan((float) $v) && $v <= 0) {
+            throw new ValidationException($field, 'must be positive, got ' . self::show($given));
+        }
+        return self::seconds($field, $v);
     }
 
     private static function seconds(string $field, mixed $v): float

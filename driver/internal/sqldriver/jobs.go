@@ -227,6 +227,36 @@ func (b *Base) Cancelled(ctx context.Context, ids []int64) ([]int64, error) {
 	return out, nil
 }
 
+// ProgressSeen returns when the jobs among ids last reported progress.
+func (b *Base) ProgressSeen(ctx context.Context, ids []int64) ([]driver.ProgressMark, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	rows, err := b.Read.QueryContext(ctx, b.InList(b.Q.ProgressSeen, 1, len(ids)), args...)
+	if err != nil {
+		return nil, fmt.Errorf("read progress times: %w", err)
+	}
+	out := make([]driver.ProgressMark, 0, len(ids))
+	err = EachRow(rows, func(rows *sql.Rows) error {
+		var m driver.ProgressMark
+		var at Time
+		if err := rows.Scan(&m.ID, &at); err != nil {
+			return err
+		}
+		m.At = at.Time
+		out = append(out, m)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read progress times: %w", err)
+	}
+	return out, nil
+}
+
 // checkChanged turns "zero rows changed" into not-found or wrong-state.
 func (b *Base) checkChanged(ctx context.Context, res sql.Result, id int64, op string) error {
 	n, err := res.RowsAffected()

@@ -19,6 +19,7 @@ type Queries struct {
 	// jobs.sql
 	Insert, Get, List, ListIDs, ListStatus, ListPayload, Exists string
 	Retry, RetryIDs, Cancel, Cancelled, Delete                  string
+	ProgressSeen                                                string
 
 	// claim.sql: the plain claim, the fair and limited one (ClaimFair),
 	// the probe, the hand-back and the prefetch marks.

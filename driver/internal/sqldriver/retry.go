@@ -2,6 +2,7 @@ package sqldriver
 
 import (
 	"context"
+	"database/sql"
 	"math/rand/v2"
 	"time"
 )
@@ -31,3 +32,12 @@ func RetryTransient(ctx context.Context, isTransient func(error) bool, fn func()
 
 // Micros converts a duration for SQL that adds microseconds to the database clock.
 func Micros(d time.Duration) int64 { return d.Microseconds() }
+
+// NullMicros is d in microseconds, or NULL when d is not positive: a
+// duration column whose NULL means "not set" (progress_timeout_us).
+func NullMicros(d time.Duration) sql.NullInt64 {
+	if d <= 0 {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: d.Microseconds(), Valid: true}
+}

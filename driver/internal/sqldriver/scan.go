@@ -92,6 +92,7 @@ var jobColumns = []struct {
 	{"progress_total", func(s *JobScanner) any { return &s.progressTotal }},
 	{"progress_message", func(s *JobScanner) any { return &s.progressMessage }},
 	{"progress_at", func(s *JobScanner) any { return &s.progressAt }},
+	{"progress_timeout_us", func(s *JobScanner) any { return &s.progressTimeout }},
 }
 
 // JobColumns returns the names of the standard job column list.
@@ -116,6 +117,7 @@ type JobScanner struct {
 	progressDone, progressTotal                   sql.NullInt64
 	progressMessage                               sql.NullString
 	progressAt                                    Time
+	progressTimeout                               sql.NullInt64 // microseconds
 }
 
 // Dest returns the scan destinations in column order.
@@ -135,6 +137,7 @@ func (s *JobScanner) Row() sluicetype.JobRow {
 	r.TraceParent = s.traceParent.String
 	r.NextRunAt, r.CreatedAt, r.UpdatedAt = s.nextRunAt.Time, s.createdAt.Time, s.updatedAt.Time
 	r.LockedUntil, r.FinishedAt, r.Deadline = s.lockedUntil.Ptr(), s.finishedAt.Ptr(), s.deadline.Ptr()
+	r.ProgressTimeout = time.Duration(s.progressTimeout.Int64) * time.Microsecond
 	// Progress writes all four columns at once, so done alone says
 	// whether there is any.
 	if s.progressDone.Valid {

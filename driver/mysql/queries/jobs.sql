@@ -5,10 +5,11 @@
 -- name: Insert
 -- The deadline is the 12th argument when given, else the 15th (NULL:
 -- none) after the job becomes due: the 13th and 14th repeat run_at and
--- delay, as MySQL has no numbered parameters.
-INSERT INTO sluice_jobs (queue, type, business_key, dedupe, payload, priority, max_attempts, next_run_at, traceparent, partition_key, deadline)
+-- delay, as MySQL has no numbered parameters. The 16th is the job's own
+-- progress timeout in microseconds (NULL: its type's).
+INSERT INTO sluice_jobs (queue, type, business_key, dedupe, payload, priority, max_attempts, next_run_at, traceparent, partition_key, deadline, progress_timeout_us)
 VALUES (?, ?, ?, ?, ?, ?, ?, COALESCE(?, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND), ?, ?,
-        COALESCE(?, COALESCE(?, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND) + INTERVAL ? MICROSECOND))
+        COALESCE(?, COALESCE(?, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND) + INTERVAL ? MICROSECOND), ?)
 
 -- name: KeyHolders
 SELECT business_key, id FROM sluice_jobs WHERE key_active IN (/*LIST*/)

@@ -5,10 +5,11 @@
 -- name: Insert
 -- The deadline is ?12 when given, else ?13 (NULL: none) after the job
 -- becomes due, the next_run_at this row gets: strftime with a NULL
--- modifier is NULL.
-INSERT INTO sluice_jobs (queue, type, business_key, dedupe, payload, priority, max_attempts, next_run_at, traceparent, partition_key, deadline)
+-- modifier is NULL. ?14 is the job's own progress timeout in
+-- microseconds (NULL: its type's).
+INSERT INTO sluice_jobs (queue, type, business_key, dedupe, payload, priority, max_attempts, next_run_at, traceparent, partition_key, deadline, progress_timeout_us)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, COALESCE(?8, strftime('%Y-%m-%d %H:%M:%f', 'now', ?9)), ?10, ?11,
-        COALESCE(?12, strftime('%Y-%m-%d %H:%M:%f', COALESCE(?8, strftime('%Y-%m-%d %H:%M:%f', 'now', ?9)), ?13)))
+        COALESCE(?12, strftime('%Y-%m-%d %H:%M:%f', COALESCE(?8, strftime('%Y-%m-%d %H:%M:%f', 'now', ?9)), ?13)), ?14)
 ON CONFLICT DO NOTHING
 RETURNING id
 

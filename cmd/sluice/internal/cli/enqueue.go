@@ -18,6 +18,7 @@ import (
 func (a *app) enqueueCommand() *cobra.Command {
 	var (
 		key, payload, queue, delay, runAt, deadline, ndjson, dedupe, partition string
+		progressTimeout                                                        string
 		priority, maxAttempts                                                  int
 	)
 	cmd := &cobra.Command{
@@ -27,7 +28,8 @@ func (a *app) enqueueCommand() *cobra.Command {
 business key prints the existing id with "duplicate":true and exits 0.
 
 With --ndjson, read one JSON object per line (type, key, payload, queue,
-priority, delay, run_at, deadline, max_attempts, dedupe, partition) and enqueue
+priority, delay, run_at, deadline, progress_timeout, max_attempts, dedupe,
+partition) and enqueue
 them all or none.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -41,7 +43,8 @@ them all or none.`,
 				return usagef("enqueue needs exactly one TYPE argument (or --ndjson FILE)")
 			}
 			line := sluice.EnqueueRequest{Type: args[0], Key: key, Queue: queue, Priority: priority, Delay: delay,
-				RunAt: runAt, Deadline: deadline, MaxAttempts: maxAttempts, Dedupe: dedupe, Partition: partition}
+				RunAt: runAt, Deadline: deadline, ProgressTimeout: progressTimeout, MaxAttempts: maxAttempts,
+				Dedupe: dedupe, Partition: partition}
 			if payload != "" {
 				b, err := a.readPayload(payload)
 				if err != nil {
@@ -72,6 +75,7 @@ them all or none.`,
 	f.StringVar(&delay, "delay", "", "run after this long, e.g. 30s or 2h")
 	f.StringVar(&runAt, "run-at", "", "run at this RFC 3339 time")
 	f.StringVar(&deadline, "deadline", "", "RFC 3339 time by which the job must have started, or it is cancelled (default: the type's deadline)")
+	f.StringVar(&progressTimeout, "progress-timeout", "", "a running job that reports no progress for this long, e.g. 5m, is stuck: its type's on_stuck applies (default: the type's progress_timeout)")
 	f.IntVar(&maxAttempts, "max-attempts", 0, fmt.Sprintf("attempts before the job fails, 1 to %d (0 or unset: the type's, or %d)", sluice.MaxMaxAttempts, sluice.DefaultMaxAttempts))
 	f.StringVar(&dedupe, "dedupe", "", "key dedupe mode: permanent (default) or active")
 	f.StringVar(&partition, "partition", "", "fairness key, e.g. a tenant id: fair queues take turns between partitions")

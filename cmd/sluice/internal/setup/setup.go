@@ -171,17 +171,20 @@ func Types(f *config.File) (map[string]sluice.Type, error) {
 // default.
 func Type(t config.Type) sluice.Type {
 	return sluice.Type{
-		Queue:        t.Queue,
-		Timeout:      t.Timeout,
-		Lease:        t.Lease,
-		Deadline:     t.Deadline,
-		MaxAttempts:  t.MaxAttempts,
-		Backoff:      sluice.Backoff{Base: t.Backoff.Base, Max: t.Backoff.Max},
-		Dedupe:       t.Dedupe,
-		Circuit:      sluice.Circuit{Threshold: t.Circuit.Threshold, Cooldown: t.Circuit.Cooldown, MaxCooldown: t.Circuit.MaxCooldown},
-		MaxRunning:   t.MaxRunning,
-		ClusterRate:  t.ClusterRate.PerSecond(),
-		ClusterBurst: t.ClusterBurst,
+		Queue:    t.Queue,
+		Timeout:  t.Timeout,
+		Lease:    t.Lease,
+		Deadline: t.Deadline,
+		// The policy as written; the file's check refused any other.
+		ProgressTimeout: t.ProgressTimeout,
+		OnStuck:         sluicetype.OnStuck(t.OnStuck),
+		MaxAttempts:     t.MaxAttempts,
+		Backoff:         sluice.Backoff{Base: t.Backoff.Base, Max: t.Backoff.Max},
+		Dedupe:          t.Dedupe,
+		Circuit:         sluice.Circuit{Threshold: t.Circuit.Threshold, Cooldown: t.Circuit.Cooldown, MaxCooldown: t.Circuit.MaxCooldown},
+		MaxRunning:      t.MaxRunning,
+		ClusterRate:     t.ClusterRate.PerSecond(),
+		ClusterBurst:    t.ClusterBurst,
 	}
 }
 

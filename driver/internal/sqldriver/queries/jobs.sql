@@ -12,3 +12,9 @@ DELETE FROM sluice_jobs WHERE id IN (/*LIST*/) AND status IN ('pending', 'succes
 -- Which of a worker's running jobs an operator cancelled (polled by each
 -- worker that runs jobs; the primary key finds them).
 SELECT id FROM sluice_jobs WHERE id IN (/*LIST*/) AND status = 'cancelled'
+
+-- name: ProgressSeen
+-- When the running jobs among a worker's, those with a progress timeout,
+-- last reported progress (polled with Cancelled; the primary key finds
+-- them): a change resets the worker's watchdog.
+SELECT id, progress_at FROM sluice_jobs WHERE id IN (/*LIST*/) AND progress_at IS NOT NULL
