@@ -74,7 +74,9 @@ final class WebhookController
         // attempts from there, as `queue:retry` gives a job its tries afresh.
         $cache = $this->app->bound('cache') ? $this->app['cache']->driver() : null;
         $failedAt = 'sluice-failed-at:' . $delivery->idempotencyKey;
-        $job = new SluiceJob($this->app, $delivery, $payload, $name, (int) ($cache?->get($failedAt) ?? 0));
+        $queue = $this->app['queue']->connection($name);
+        $cancelled = $queue instanceof SluiceQueue ? fn (): bool => $queue->isCancelled($delivery->id) : null;
+        $job = new SluiceJob($this->app, $delivery, $payload, $name, (int) ($cache?->get($failedAt) ?? 0), $cancelled);
         $worker = $this->app->make('queue.worker');
         if ($cache !== null && method_exists($worker, 'setCache')) {
             $worker->setCache($cache); // $maxExceptions counts in the cache, as queue:work's
