@@ -74,8 +74,11 @@ final class WebhookController
         // attempts from there, as `queue:retry` gives a job its tries afresh.
         $cache = $this->app->bound('cache') ? $this->app['cache']->driver() : null;
         $failedAt = 'sluice-failed-at:' . $delivery->idempotencyKey;
-        $queue = $this->app['queue']->connection($name);
-        $cancelled = $queue instanceof SluiceQueue ? fn (): bool => $queue->isCancelled($delivery->id) : null;
+        // Resolved when the job first asks: a job that never does costs nothing.
+        $cancelled = function () use ($name, $delivery): bool {
+            $queue = $this->app['queue']->connection($name);
+            return $queue instanceof SluiceQueue && $queue->isCancelled($delivery->id);
+        };
         $job = new SluiceJob($this->app, $delivery, $payload, $name, (int) ($cache?->get($failedAt) ?? 0), $cancelled);
         $worker = $this->app->make('queue.worker');
         if ($cache !== null && method_exists($worker, 'setCache')) {
