@@ -41,6 +41,9 @@ type progressWrites struct {
 
 type progressSlot struct {
 	pending *progressReport // the latest report not yet written
+	// completeWritten: a report that completed its total was written out
+	// of turn in this slot (see reportProgress); another one waits.
+	completeWritten bool
 }
 
 type progressReport struct {
@@ -90,14 +93,28 @@ func (s *Server) reportProgress(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	// A report that completes its total is written at once, once per
+	// slot: it is often a receiver's last, sent just before its answer
+	// ends the attempt, and held for the next write it would find the
+	// attempt over and be lost (the worker likewise writes a handler's
+	// last report when it returns). Writes stay bounded: at most one more
+	// per job per interval.
+	complete := rep.total > 0 && rep.done >= rep.total
 	s.progress.mu.Lock()
 	if slot := s.progress.jobs[id]; slot != nil {
-		slot.pending = rep
+		if !complete || slot.completeWritten {
+			slot.pending = rep
+			s.progress.mu.Unlock()
+			writeJSON(w, http.StatusAccepted, map[string]bool{"written": false})
+			return
+		}
+		slot.completeWritten, slot.pending = true, nil
 		s.progress.mu.Unlock()
-		writeJSON(w, http.StatusAccepted, map[string]bool{"written": false})
+		err = s.client.ReportProgress(r.Context(), id, rep.token, rep.done, rep.total, rep.message)
+		s.reply(w, r, map[string]bool{"written": true}, err)
 		return
 	}
-	s.progress.jobs[id] = &progressSlot{}
+	s.progress.jobs[id] = &progressSlot{completeWritten: complete}
 	s.progress.mu.Unlock()
 	err = s.client.ReportProgress(r.Context(), id, rep.token, rep.done, rep.total, rep.message)
 	time.AfterFunc(worker.ProgressEvery, func() { s.flushProgress(id) })

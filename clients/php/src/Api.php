@@ -72,7 +72,8 @@ final class Api
      * need not hold. done and total must not be negative (total 0: unknown);
      * the message keeps its first 200 bytes. Answers ['written' => true], or
      * ['written' => false] when the server holds it for its next write (at
-     * most one per job per second). A stale attempt's token is refused with
+     * most one per job per second; a report with $done >= $total > 0 is
+     * written at once, so send your last report as such before answering). A stale attempt's token is refused with
      * an ApiException of status 409: stop reporting then.
      *
      * @return array{written:bool}

@@ -178,7 +178,7 @@ func (a *laravelApp) outcome(t *testing.T) []string {
 // own queue" of docs/php.md and its Chinese copy: the rows are the ones the
 // adapter's tests stand behind, in both.
 func TestLaravelQueueGuideDifferences(t *testing.T) {
-	want := []string{"delivery", "attempts", "backoff", "retry-after cap", "timeout", "unique", "failed jobs", "string jobs", "payload"}
+	want := []string{"delivery", "attempts", "backoff", "retry-after cap", "timeout", "unique", "cancel", "failed jobs", "string jobs", "payload"}
 	for doc, heading := range map[string]string{"docs/php.md": "### What differs from Laravel's own queue", "docs/zh/php.md": "### 与 Laravel 自带队列的不同之处"} {
 		b, err := os.ReadFile(filepath.Join("..", "..", "..", doc))
 		require.NoError(t, err)

@@ -74,6 +74,11 @@ switch ($argv[1] ?? '') {
         Illuminate\Support\Carbon::setTestNow();
         echo json_encode(['size' => Illuminate\Support\Facades\Queue::size('held')]), "\n";
         break;
+    case 'long':
+        // A job an operator cancels while it runs (cancel_test.go).
+        dispatch(new Checks\RunsUntilCancelled());
+        echo json_encode(['ok' => true]), "\n";
+        break;
     case 'work-database':
         // What `php artisan queue:work database` does with its defaults
         // (--tries=1, --backoff=0), until the queue is empty.
@@ -88,6 +93,6 @@ switch ($argv[1] ?? '') {
         echo json_encode(['left' => DB::table('laravel_jobs')->count()]), "\n";
         break;
     default:
-        fwrite(STDERR, "usage: php checks.php dispatch|unique-again|reconnect|unique-for|work-database\n");
+        fwrite(STDERR, "usage: php checks.php dispatch|unique-again|reconnect|unique-for|long|work-database\n");
         exit(2);
 }

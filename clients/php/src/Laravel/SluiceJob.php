@@ -30,6 +30,8 @@ final class SluiceJob extends Job implements JobContract
         private readonly array $payload,
         string $connectionName,
         private readonly int $attemptsBefore = 0,
+        /** Reads whether an operator cancelled the job; null: never. */
+        private readonly ?\Closure $cancelledCheck = null,
     ) {
         $this->container = $container;
         $this->connectionName = $connectionName;
@@ -79,6 +81,19 @@ final class SluiceJob extends Job implements JobContract
     public function releaseDelay(): ?int
     {
         return $this->releaseDelay;
+    }
+
+    /**
+     * Whether an operator cancelled the job while it runs (`sluice jobs
+     * cancel`, the API, the dashboard), read from sluice's table on each
+     * call. sluice aborts the webhook request, which PHP does not notice:
+     * a long job asks this between its steps, as a batch's job asks
+     * $this->batch()->cancelled(), and returns. failed() is not called for
+     * a cancel, and whatever the job answers, it stays cancelled.
+     */
+    public function isCancelled(): bool
+    {
+        return $this->cancelledCheck !== null && ($this->cancelledCheck)();
     }
 
     public function delivery(): Delivery

@@ -53,6 +53,16 @@ final class SluiceQueue extends Queue implements QueueContract
         $this->dispatchAfterCommit = $dispatchAfterCommit ?? false;
     }
 
+    /** Whether job $id is cancelled, read from sluice's table (SluiceJob::isCancelled). */
+    public function isCancelled(int $id): bool
+    {
+        // getPdo(), as size(): the connection's table prefix is the app's.
+        $table = $this->client()->table();
+        $st = $this->db->getPdo()->prepare("SELECT status FROM {$table} WHERE id = ?");
+        $st->execute([$id]);
+        return $st->fetchColumn() === 'cancelled';
+    }
+
     public function size($queue = null)
     {
         // getPdo(), not the query builder: the connection's own table prefix is the app's, not sluice's.

@@ -74,7 +74,12 @@ final class WebhookController
         // attempts from there, as `queue:retry` gives a job its tries afresh.
         $cache = $this->app->bound('cache') ? $this->app['cache']->driver() : null;
         $failedAt = 'sluice-failed-at:' . $delivery->idempotencyKey;
-        $job = new SluiceJob($this->app, $delivery, $payload, $name, (int) ($cache?->get($failedAt) ?? 0));
+        // Resolved when the job first asks: a job that never does costs nothing.
+        $cancelled = function () use ($name, $delivery): bool {
+            $queue = $this->app['queue']->connection($name);
+            return $queue instanceof SluiceQueue && $queue->isCancelled($delivery->id);
+        };
+        $job = new SluiceJob($this->app, $delivery, $payload, $name, (int) ($cache?->get($failedAt) ?? 0), $cancelled);
         $worker = $this->app->make('queue.worker');
         if ($cache !== null && method_exists($worker, 'setCache')) {
             $worker->setCache($cache); // $maxExceptions counts in the cache, as queue:work's

@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/testkit/proctest"
 	"github.com/sluicehq/sluice/internal/testkit/testdb"
 	"github.com/sluicehq/sluice/sluicetype"
 )
@@ -158,4 +160,80 @@ types:
 // gone reports whether no process has pid any more.
 func gone(pid int) bool {
 	return pid > 0 && errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
+// A cron pass (`sluice run`) runs a long command; an operator cancels the
+// job with `sluice jobs cancel` from another process while the pass waits
+// for it. The pass stops the command (it would otherwise hold the pass and
+// its run lock for 5 minutes), never lets it reach its end, and exits
+// reporting the truth: the job counted neither done, retried, failed nor
+// requeued (docs/guarantees.md: a pass counts a cancelled job in none of
+// its counts), its log naming the cancel and the dropped outcome. The job
+// ends cancelled, with the operator in its history.
+func TestCancelDuringARunPass(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, name string) {
+		d, tg := testdb.OpenURL(t, name)
+		dir := t.TempDir()
+		pidFile, finished := filepath.Join(dir, "pid"), filepath.Join(dir, "finished")
+		cfg := filepath.Join(dir, "sluice.yaml")
+		require.NoError(t, os.WriteFile(cfg, fmt.Appendf(nil, `db: %s
+types:
+  long:
+    # Not exec'd: the shell outlives the sleep only if the cancel misses
+    # the process group, and then marks the end the job must not reach.
+    command: ["sh", "-c", "echo $$ > %s; sleep 300; touch %s"]
+    lease: %s
+    timeout: 10m
+`, tg.URL, pidFile, finished, cancelLease), 0o644))
+		env := []string{"SLUICE_PREFIX=" + tg.Prefix}
+		r := run(t, env, "", "--config", cfg, "enqueue", "long")
+		require.Equal(t, 0, r.Code, r.Stderr)
+		id := onlyJob(t, d, "long").ID
+
+		// The pass's window is longer than the test waits: only the
+		// cancel can end it in time.
+		cmd := command(t, "", env, "--config", cfg, "run", "--max-seconds", "600")
+		var stdout testdb.SyncBuffer
+		cmd.Stdout = &stdout
+		pass := proctest.StartCmd(t, "sluice run", cmd)
+		pid := 0
+		testdb.WaitFor(t, time.Minute, "the pass running the command", func() bool {
+			b, err := os.ReadFile(pidFile)
+			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+			return err == nil && pid > 0
+		})
+
+		r = run(t, env, "", "--config", cfg, "jobs", "cancel", strconv.FormatInt(id, 10))
+		require.Equal(t, 0, r.Code, r.Stderr)
+		require.Contains(t, r.Stdout, fmt.Sprintf("job %d cancelled", id))
+
+		testdb.WaitFor(t, time.Minute, "the command stopped", func() bool { return gone(pid) })
+		select {
+		case <-pass.Done():
+		case <-time.After(time.Minute):
+			t.Fatalf("the pass still runs a minute after its only job was cancelled:\n%s", proctest.Tail(pass.Stderr(), 3000))
+		}
+		require.NoError(t, pass.Err(), pass.Stderr())
+		_, err := os.Stat(finished)
+		require.True(t, os.IsNotExist(err), "the cancelled command reached its end")
+
+		var res map[string]any
+		require.NoError(t, json.Unmarshal([]byte(stdout.String()), &res), stdout.String())
+		require.Equal(t, true, res["ok"], stdout.String())
+		for _, count := range []string{"done", "retried", "failed", "requeued"} {
+			require.EqualValues(t, 0, res[count], "%s: the cancelled job counted as %s", stdout.String(), count)
+		}
+		require.Contains(t, pass.Stderr(), fmt.Sprintf("job cancelled; stopping its handler\" job_id=%d", id))
+		require.Contains(t, pass.Stderr(), fmt.Sprintf("what it reported is dropped\" job_id=%d", id))
+
+		j, err := d.GetJob(context.Background(), id)
+		require.NoError(t, err)
+		require.Equal(t, sluicetype.StatusCancelled, j.Status)
+		require.Len(t, j.History, 1, "the handler's own outcome was written after the cancel")
+		require.Equal(t, sluicetype.OutcomeCancelled, j.History[0].Outcome)
+		require.True(t, strings.HasPrefix(j.History[0].Error, "cancelled by an operator: cli:"), j.History[0].Error)
+		r = run(t, env, "", "--config", cfg, "jobs", "show", strconv.FormatInt(id, 10))
+		require.Equal(t, 0, r.Code, r.Stderr)
+		require.Contains(t, r.Stdout, "cancelled by an operator: cli:")
+	})
 }
