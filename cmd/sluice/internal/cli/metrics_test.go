@@ -124,6 +124,9 @@ func testDocumentedMetrics(t *testing.T, dbName string) {
 
 	addr := testdb.FreeAddr(t)
 	const token = testToken
+	// The stoppable job's command marks its start: a job cancelled after
+	// its claim but before its handler started reports nothing to drop.
+	started := filepath.Join(t.TempDir(), "stoppable-started")
 	cfg := writeBatchConfig(t, fmt.Sprintf(`db: %q
 listen: %s
 auth: { tokens: [%q] }
@@ -138,7 +141,7 @@ types:
   flaky: { command: ["sh", "-c", "[ \"$SLUICE_JOB_ATTEMPT\" -gt 1 ]"], backoff: { base: 10ms, max: 10ms } }
   bad:   { command: ["sh", "-c", "exit 65"] }
   slow:  { command: ["sleep", "3"] }
-  stoppable: { command: ["sleep", "300"] }
+  stoppable: { command: ["sh", "-c", "touch \"$0\"; exec sleep 300", %q] }
   held:   { queue: gauged, command: ["true"] }
   orphan: { queue: orphans, command: ["true"] }
   tick:   { queue: parked, command: ["true"] }
@@ -150,7 +153,7 @@ batches:
     key: [created_at, id]
     sink: { sql: "UPDATE %s SET hits = hits + 1 WHERE id IN ({id})" }
     chunk: { size: 100 }
-`, tg.URL, addr, token, items, items))
+`, tg.URL, addr, token, started, items, items))
 
 	// The paused queue "gauged" gets its state before serve starts, so
 	// that the first gauge refresh (at start) reads it and every later one
@@ -237,10 +240,9 @@ batches:
 	// A running job cancelled: its command is stopped, and what it
 	// reports then (a retry: sleep dies of the SIGTERM) is dropped.
 	stoppable := enqueue(`{"type":"stoppable"}`, http.StatusCreated)
-	testdb.WaitFor(t, time.Minute, "the stoppable job processing", func() bool {
-		j, err := d.GetJob(ctx, stoppable)
-		require.NoError(t, err)
-		return j.Status == sluicetype.StatusProcessing
+	testdb.WaitFor(t, time.Minute, "the stoppable job's command started", func() bool {
+		_, err := os.Stat(started)
+		return err == nil
 	})
 	code, out = api(http.MethodPost, fmt.Sprintf("/v1/jobs/%d/cancel", stoppable), "")
 	require.Equal(t, http.StatusOK, code, out)
