@@ -34,8 +34,10 @@ type Job struct {
 	exitCode   *int
 	log        *sluicetype.AttemptLog
 	progress   func(done, total int64, message string)
-	// lease is the attempt's lease token, for ProgressToken.
-	lease string
+	// lease is the attempt's lease token, for ProgressToken;
+	// progressShared says ProgressToken handed it out.
+	lease          string
+	progressShared bool
 	// base is the Client's logger, which Logger writes to besides the
 	// attempt's log; loggerOnce makes the logger of Logger, and
 	// logBuf keeps what it wrote.
@@ -99,6 +101,7 @@ func (j *Job) ProgressToken() string {
 	if j.lease == "" {
 		return ""
 	}
+	j.progressShared = true
 	return sluicetype.ProgressToken(j.lease, j.ID)
 }
 

@@ -60,7 +60,7 @@ func (c *Client) runTraced(ctx context.Context, row sluicetype.JobRow) worker.Re
 		}
 		o = c.failure(row, t, err)
 	}
-	o.HTTPStatus, o.ExitCode, o.Log = job.httpStatus, job.exitCode, job.log
+	o.HTTPStatus, o.ExitCode, o.Log, o.ProgressElsewhere = job.httpStatus, job.exitCode, job.log, job.progressShared
 	return o
 }
 

@@ -82,6 +82,7 @@ func TestReceiverReportsProgressThroughTheLibrary(t *testing.T) {
 		j := show()
 		require.Len(t, j.History, 1, "the first attempt's entry")
 		require.Equal(t, "retry", j.History[0].Outcome)
+		require.Equal(t, &shownProgress{1, 3, "first try"}, j.History[0].Progress, "the first attempt's entry keeps its last report")
 
 		require.NoError(t, os.WriteFile(filepath.Join(steps, "go2"), nil, 0o644))
 		running(2, "step 2")
@@ -92,12 +93,9 @@ func TestReceiverReportsProgressThroughTheLibrary(t *testing.T) {
 		require.Equal(t, &shownProgress{3, 3, "step 3"}, j.Progress, "the job keeps its last report")
 		require.Len(t, j.History, 2)
 		require.Equal(t, "success", j.History[1].Outcome)
-		// Not asserted, because it does not hold yet: each history entry
-		// keeping its attempt's last report. The worker fills an entry's
-		// progress only from reports made in its own process (Go,
-		// command), and a receiver's reports reach the job's row through
-		// the API, so a webhook attempt's entry has none (issue 38; the
-		// fix belongs in internal/worker's completion).
+		// A receiver's reports reach the job's row through the API; the
+		// worker reads the row's for the entry (Result.ProgressElsewhere).
+		require.Equal(t, &shownProgress{3, 3, "step 3"}, j.History[1].Progress, "the second attempt's entry keeps its last report")
 
 		b, err := os.ReadFile(filepath.Join(steps, "stale.json"))
 		require.NoError(t, err, "the receiver tried the stale token")

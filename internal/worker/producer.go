@@ -505,6 +505,9 @@ func (pr *producer) start(j sluicetype.JobRow, claimedAt time.Time, hasRun, pref
 			rcancel()
 		}
 		o.Progress = progress
+		if progress == nil && o.ProgressElsewhere && o.Tx == nil {
+			o.Progress = p.rowProgress(x)
+		}
 		if pol.Threshold > 0 {
 			// Before the handler slot is given back: the next job's check
 			// must see this failure, or a failing service would get one
@@ -514,6 +517,22 @@ func (pr *producer) start(j sluicetype.JobRow, claimedAt time.Time, hasRun, pref
 		pr.run <- struct{}{}
 		p.finishObserved(x, o, p.cfg.Clock.Since(began))
 	}()
+}
+
+// rowProgress reads the progress on x's row: what its receiver reported
+// through the API (POST /v1/jobs/{id}/progress), fenced by x's lease token
+// and cleared by x's claim, so x's own. nil when there is none, or when
+// the read fails: the attempt's history entry then goes without, and the
+// outcome is written all the same.
+func (p *Pool) rowProgress(x *running) *sluicetype.Progress {
+	ctx, cancel := p.reach.bound(context.Background(), callTimeout(x.lease))
+	defer cancel()
+	j, err := p.cfg.Driver.GetJob(ctx, x.job.ID)
+	if err != nil {
+		p.log.Debug("reading a job's progress for its history failed", append(p.jobAttrs(x), "err", err)...)
+		return nil
+	}
+	return j.Progress
 }
 
 // started records that prefetched x begins its run, so that a rescue

@@ -193,7 +193,7 @@ func (p *Pool) stuckOutcome(x *running, e *StuckError, reported Result) Result {
 		o = Result{Status: sluicetype.StatusPending, Error: &msg}
 	}
 	o.Transient = true
-	o.HTTPStatus, o.ExitCode, o.Log, o.TraceID = reported.HTTPStatus, reported.ExitCode, reported.Log, reported.TraceID
+	o.HTTPStatus, o.ExitCode, o.Log, o.TraceID, o.ProgressElsewhere = reported.HTTPStatus, reported.ExitCode, reported.Log, reported.TraceID, reported.ProgressElsewhere
 	return o
 }
 

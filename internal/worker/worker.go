@@ -46,6 +46,11 @@ type Result struct {
 	// Progress is the attempt's last progress report, or nil; the pool
 	// fills it in from what the handler reported (Report).
 	Progress *sluicetype.Progress
+	// ProgressElsewhere: the handler handed out the attempt's progress
+	// token (a webhook's receiver), so reports may have reached the job's
+	// row through the API rather than through Report. With none reported
+	// here, the pool reads the row's for the attempt's history entry.
+	ProgressElsewhere bool
 	// TraceID is the trace the attempt ran in, for its log line; "" when
 	// it was not traced.
 	TraceID string
