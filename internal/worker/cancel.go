@@ -46,26 +46,16 @@ func (p *Pool) cancelLoop(ctx context.Context) {
 // found: while the handler ran, or when a write of the attempt's found
 // its lease token gone.
 func (p *Pool) stopCancelled(ctx context.Context, xs []*running, where string) (rest []*running, err error) {
-	lease := xs[0].lease
-	for _, x := range xs {
-		lease = min(lease, x.lease)
-	}
 	cancelled := map[int64]bool{}
-	for start := 0; start < len(xs); start += cancelChunk {
-		part := xs[start:min(start+cancelChunk, len(xs))]
-		ids := make([]int64, len(part))
-		for i, x := range part {
-			ids[i] = x.job.ID
-		}
-		cctx, cancel := p.reach.bound(ctx, callTimeout(lease))
-		got, err := p.cfg.Driver.Cancelled(cctx, ids)
-		cancel()
-		if err != nil {
-			return xs, err
-		}
+	err = p.readRunning(ctx, xs, func(ctx context.Context, ids []int64) error {
+		got, err := p.cfg.Driver.Cancelled(ctx, ids)
 		for _, id := range got {
 			cancelled[id] = true
 		}
+		return err
+	})
+	if err != nil {
+		return xs, err
 	}
 	for _, x := range xs {
 		if cancelled[x.job.ID] {
@@ -75,6 +65,29 @@ func (p *Pool) stopCancelled(ctx context.Context, xs []*running, where string) (
 		}
 	}
 	return rest, nil
+}
+
+// readRunning calls read with the ids of xs, at most cancelChunk at a
+// time, each call bounded as a call of the shortest lease among them is.
+func (p *Pool) readRunning(ctx context.Context, xs []*running, read func(ctx context.Context, ids []int64) error) error {
+	lease := xs[0].lease
+	for _, x := range xs {
+		lease = min(lease, x.lease)
+	}
+	for start := 0; start < len(xs); start += cancelChunk {
+		part := xs[start:min(start+cancelChunk, len(xs))]
+		ids := make([]int64, len(part))
+		for i, x := range part {
+			ids[i] = x.job.ID
+		}
+		cctx, cancel := p.reach.bound(ctx, callTimeout(lease))
+		err := read(cctx, ids)
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // written is where an attempt's outcome was written and fenced out: its

@@ -141,26 +141,16 @@ func (p *Pool) watchStuck(ctx context.Context) {
 // readProgressSeen reads when each of xs last reported progress at the
 // database, and resets the watchdog of those whose value changed.
 func (p *Pool) readProgressSeen(ctx context.Context, xs []*running) error {
-	lease := xs[0].lease
-	for _, x := range xs {
-		lease = min(lease, x.lease)
-	}
 	at := map[int64]time.Time{}
-	for start := 0; start < len(xs); start += cancelChunk {
-		part := xs[start:min(start+cancelChunk, len(xs))]
-		ids := make([]int64, len(part))
-		for i, x := range part {
-			ids[i] = x.job.ID
-		}
-		cctx, cancel := p.reach.bound(ctx, callTimeout(lease))
-		got, err := p.cfg.Driver.ProgressSeen(cctx, ids)
-		cancel()
-		if err != nil {
-			return err
-		}
+	err := p.readRunning(ctx, xs, func(ctx context.Context, ids []int64) error {
+		got, err := p.cfg.Driver.ProgressSeen(ctx, ids)
 		for _, m := range got {
 			at[m.ID] = m.At
 		}
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	now := p.cfg.Clock.Now()
 	for _, x := range xs {
