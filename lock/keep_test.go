@@ -36,19 +36,32 @@ func (f *fakeLease) Renew(context.Context) error {
 var errFlaky = errors.New("connection refused")
 
 func TestKeepRenewsAndSurvivesABlip(t *testing.T) {
-	// Two failures then success: retried within the ttl, never lost.
+	// Two failures then success: retried within the ttl, never lost. A
+	// ttl of seconds, as below: the blip ends at 3.2 s (renewal at ttl/3,
+	// retries every ttl/10), 1.8 s before the margin, which no scheduling
+	// delay of a loaded machine eats; with a 300 ms ttl a CI run under
+	// -race lost it.
 	f := &fakeLease{errs: []error{errFlaky, errFlaky, nil}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	lost := Keep(ctx, f, 300*time.Millisecond, 50*time.Millisecond)
-	select {
-	case err := <-lost:
-		t.Fatalf("lost after a short blip: %v", err)
-	case <-time.After(time.Second):
+	const ttl, margin = 6 * time.Second, time.Second
+	lost := Keep(ctx, f, ttl, margin)
+	renewed := func() int {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.renewed
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	require.GreaterOrEqual(t, f.renewed, 5, "renewed every ttl/3")
+	// The blip's three calls, then two more renewals a ttl/3 apart.
+	for deadline := time.Now().Add(time.Minute); renewed() < 5; {
+		select {
+		case err := <-lost:
+			t.Fatalf("lost after a short blip: %v", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("renewed %d times in a minute, want 5", renewed())
+		}
+	}
 }
 
 func TestKeepGivesUpBeforeTheLeaseLapses(t *testing.T) {
