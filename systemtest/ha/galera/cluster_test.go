@@ -275,20 +275,25 @@ wsrep_sst_receive_address=127.0.0.1:%[8]d
 `, nd.dir, nd.port, provider, strings.Join(peers, ","), nd.gport, nd.n, nd.iport, nd.sport)
 }
 
-// nodeHeap bounds the heap of each mariadbd the tests run (RLIMIT_DATA,
-// set by prlimit, which then runs mariadbd in its place): a node with a
-// 32 MB buffer pool needs a fraction of it. In a CI run a --wsrep-recover
-// that met an unreadable .frm after the kill grew to 22 GB, and the whole
-// machine thrashed for half an hour; with the bound it fails alone.
-const nodeHeap = 2 << 30
+// recoverHeap bounds the heap of mariadbd --wsrep-recover (RLIMIT_DATA,
+// set by prlimit, which then runs mariadbd in its place), which reads a
+// few pages with a 32 MB buffer pool. In two CI runs one that met an
+// unreadable .frm after the kill grew to 22 GB, and the whole machine
+// thrashed for half an hour; with the bound it fails alone. The running
+// nodes are not bounded: a bound that low stopped a donor node once.
+const recoverHeap = 4 << 30
 
 // mariadbdCmd is mariadbd on the node's my.cnf with extra flags, as the
-// mysql user, with its heap bounded, killed if the test binary dies. A
-// private tmpdir: at start-up mariadbd deletes every #sql* file in its
-// tmpdir, which in /tmp would include the shared server's.
-func (c *cluster) mariadbdCmd(ctx context.Context, nd *node, extra ...string) *exec.Cmd {
-	args := append([]string{fmt.Sprintf("--data=%d", nodeHeap), "--", mariadbd, "--defaults-file=" + nd.dir + "/my.cnf"}, extra...)
-	cmd := exec.CommandContext(ctx, "prlimit", args...)
+// mysql user, killed if the test binary dies, its heap bounded to heap
+// bytes unless heap is 0. A private tmpdir: at start-up mariadbd deletes
+// every #sql* file in its tmpdir, which in /tmp would include the shared
+// server's.
+func (c *cluster) mariadbdCmd(ctx context.Context, nd *node, heap int64, extra ...string) *exec.Cmd {
+	argv := append([]string{mariadbd, "--defaults-file=" + nd.dir + "/my.cnf"}, extra...)
+	if heap > 0 {
+		argv = append([]string{"prlimit", fmt.Sprintf("--data=%d", heap), "--"}, argv...)
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "TMPDIR="+nd.dir+"/tmp")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred, Pdeathsig: syscall.SIGKILL}
 	return cmd
@@ -296,7 +301,7 @@ func (c *cluster) mariadbdCmd(ctx context.Context, nd *node, extra ...string) *e
 
 // start runs mariadbd on the node's data directory with extra flags.
 func (c *cluster) start(nd *node, extra ...string) error {
-	cmd := c.mariadbdCmd(context.Background(), nd, extra...)
+	cmd := c.mariadbdCmd(context.Background(), nd, 0, extra...)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start node %d: %w", nd.n, err)
 	}
@@ -427,7 +432,7 @@ func (c *cluster) recoverPosition(nd *node) (string, error) {
 	logf := nd.dir + "/recover.log"
 	ctx, cancel := context.WithTimeout(context.Background(), recoverTimeout)
 	defer cancel()
-	rec := c.mariadbdCmd(ctx, nd, "--wsrep-recover", "--log-error="+logf)
+	rec := c.mariadbdCmd(ctx, nd, recoverHeap, "--wsrep-recover", "--log-error="+logf)
 	out, err := rec.CombinedOutput()
 	b, _ := os.ReadFile(logf)
 	if err != nil {

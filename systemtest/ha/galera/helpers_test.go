@@ -114,7 +114,7 @@ func report(t *testing.T, f figures) {
 
 // logUnfinished logs, as each node sees them, the jobs of type work not
 // yet finished (or why the node could not say).
-func logUnfinished(t *testing.T, tg *target) {
+func logUnfinished(t *testing.T, c *cluster, tg *target) {
 	t.Helper()
 	for i, d := range tg.drv {
 		ctx, cancel := ctxT(10 * time.Second)
@@ -122,6 +122,10 @@ func logUnfinished(t *testing.T, tg *target) {
 			rows, err := d.ListJobs(ctx, sluicetype.ListParams{Status: st, Type: "work", Limit: 20})
 			if err != nil {
 				t.Logf("node %d: listing %s jobs: %v", i+1, st, err)
+				if st == sluicetype.StatusPending {
+					// A node that does not answer may have died: why, in its log.
+					t.Logf("node %d's error log (tail):\n%s", i+1, c.errLog(c.nodes[i]))
+				}
 				continue
 			}
 			for _, r := range rows {

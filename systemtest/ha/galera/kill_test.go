@@ -161,7 +161,7 @@ func TestKillNodeMidRun(t *testing.T) {
 		if time.Now().After(deadline) {
 			// What is left, as each node sees it, and the workers' warnings:
 			// a CI run at load 20 met this once, with nothing else logged.
-			logUnfinished(t, tg)
+			logUnfinished(t, c, tg)
 			for _, p := range procs {
 				t.Logf("sluice work pid %d warnings:\n%s", p.Pid(), warnings(p.Stderr()))
 			}
