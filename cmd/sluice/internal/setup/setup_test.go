@@ -116,7 +116,7 @@ func TestSpecExample(t *testing.T) {
 		"what the file leaves out stays the library's to fill in")
 	require.Equal(t, sluice.Type{Handler: types["report"].Handler, Queue: "default", Timeout: 10 * time.Minute,
 		Lease: 5 * time.Minute, MaxAttempts: 5, Backoff: sluice.Backoff{Base: time.Minute, Max: time.Hour}, Dedupe: "permanent",
-		Circuit: sluice.Circuit{Cooldown: sluice.DefaultCircuitCooldown, MaxCooldown: sluice.DefaultCircuitMaxCooldown}},
+		OnStuck: sluicetype.DefaultOnStuck, Circuit: sluice.Circuit{Cooldown: sluice.DefaultCircuitCooldown, MaxCooldown: sluice.DefaultCircuitMaxCooldown}},
 		types["report"].WithDefaults())
 	require.Equal(t, map[sluicetype.Status]time.Duration{"success": 7 * day, "failed": 30 * day, "cancelled": 7 * day},
 		setup.Retention(f.Retention))
