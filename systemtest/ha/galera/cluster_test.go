@@ -379,21 +379,23 @@ var recovered = regexp.MustCompile(`WSREP: Recovered position: ([0-9a-f-]+:-?\d+
 // killed) rejoins as an operator would have it rejoin: with an empty data
 // directory, by a full state transfer from a donor. The tests judge what
 // sluice does across the kill, not InnoDB's crash recovery; the log says
-// which way the node came back.
-func (c *cluster) rejoin(t testing.TB, nd *node) error {
+// which way the node came back, and recovered reports whether its data
+// did (and so whether it could catch up by IST).
+func (c *cluster) rejoin(t testing.TB, nd *node) (recovered bool, err error) {
 	start := []string{}
 	if pos, err := c.recoverPosition(nd); err != nil {
 		t.Logf("node %d did not recover its data after the kill; it rejoins by a full state transfer: %v", nd.n, err)
 		if err := os.RemoveAll(nd.dir + "/data"); err != nil {
-			return err
+			return false, err
 		}
 		if err := os.MkdirAll(nd.dir+"/data", 0o755); err != nil {
-			return err
+			return false, err
 		}
 		if out, err := c.chown(); err != nil {
-			return fmt.Errorf("chown: %w: %s", err, out)
+			return false, fmt.Errorf("chown: %w: %s", err, out)
 		}
 	} else {
+		recovered = true
 		start = append(start, "--wsrep-start-position="+pos)
 	}
 	// The node's ports were free when the cluster formed; another process
@@ -402,22 +404,22 @@ func (c *cluster) rejoin(t testing.TB, nd *node) error {
 	// the node's to announce, so a taken one is replaced, and so is one
 	// taken between this check and mariadbd's bind.
 	if !portFree(nd.port) {
-		return fmt.Errorf("node %d: SQL port %d was taken while the node was down", nd.n, nd.port)
+		return recovered, fmt.Errorf("node %d: SQL port %d was taken while the node was down", nd.n, nd.port)
 	}
 	for attempt := 1; ; attempt++ {
 		if err := c.movePorts(nd, false); err != nil {
-			return err
+			return recovered, err
 		}
 		logStart := len(c.fullErrLog(nd))
 		if err := c.start(nd, start...); err != nil {
-			return err
+			return recovered, err
 		}
 		err := c.waitSynced(nd, 150*time.Second)
 		if err == nil || attempt == 3 || !bytes.Contains(c.fullErrLog(nd)[logStart:], []byte("Address already in use")) {
-			return err
+			return recovered, err
 		}
 		if err := c.movePorts(nd, true); err != nil {
-			return err
+			return recovered, err
 		}
 	}
 }
