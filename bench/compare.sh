@@ -25,8 +25,8 @@
 # build or npm ci) is skipped and listed as skipped, with why.
 #
 # It assumes the servers are up (as .ci/run starts them) and creates the
-# PostgreSQL databases sluice_bench, riverpeer, graphilepeer and pgbosspeer
-# and the MariaDB database of MYSQL_URL when missing. The peers drop and
+# PostgreSQL databases PG_DB and, with PEERS, riverpeer, graphilepeer and
+# pgbosspeer, and the MariaDB database of MYSQL_URL, when missing. The peers drop and
 # recreate their schemas, so each gets a database of its own; asynqpeer
 # flushes the Redis database REDIS_DB.
 #
@@ -54,7 +54,8 @@
 #                          and data directory, stopped at the end.
 #   LATENCY_JOBS [5000], LATENCY_RATE [500]
 #   PICKUP_JOBS [100], PICKUP_GAP [2s]
-#   PG_BASE [postgres://postgres@127.0.0.1:5432], MYSQL_URL [mysql://root@127.0.0.1:3306/sluice_bench]
+#   PG_BASE [postgres://postgres@127.0.0.1:5432], PG_DB [sluice_bench] (sluice's database there),
+#   MYSQL_URL [mysql://root@127.0.0.1:3306/sluice_bench]
 #   REDIS [127.0.0.1:6379], REDIS_DB [15]
 #   OUT [BENCHMARKS.md]; OUT=- prints the report instead
 #   CHART [OUT with .svg for .md; $TMPDIR/sluice-compare.svg with OUT=-]
@@ -81,7 +82,8 @@ LATENCY_RATE=${LATENCY_RATE:-500}
 PICKUP_JOBS=${PICKUP_JOBS:-100}
 PICKUP_GAP=${PICKUP_GAP:-2s}
 PG_BASE=${PG_BASE:-postgres://postgres@127.0.0.1:5432}
-PG_URL=$PG_BASE/sluice_bench
+PG_DB=${PG_DB:-sluice_bench}
+PG_URL=$PG_BASE/$PG_DB
 MYSQL_URL=${MYSQL_URL:-mysql://root@127.0.0.1:3306/sluice_bench}
 REDIS=${REDIS:-127.0.0.1:6379}
 REDIS_DB=${REDIS_DB:-15}
@@ -140,7 +142,9 @@ M_COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --q
 
 log "creating the bench databases if missing"
 pg_has_db() { psql "$PG_BASE/postgres" -tAc "SELECT 1 FROM pg_database WHERE datname = '$1'" | grep -q 1; }
-for db in sluice_bench riverpeer graphilepeer pgbosspeer; do
+peer_dbs=""
+[ -n "$PEERS" ] && peer_dbs="riverpeer graphilepeer pgbosspeer" # without PEERS every peer is skipped
+for db in $PG_DB $peer_dbs; do
   pg_has_db "$db" || psql -q "$PG_BASE/postgres" -c "CREATE DATABASE $db"
 done
 # mysql://USER[:PASS]@HOST[:PORT]/DB
@@ -361,13 +365,13 @@ if has sustained; then
     if [ "$(psql "$PG_BASE/postgres" -tAc 'SHOW autovacuum')" = off ]; then
       log "the shared PostgreSQL runs without autovacuum: starting a private cluster for the sustained run"
       start_private_pg
-      psql -q "$SUSTAINED_PG_BASE/postgres" -c "CREATE DATABASE sluice_bench"
+      psql -q "$SUSTAINED_PG_BASE/postgres" -c "CREATE DATABASE $PG_DB"
       M_SUSTAINED_PG="a private cluster started by the script (the shared server runs with autovacuum off), with the shared server's shared_buffers, max_wal_size and durability and PostgreSQL's default autovacuum settings"
     else
       SUSTAINED_PG_BASE=$PG_BASE
     fi
   fi
-  SUSTAINED_PG_URL=$SUSTAINED_PG_BASE/sluice_bench
+  SUSTAINED_PG_URL=$SUSTAINED_PG_BASE/$PG_DB
   for db in pg mysql; do
     url=$SUSTAINED_PG_URL
     [ "$db" = mysql ] && url=$MYSQL_URL
