@@ -11,6 +11,10 @@
 #                 SQLite:     sluice, River-SQLite, Asynq on Redis (the
 #                             cross-store reference), sluice on MariaDB
 #                 MariaDB:    sluice, against Asynq and River on PostgreSQL
+#   ceiling     the measured SQL ceiling (bench/ceiling.sh): the minimal claim
+#               and completion SQL with no sluice code on each database, the
+#               best over CEILING_BATCHES × CEILING_CLIENTS; the report states
+#               sluice's best throughput work/s as a fraction of it
 #   preload     sluice on a table already holding FINISHED_ROWS finished rows
 #   scaling     1, 2 and 4 `sluice bench --work-only` processes (the workers
 #               of `sluice work` with a no-op handler) sharing one preloaded
@@ -36,10 +40,12 @@
 #                          it is only read. Unset: every peer is skipped.
 #   PEER_CACHE [$TMPDIR/sluice-peers]  where the Go peers are built and the
 #                          Node peers copied and `npm ci`-ed (kept between runs)
-#   SECTIONS ["throughput preload scaling sustained latency pickup"]
+#   SECTIONS ["throughput ceiling preload scaling sustained latency pickup"]
 #   JOBS [100000]          jobs per throughput run
 #   RUNS [3]               rounds per configuration (medians of RUNS)
 #   CONCURRENCY ["100 1000"]
+#   CEILING_BATCHES ["100 500 1000"], CEILING_CLIENTS ["1 2 4 8"], CEILING_DURATION [15s]
+#                          per setting, CEILING_ROWS [0: sized from the duration]
 #   FINISHED_ROWS [1000000], PRELOAD_JOBS [$JOBS]: the preload case
 #   SCALE_PROCS ["1 2 4"], SCALE_JOBS [$JOBS], SCALE_CONCURRENCY [100] per process
 #   SUSTAINED_JOBS [5000000], SUSTAINED_FRACTION [0.7], SUSTAINED_CONCURRENCY [100],
@@ -63,10 +69,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 
-SECTIONS=${SECTIONS:-"throughput preload scaling sustained latency pickup"}
+SECTIONS=${SECTIONS:-"throughput ceiling preload scaling sustained latency pickup"}
 JOBS=${JOBS:-100000}
 RUNS=${RUNS:-3}
 CONCURRENCY=${CONCURRENCY:-"100 1000"}
+CEILING_BATCHES=${CEILING_BATCHES:-"100 500 1000"}
+CEILING_CLIENTS=${CEILING_CLIENTS:-"1 2 4 8"}
+CEILING_DURATION=${CEILING_DURATION:-15s}
+CEILING_ROWS=${CEILING_ROWS:-0}
 FINISHED_ROWS=${FINISHED_ROWS:-1000000}
 PRELOAD_JOBS=${PRELOAD_JOBS:-$JOBS}
 SCALE_PROCS=${SCALE_PROCS:-"1 2 4"}
@@ -106,7 +116,7 @@ for tool in go psql mysql python3; do
   command -v "$tool" >/dev/null || die "$tool is required"
 done
 for s in $SECTIONS; do
-  [[ " throughput preload scaling sustained latency pickup " == *" $s "* ]] || die "SECTIONS: unknown section $s"
+  [[ " throughput ceiling preload scaling sustained latency pickup " == *" $s "* ]] || die "SECTIONS: unknown section $s"
 done
 
 # Work files live on disk (not a tmpfs), so SQLite pays for real writes.
@@ -254,6 +264,36 @@ if has throughput; then
     done
   done
   rm -f "$WORK"/river.sqlite3*
+fi
+
+# The SQL ceiling: bench/ceiling.sh on each database in turn, one RESULTS
+# line per setting (KIND DB-ceiling, CONCURRENCY its clients); the report
+# takes the best. Its SQLite file is in WORK, on disk.
+if has ceiling; then
+  log "building bench/ceiling"
+  go build -o "$WORK/ceiling" ./bench/ceiling
+  for db in pg mysql sqlite; do
+    step=$((step + 1))
+    log "[$step] $db-ceiling: batches $CEILING_BATCHES, clients $CEILING_CLIENTS, $CEILING_DURATION each"
+    if DBS=$db PG_URL=$PG_URL MYSQL_URL=$MYSQL_URL SQLITE_DIR=$WORK CEILING_BIN=$WORK/ceiling BATCHES=$CEILING_BATCHES \
+      CLIENTS=$CEILING_CLIENTS DURATION=$CEILING_DURATION ROWS=$CEILING_ROWS timeout 3600 bench/ceiling.sh \
+      >"$WORK/ceiling.json" 2>"$WORK/stderr" &&
+      python3 - "$db" "$WORK/ceiling.json" >>"$RESULTS" <<'PY'
+import json, sys
+rs = [json.loads(l) for l in open(sys.argv[2]) if l.strip()]
+rs = [r for r in rs if not r.get("best")]
+if not rs:
+    sys.exit("no settings measured")
+for r in rs:
+    print(f"{sys.argv[1]}-ceiling\t{r['clients']}\t{json.dumps(r)}")
+PY
+    then
+      grep '"best": *true' "$WORK/ceiling.json" | sed 's/^/   /' >&2 || true
+    else
+      printf '%s\t%s\tFAILED\n' "$db-ceiling" 0 >>"$RESULTS"
+      log "$db-ceiling FAILED: $(tail -n 3 "$WORK/stderr" | tr '\n' ' ')"
+    fi
+  done
 fi
 
 if has preload && [ "$FINISHED_ROWS" -gt 0 ]; then
@@ -456,6 +496,7 @@ M_MYSQL=$(mysql "${MYSQL_ARGS[@]}" -NBe "SELECT VERSION()")
 M_FLUSH=$(mysql "${MYSQL_ARGS[@]}" -NBe "SELECT @@innodb_flush_log_at_trx_commit")
 M_REDIS_AOF=$(redis-cli -h "${REDIS%:*}" -p "${REDIS##*:}" config get appendonly 2>/dev/null | tail -n 1 || true)
 CHART_DATA=$WORK/chart.json
+export CEILING_DURATION CEILING_ROWS
 export JOBS RUNS FINISHED_ROWS PRELOAD_JOBS LATENCY_JOBS LATENCY_RATE PICKUP_JOBS PICKUP_GAP RESULTS SKIPPED SAMPLES \
   SCALE_JOBS SCALE_CONCURRENCY SUSTAINED_JOBS SUSTAINED_FRACTION SUSTAINED_INTERVAL SUSTAINED_CONCURRENCY CHART_DATA
 export M_DATE M_NPROC M_MEM M_CPU M_OS M_GO M_NODE M_PG M_MYSQL M_FLUSH M_REDIS_AOF M_COMMIT M_SUSTAINED_PG

@@ -219,9 +219,32 @@ for db, name in [("pg", "PostgreSQL"), ("mysql", "MariaDB"), ("sqlite", "SQLite"
     target(f"Latency on {name} at {env['LATENCY_RATE']}/s: p50 ms", f"≤ {limit:g}", p50, lambda v: v <= limit, shown50)
     target(f"Latency on {name} at {env['LATENCY_RATE']}/s: p99 ms", "≤ 20", p99, lambda v: v <= 20, shown99)
 
+# The measured SQL ceiling (issue 39): per database, its best setting, and
+# sluice's best throughput work/s (the highest median over the
+# concurrencies) as a fraction of it.
+ceiling = {}  # db -> (best ceiling result, [all settings])
+for db, name in DBS:
+    rs = [r for (k, _), rr in rows.items() if k == f"{db}-ceiling" for r in rr]
+    if rs:
+        ceiling[db] = (max(rs, key=lambda r: r["jobs_per_s"]), rs)
+
+
+def sluice_best(db):
+    """sluice's best median throughput work/s on db: (value, concurrency)."""
+    vals = [(med(f"{db}-sluice", c, "work_per_s"), c) for c in concs if med(f"{db}-sluice", c, "work_per_s") is not None]
+    return max(vals) if vals else (None, None)
+
+
+def ceiling_fraction(db):
+    return ratio(sluice_best(db)[0], ceiling[db][0]["jobs_per_s"] if db in ceiling else None)
+
+
+for db, name in DBS[:2]:
+    target(f"{name} work/s ÷ measured SQL ceiling (issue 39)", "≥ 0.8", ceiling_fraction(db), lambda v: v >= 0.8)
+
 p("## Against the targets")
 p()
-p("The targets of issue 16 (Performance, round 2), from this run. n/a: the run or the peer that it needs is")
+p("The targets of issue 16 (Performance, round 2) and the SQL ceiling's of issue 39, from this run. n/a: the run or the peer that it needs is")
 p("missing (see skipped and failed above). For \"bounded\" and \"flat\" the criterion is stated as a ratio:")
 p("the second half of the run may not add more than a quarter to what the first half left.")
 p()
@@ -230,6 +253,47 @@ p("|---|---|---:|---|")
 for measure, goal, shown, ok in targets:
     p(f"| {measure} | {goal} | {shown} | {'n/a' if ok is None else ('yes' if ok else '**no**')} |")
 p()
+
+if ceiling:
+    p("## Measured SQL ceiling")
+    p()
+    p("`bench/ceiling.sh` (issue 39): the minimal SQL a queue needs per job, with no sluice code. For each setting, batch B")
+    p("× clients N, a fresh table of pending rows (id, status, owner, payload, an index fit for the claim); each client loops")
+    p("claiming B rows in one statement (PostgreSQL: `UPDATE ... WHERE id = ANY(ARRAY(SELECT ... FOR UPDATE SKIP LOCKED))")
+    p("RETURNING id`; MariaDB: `SELECT ... FOR UPDATE SKIP LOCKED` then `UPDATE` by id, in one READ COMMITTED transaction;")
+    p("SQLite: `UPDATE ... RETURNING` with a `LIMIT` subquery on its one writer connection) and completing them by id and")
+    p("owner in the next. Durability is the servers' own; SQLite's is sluice's (WAL, `synchronous=NORMAL`), on disk.")
+    p(f"Jobs/s: completed rows over the clients' run of {env['CEILING_DURATION']} a setting. The best setting is the floor that")
+    p("the sluice figure (its best median throughput work/s above, same run) is stated against; target ≥ 0.8 on PostgreSQL")
+    p("and MariaDB. A figure marked * ran out of pending rows before the time was up: a lower bound.")
+    p()
+    p("| database | server | ceiling jobs/s | at batch × clients | sluice work/s | at concurrency | sluice ÷ ceiling | target | met |")
+    p("|---|---|---:|---|---:|---:|---:|---|---|")
+    for db, name in DBS:
+        if db not in ceiling:
+            continue
+        b = ceiling[db][0]
+        sv, sc = sluice_best(db)
+        f = ceiling_fraction(db)
+        goal, met = ("≥ 0.8", "n/a" if f is None else ("yes" if f >= 0.8 else "**no**")) if db != "sqlite" else ("", "")
+        p(f"| {name} | {b.get('server', '')} | {num(b['jobs_per_s'])}{'*' if b.get('ran_dry') else ''} | {b['batch']:,} × {b['clients']} | "
+          f"{num(sv)} | {num(sc) if sc else 'n/a'} | {rx(f)} | {goal} | {met} |")
+    p()
+    cls = sorted({r["clients"] for _, rs in ceiling.values() for r in rs})
+    p("Every setting, jobs/s:")
+    p()
+    p("| database | batch | " + " | ".join(f"{c} client{'s' if c > 1 else ''}" for c in cls) + " |")
+    p("|---|---:|" + "---:|" * len(cls))
+    for db, name in DBS:
+        if db not in ceiling:
+            continue
+        for bt in sorted({r["batch"] for r in ceiling[db][1]}):
+            cells = []
+            for c in cls:
+                rr = [r for r in ceiling[db][1] if r["batch"] == bt and r["clients"] == c]
+                cells.append(f"{num(rr[-1]['jobs_per_s'])}{'*' if rr[-1].get('ran_dry') else ''}" if rr else "")
+            p(f"| {name} | {bt:,} | " + " | ".join(cells) + " |")
+    p()
 
 if procs:
     p("## Scaling out")
@@ -362,6 +426,7 @@ p()
 p("```sh")
 p("sluice bench --db postgres://postgres@127.0.0.1:5432/sluice_bench --jobs 100000 --concurrency 100 --json")
 p("sluice bench --db mysql://root@127.0.0.1:3306/sluice_bench --sustained --jobs 1000000 --rate 10000")
+p("DBS=pg BATCHES=1000 CLIENTS=4 DURATION=15s bench/ceiling.sh   # the SQL ceiling alone")
 p("```")
 p()
 p("<details><summary>Raw results (one JSON line per run)</summary>")

@@ -421,7 +421,7 @@ func loadChunks(ctx context.Context, db *sql.DB, table string, rows, chunk int) 
 func postgres(db *sql.DB, table string) *dialect {
 	return &dialect{
 		name: "postgres", db: db, table: table, guess: 100_000,
-		versionQuery: "SELECT 'PostgreSQL ' || current_setting('server_version')",
+		versionQuery: "SELECT 'PostgreSQL ' || split_part(current_setting('server_version'), ' ', 1)",
 		create: []string{
 			`CREATE TABLE %[1]s (id bigint PRIMARY KEY, status smallint NOT NULL, owner bigint NOT NULL DEFAULT 0, payload text NOT NULL)`,
 		},
