@@ -213,3 +213,65 @@ func TestScript(t *testing.T) {
 		t.Fatalf("output %s", out)
 	}
 }
+
+// TestReport feeds bench/compare_report.py a run's RESULTS with the
+// ceiling and sluice's throughput, and one without the throughput: the
+// fraction and its target, or n/a.
+func TestReport(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed")
+	}
+	lines := []string{
+		`pg-sluice	100	{"db": "postgres", "jobs": 1000, "concurrency": 100, "insert_per_s": 9000, "work_per_s": 30000}`,
+		`pg-sluice	1000	{"db": "postgres", "jobs": 1000, "concurrency": 1000, "insert_per_s": 9000, "work_per_s": 45000}`,
+		`mysql-sluice	100	{"db": "mysql", "jobs": 1000, "concurrency": 100, "insert_per_s": 9000, "work_per_s": 9000}`,
+		`pg-ceiling	4	{"db": "postgres", "server": "PostgreSQL 15", "batch": 1000, "clients": 4, "rows": 9, "seconds": 1, "claimed": 9, "completed": 9, "jobs_per_s": 50000, "ran_dry": false}`,
+		`pg-ceiling	1	{"db": "postgres", "server": "PostgreSQL 15", "batch": 100, "clients": 1, "rows": 9, "seconds": 1, "claimed": 9, "completed": 9, "jobs_per_s": 20000, "ran_dry": true}`,
+		`mysql-ceiling	2	{"db": "mysql", "server": "MariaDB 10.11", "batch": 500, "clients": 2, "rows": 9, "seconds": 1, "claimed": 9, "completed": 9, "jobs_per_s": 10000, "ran_dry": false}`,
+		"sqlite-ceiling	0	FAILED",
+	}
+	report := func(lines []string) string {
+		dir := t.TempDir()
+		results := dir + "/results.tsv"
+		if err := os.WriteFile(results, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{"skipped.tsv", "samples.tsv"} {
+			os.WriteFile(dir+"/"+f, nil, 0o644)
+		}
+		cmd := exec.Command("python3", "-B", "../compare_report.py")
+		cmd.Env = append(os.Environ(), "RESULTS="+results, "SKIPPED="+dir+"/skipped.tsv", "SAMPLES="+dir+"/samples.tsv",
+			"CHART_DATA="+dir+"/chart.json", "CHART_LINK=c.svg", "JOBS=1000", "RUNS=1", "SUSTAINED_CONCURRENCY=100",
+			"LATENCY_RATE=500", "CEILING_DURATION=1s", "M_DATE=d", "M_COMMIT=c", "M_NPROC=2", "M_CPU=cpu", "M_MEM=1 GiB",
+			"M_OS=os", "M_PG=15", "M_MYSQL=10.11", "M_FLUSH=1", "M_GO=go", "M_NODE=none")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%v: %s", err, stderr.String())
+		}
+		return string(out)
+	}
+	out := report(lines)
+	for _, want := range []string{
+		"## Measured SQL ceiling",
+		"| PostgreSQL | PostgreSQL 15 | 50,000 | 1,000 × 4 | 45,000 | 1,000 | 0.90 | ≥ 0.8 | yes |",
+		"| MariaDB | MariaDB 10.11 | 10,000 | 500 × 2 | 9,000 | 100 | 0.90 | ≥ 0.8 | yes |",
+		"| PostgreSQL | 100 | 20,000* |  |",
+		"| PostgreSQL work/s ÷ measured SQL ceiling (issue 39) | ≥ 0.8 | 0.90 | yes |",
+		"sqlite-ceiling 0",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	out = report(lines[3:])
+	for _, want := range []string{
+		"| PostgreSQL | PostgreSQL 15 | 50,000 | 1,000 × 4 | n/a | n/a | n/a | ≥ 0.8 | n/a |",
+		"| MariaDB work/s ÷ measured SQL ceiling (issue 39) | ≥ 0.8 | n/a | n/a |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report without throughput lacks %q:\n%s", want, out)
+		}
+	}
+}
