@@ -12,10 +12,19 @@ import (
 )
 
 // idleCheck is how long a work-only process's handlers must have been
-// idle before it asks the database whether the backlog is empty, and how
-// often it asks after that. While jobs flow it asks nothing, so the check
-// costs the measured work nothing; at the end it adds at most this much.
+// idle before it asks the database whether the backlog is empty. While
+// jobs flow it asks nothing, so the check costs the measured work nothing.
 const idleCheck = 20 * time.Millisecond
+
+// idleCheckMax bounds the gap between checks of a process that stays idle
+// while others still hold jobs: the gap doubles from idleCheck up to it,
+// and starts again at idleCheck once a handler here returns. Asking every
+// idleCheck, the processes of a four-process run sent 13 times the list
+// queries of a one-process run (868 against 65 for 20,000 jobs on
+// PostgreSQL). The process that works the last jobs was busy, so it still
+// finds the backlog empty within idleCheck of its end; the others end at
+// most this much after it.
+const idleCheckMax = 8 * idleCheck
 
 // workOnly works the jobs that an enqueue-only run left under the prefix,
 // beside any number of other work-only processes, until no job is pending
@@ -46,15 +55,22 @@ func (r *runner) workOnly(ctx context.Context, scheme string) (*Result, error) {
 	}()
 	tick := time.NewTicker(idleCheck)
 	defer tick.Stop()
+	gap, checked := idleCheck, time.Time{}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("work-only: %d jobs done: %w", done.Load(), ctx.Err())
 		case <-tick.C:
 		}
-		if time.Since(time.Unix(0, last.Load())) < idleCheck {
+		now, returned := time.Now(), time.Unix(0, last.Load())
+		if returned.After(checked) {
+			gap = idleCheck // worked since the last check: idle afresh
+		}
+		if now.Sub(returned) < idleCheck || now.Sub(checked) < gap {
 			continue
 		}
+		checked = now
+		gap = min(2*gap, idleCheckMax)
 		live, failed, err := liveJobs(ctx, c)
 		if err != nil {
 			return nil, fmt.Errorf("work-only: stats: %w", err)
