@@ -40,10 +40,15 @@ import (
 var files embed.FS
 
 // Pool sizing. Claims, completions and heartbeats are short statements, so
-// a few dozen connections serve many workers; more would only add backend
-// processes competing for the same rows.
+// a few connections serve many workers (a 100-worker bench keeps 3 busy on
+// average); more would only add backend processes competing for the same
+// rows. Each process of a cluster has its own pool: at 32, four bench
+// processes and their listeners overran PostgreSQL's default
+// max_connections of 100, and the refused connections (each a backend
+// forked and turned away) and their retries made four processes slower
+// than one. At 16, four fit with room to spare.
 const (
-	maxConns       = 32
+	maxConns       = 16
 	connectTimeout = 10 * time.Second
 )
 
