@@ -249,6 +249,9 @@ type Driver interface {
 	// Audit: the trail of operator actions.
 	Audit
 
+	// Gauges: the cluster's shared count behind the /metrics gauges.
+	Gauges
+
 	// AttemptLogs: the output kept of each attempt.
 	AttemptLogs
 

@@ -51,6 +51,7 @@ var areas = []struct {
 	{"Purge", exercisePurge},
 	{"List", exerciseList},
 	{"Stats", exerciseStats},
+	{"Gauges", exerciseGauges},
 	{"Lease", exerciseLease},
 	{"Schedule", exerciseSchedule},
 	{"Concurrency", exerciseConcurrency},

@@ -50,6 +50,7 @@ type Queries struct {
 	LatencyAdd, LatencyRead, LatencyRange, LatencyDeleteRange string
 	PartitionStats, QueuePause, QueuesPaused                  string
 	QueuesServe, QueuesServed, QueuesUnserved                 string
+	GaugesClaim, GaugesPut, GaugesRead                        string
 
 	// rates.sql
 	BucketLock, BucketInit, BucketPut, BucketList                 string

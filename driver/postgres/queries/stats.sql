@@ -1,5 +1,5 @@
 -- Queue counts, per-minute stats, latency histograms, partition stats and
--- paused queues.
+-- paused queues, and the gauge snapshot of /metrics.
 
 -- name: Stats
 -- Each part reads one partial index, so finished rows are never scanned.
@@ -82,3 +82,15 @@ SELECT name FROM sluice_queues WHERE served_at >= now() + $1::bigint * interval 
 SELECT j.queue, COUNT(*) FROM sluice_jobs j WHERE j.status = 'pending' AND NOT EXISTS (
   SELECT 1 FROM sluice_queues q WHERE q.name = j.queue AND q.served_at >= now() + $1::bigint * interval '1 microsecond')
 GROUP BY j.queue ORDER BY j.queue
+
+-- name: GaugesClaim
+-- Moves the gauge snapshot's taken_at to now if it is older than now + the
+-- (negative) duration given: of processes that race, the one whose update
+-- changes the row counts for the cluster (driver.Gauges). Read committed
+-- re-checks the condition on the row a concurrent winner wrote, so the
+-- loser changes nothing.
+UPDATE sluice_gauges SET taken_at = now()
+WHERE id = 1 AND taken_at <= now() + $1::bigint * interval '1 microsecond'
+
+-- name: GaugesPut
+UPDATE sluice_gauges SET queues = $1 WHERE id = 1

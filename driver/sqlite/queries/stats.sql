@@ -1,5 +1,5 @@
 -- Queue counts, per-minute stats, latency histograms, partition stats and
--- paused queues.
+-- paused queues, and the gauge snapshot of /metrics.
 
 -- name: Stats
 SELECT queue, 'pending', COUNT(*), MIN(CASE WHEN next_run_at <= strftime('%Y-%m-%d %H:%M:%f', 'now') THEN next_run_at END) FROM sluice_jobs WHERE status = 'pending' GROUP BY queue
@@ -82,3 +82,13 @@ SELECT name FROM sluice_queues WHERE served_at >= strftime('%Y-%m-%d %H:%M:%f', 
 SELECT j.queue, COUNT(*) FROM sluice_jobs j WHERE j.status = 'pending' AND NOT EXISTS (
   SELECT 1 FROM sluice_queues q WHERE q.name = j.queue AND q.served_at >= strftime('%Y-%m-%d %H:%M:%f', 'now', ?))
 GROUP BY j.queue ORDER BY j.queue
+
+-- name: GaugesClaim
+-- Moves the gauge snapshot's taken_at to now if it is older than now + the
+-- (negative) duration given: of processes that race, the one whose update
+-- changes the row counts for the cluster (driver.Gauges).
+UPDATE sluice_gauges SET taken_at = strftime('%Y-%m-%d %H:%M:%f', 'now')
+WHERE id = 1 AND taken_at <= strftime('%Y-%m-%d %H:%M:%f', 'now', ?)
+
+-- name: GaugesPut
+UPDATE sluice_gauges SET queues = ? WHERE id = 1
