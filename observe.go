@@ -29,19 +29,49 @@ func (c *Client) QueueOf(jobType string) string { return c.typeOf(jobType).Queue
 // NodeID is the name this process uses in leases and sluice_nodes.
 func (c *Client) NodeID() string { return c.cfg.NodeID }
 
-// StartGauges refreshes the gauges of /metrics every 15 seconds until ctx
-// ends: the live queue counts (the Stats query), the paused flags, the
-// newest worker heartbeat and the stalled batch shards, each a read of a
-// small table or of the live-rows indexes. Start calls it; an API-only
-// server (serve --no-workers) calls it itself.
+// StartGauges refreshes the gauges of /metrics every gaugeEvery until ctx
+// ends: the live queue counts (shared by the cluster, see queueGauges),
+// the paused flags, the newest worker heartbeat and the stalled batch
+// shards, each a read of a small table. Start calls it; an API-only server
+// (serve --no-workers) calls it itself.
 func (c *Client) StartGauges(ctx context.Context) {
-	c.metrics.StartGauges(ctx, 15*time.Second, c.readGauges, func(err error) { c.log.Warn("refreshing gauges failed", "err", err) })
+	c.metrics.StartGauges(ctx, gaugeEvery, c.readGauges, func(err error) { c.log.Warn("refreshing gauges failed", "err", err) })
 }
 
-func (c *Client) readGauges(ctx context.Context) (metrics.Gauges, error) {
+// gaugeEvery is how often each process refreshes its gauges.
+const gaugeEvery = 15 * time.Second
+
+// gaugeClaimAge is how old the cluster's shared count must be before a
+// process counts again: a tenth under gaugeEvery, so that the last
+// winner's own next tick, a little early by the ticker's jitter, still
+// wins rather than leaving the count a whole interval older.
+const gaugeClaimAge = gaugeEvery - gaugeEvery/10
+
+// queueGauges returns the live counts per queue, counted (the Stats query,
+// the expensive read of the gauges) by one process of the cluster per
+// interval: the one whose claim moves the shared snapshot on. The others
+// read what it wrote, at most an interval old; when the winner died
+// before writing, the next claim an interval later is another's.
+func (c *Client) queueGauges(ctx context.Context) ([]sluicetype.QueueStats, error) {
+	won, err := c.drv.ClaimGauges(ctx, driver.ClaimGaugesParams{Every: gaugeClaimAge})
+	if err != nil {
+		return nil, err
+	}
+	if !won {
+		snap, err := c.drv.ReadGauges(ctx)
+		return snap.Queues, err
+	}
 	// The live-rows query only: the roll-ups that Stats adds are not
 	// gauges.
 	st, err := c.drv.Stats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return st, c.drv.PutGauges(ctx, driver.PutGaugesParams{Queues: st})
+}
+
+func (c *Client) readGauges(ctx context.Context) (metrics.Gauges, error) {
+	st, err := c.queueGauges(ctx)
 	if err != nil {
 		return metrics.Gauges{}, err
 	}

@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/dburl"
+	"github.com/sluicehq/sluice/driver"
 	"github.com/sluicehq/sluice/internal/testkit/testdb"
 	"github.com/sluicehq/sluice/sluicetype"
 )
@@ -45,4 +47,51 @@ func TestDetailErrorStaysOutOfLogs(t *testing.T) {
 		}
 	}
 	require.True(t, errors.Is(&sluice.DetailError{Err: context.Canceled}, context.Canceled))
+}
+
+// Two processes on the same tables count the queues once per interval:
+// the first refresh counts and shares its counts, and the second, within
+// the interval, shows them without counting (a job enqueued between the
+// two is not in them yet).
+func TestQueueGaugesCountedOncePerCluster(t *testing.T) {
+	d, tg := testdb.OpenURL(t, "sqlite")
+	ctx := context.Background()
+	other, err := dburl.Open(tg.URL, dburl.Options{Prefix: tg.Prefix})
+	require.NoError(t, err)
+	t.Cleanup(func() { other.Close() })
+	start := func(drv driver.Driver) *sluice.Client {
+		c, err := sluice.NewClient(sluice.Config{Driver: drv})
+		require.NoError(t, err)
+		gctx, stop := context.WithCancel(ctx)
+		t.Cleanup(stop)
+		c.StartGauges(gctx)
+		// The first refresh runs at start.
+		testdb.WaitFor(t, time.Minute, "the first gauge refresh", func() bool {
+			return c.Metrics().Value("sluice_queue_pending", "default") > 0
+		})
+		return c
+	}
+	enqueue := func(n int) {
+		for range n {
+			testdb.Insert(t, ctx, d, testdb.Job("default", "", ""))
+		}
+	}
+
+	enqueue(2)
+	a := start(d)
+	require.EqualValues(t, 2, a.Metrics().Value("sluice_queue_pending", "default"))
+	first, err := d.ReadGauges(ctx)
+	require.NoError(t, err)
+
+	enqueue(1)
+	b := start(other)
+	shared, err := d.ReadGauges(ctx)
+	require.NoError(t, err)
+	if !shared.TakenAt.Equal(first.TakenAt) {
+		// A machine too slow to start b within the interval: b counted.
+		t.Logf("b's refresh came after the interval (taken_at %s, then %s)", first.TakenAt, shared.TakenAt)
+		require.EqualValues(t, 3, b.Metrics().Value("sluice_queue_pending", "default"))
+		return
+	}
+	require.EqualValues(t, 2, b.Metrics().Value("sluice_queue_pending", "default"), "b counted instead of reading a's counts")
 }
