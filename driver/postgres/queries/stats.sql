@@ -1,5 +1,7 @@
 -- Queue counts, per-minute stats, latency histograms, partition stats and
 -- paused queues, and the gauge snapshot of /metrics.
+-- Also run here, written once for every dialect in
+-- driver/internal/sqldriver/queries/stats.sql: GaugesRead.
 
 -- name: Stats
 -- Each part reads one partial index, so finished rows are never scanned.

@@ -1,5 +1,7 @@
 -- Queue counts, per-minute stats, latency histograms, partition stats and
 -- paused queues, and the gauge snapshot of /metrics.
+-- Also run here, written once for every dialect in
+-- driver/internal/sqldriver/queries/stats.sql: GaugesRead.
 
 -- name: Stats
 SELECT queue, 'pending', COUNT(*), MIN(CASE WHEN next_run_at <= strftime('%Y-%m-%d %H:%M:%f', 'now') THEN next_run_at END) FROM sluice_jobs WHERE status = 'pending' GROUP BY queue
