@@ -150,3 +150,32 @@ func warnings(log string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// explainDuplicates logs, for the first few jobs that ran twice, each run
+// the execution log saw (worker pid, attempt, whether it ended), the job's
+// row, and every line of the workers' logs that names the job, and then the
+// workers' warnings: what tells a lease lost to a stall from a claim that
+// two nodes both granted.
+func explainDuplicates(t *testing.T, d driver.Driver, l *proctest.ExecLog[int64], dups []int64, procs []*proctest.Proc) {
+	t.Helper()
+	for _, id := range dups[:min(len(dups), 5)] {
+		var b strings.Builder
+		fmt.Fprintf(&b, "job %d ran %d times: %v", id, len(l.Runs[id]), l.Runs[id])
+		ctx, cancel := ctxT(5 * time.Second)
+		if j, err := d.GetJob(ctx, id); err == nil {
+			fmt.Fprintf(&b, "\n  row: status %s, attempts %d, last error %q", j.Status, j.Attempts, j.LastError)
+		}
+		cancel()
+		for _, p := range procs {
+			for _, line := range strings.Split(p.Stderr(), "\n") {
+				if strings.Contains(line, fmt.Sprintf("job_id=%d ", id)) {
+					fmt.Fprintf(&b, "\n  pid %d: %s", p.Pid(), line)
+				}
+			}
+		}
+		t.Log(b.String())
+	}
+	for _, p := range procs {
+		t.Logf("sluice work pid %d warnings:\n%s", p.Pid(), warnings(p.Stderr()))
+	}
+}
