@@ -33,6 +33,7 @@ import (
 	_ "github.com/go-sql-driver/mysql" // the test's own connections to the nodes
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicehq/sluice/internal/testkit/proctest"
 	"github.com/sluicehq/sluice/internal/testkit/testdb"
 )
 
@@ -92,6 +93,19 @@ type node struct {
 	mu   sync.Mutex
 	proc *exec.Cmd
 	done chan struct{}
+}
+
+// exited reports whether the node's mariadbd has ended.
+func (nd *node) exited() bool {
+	nd.mu.Lock()
+	done := nd.done
+	nd.mu.Unlock()
+	select {
+	case <-done:
+		return true
+	default:
+		return false
+	}
 }
 
 func (nd *node) addr() string { return fmt.Sprintf("127.0.0.1:%d", nd.port) }
@@ -223,7 +237,7 @@ func (c *cluster) build() (error, []byte) {
 		}
 	}
 	for _, nd := range c.nodes[1:] {
-		if err := c.waitSynced(nd, 240*time.Second); err != nil {
+		if err := c.waitJoined(nd); err != nil {
 			return err, c.errLog(nd)
 		}
 	}
@@ -231,6 +245,38 @@ func (c *cluster) build() (error, []byte) {
 		return fmt.Errorf("cluster size %q after the joins, want 3", size), nil
 	}
 	return nil, nil
+}
+
+// waitJoined waits until a joiner is Synced, and starts it again on an
+// empty data directory and fresh ports when it exited during its state
+// transfer: a run beside a disk-heavy load saw a joiner's rsync daemon die
+// at start ("terminated unexpectedly", status 16) and the node abort, while
+// its twin joined from the same donor. A joiner that fails three times
+// fails the cluster.
+func (c *cluster) waitJoined(nd *node) error {
+	for try := 1; ; try++ {
+		err := c.waitSynced(nd, 240*time.Second)
+		if err == nil || try == 3 || !nd.exited() {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "galera: %v (try %d of 3); starting it again on an empty data directory; its log's tail:\n%s\n",
+			err, try, proctest.Tail(string(c.errLog(nd)), 1500))
+		if err := os.RemoveAll(nd.dir + "/data"); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(nd.dir+"/data", 0o755); err != nil {
+			return err
+		}
+		if err := c.movePorts(nd, true); err != nil {
+			return err
+		}
+		if out, err := c.chown(); err != nil {
+			return fmt.Errorf("chown: %w: %s", err, out)
+		}
+		if err := c.start(nd); err != nil {
+			return err
+		}
+	}
 }
 
 func (c *cluster) chown() ([]byte, error) {
