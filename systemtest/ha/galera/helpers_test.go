@@ -66,9 +66,9 @@ func startWork(t *testing.T, env []string, args ...string) *proctest.Proc {
 
 // workConfig writes a config on the database at url with a "work" command
 // type built by proctest.LogScript, logging to logPath.
-func workConfig(t *testing.T, url, logPath string, concurrency int, extra string) string {
+func workConfig(t *testing.T, url, logPath string, concurrency int, lease time.Duration, extra string) string {
 	t.Helper()
-	return proctest.WorkConfig(t, url, concurrency, proctest.LogScript(logPath, "SLUICE_JOB_ID", "0.01"), "    lease: 15s", extra)
+	return proctest.WorkConfig(t, url, concurrency, proctest.LogScript(logPath, "SLUICE_JOB_ID", "0.01"), fmt.Sprintf("    lease: %s", lease), extra)
 }
 
 // hasPending reports whether the node answers and holds a pending job of

@@ -43,7 +43,7 @@ schedules:
 `, `echo "$SLUICE_JOB_KEY $SLUICE_WORKER_PID" >> `+tickLog)
 	var procs []*proctest.Proc
 	for _, nd := range c.nodes {
-		procs = append(procs, startWork(t, tg.env, "--config", workConfig(t, nd.URL(), logPath, conc, schedule), "--shutdown-timeout", "5s"))
+		procs = append(procs, startWork(t, tg.env, "--config", workConfig(t, nd.URL(), logPath, conc, 15*time.Second, schedule), "--shutdown-timeout", "5s"))
 	}
 	t0 := time.Now()
 	testdb.WaitFor(t, 150*time.Second, "every job finished", func() bool {
