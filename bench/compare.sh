@@ -22,6 +22,12 @@
 #   sustained   SUSTAINED_JOBS through PostgreSQL and MariaDB at a steady
 #               SUSTAINED_FRACTION of the measured maximum work/s, with the
 #               jobs table's size (and PostgreSQL's dead tuples) sampled
+#   hold        the held-back vacuum (issue 39): HOLD_RATE jobs/s offered to
+#               HOLD_CONCURRENCY workers on PostgreSQL for HOLD_CLEAN seconds,
+#               then a session idle in a transaction that holds an XID (so
+#               that vacuum can remove no dead version the queue leaves) for
+#               HOLD_HOLD seconds, then HOLD_RECOVERY seconds more; work/s and
+#               latency per phase, and the table's dead tuples
 #   latency     single enqueues at LATENCY_RATE/s into running workers
 #   pickup      jobs from another client and from a plain INSERT
 #
@@ -40,7 +46,7 @@
 #                          it is only read. Unset: every peer is skipped.
 #   PEER_CACHE [$TMPDIR/sluice-peers]  where the Go peers are built and the
 #                          Node peers copied and `npm ci`-ed (kept between runs)
-#   SECTIONS ["throughput ceiling preload scaling sustained latency pickup"]
+#   SECTIONS ["throughput ceiling preload scaling sustained hold latency pickup"]
 #   JOBS [100000]          jobs per throughput run
 #   RUNS [3]               rounds per configuration (medians of RUNS)
 #   CONCURRENCY ["100 1000"]
@@ -58,6 +64,9 @@
 #                          server's buffers, WAL size and durability, with
 #                          autovacuum at PostgreSQL's defaults, on its own port
 #                          and data directory, stopped at the end.
+#   HOLD_RATE [800], HOLD_CONCURRENCY [32], HOLD_CLEAN [120], HOLD_HOLD [600],
+#   HOLD_RECOVERY [120] (seconds), HOLD_INTERVAL [10s]; PostgreSQL as for the
+#                          sustained run (SUSTAINED_PG_BASE)
 #   LATENCY_JOBS [5000], LATENCY_RATE [500]
 #   PICKUP_JOBS [100], PICKUP_GAP [2s]
 #   PG_BASE [postgres://postgres@127.0.0.1:5432], PG_DB [sluice_bench] (sluice's database there),
@@ -69,7 +78,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 
-SECTIONS=${SECTIONS:-"throughput ceiling preload scaling sustained latency pickup"}
+SECTIONS=${SECTIONS:-"throughput ceiling preload scaling sustained hold latency pickup"}
 JOBS=${JOBS:-100000}
 RUNS=${RUNS:-3}
 CONCURRENCY=${CONCURRENCY:-"100 1000"}
@@ -87,6 +96,12 @@ SUSTAINED_FRACTION=${SUSTAINED_FRACTION:-0.7}
 SUSTAINED_CONCURRENCY=${SUSTAINED_CONCURRENCY:-100}
 SUSTAINED_INTERVAL=${SUSTAINED_INTERVAL:-1m}
 SUSTAINED_SAMPLE=${SUSTAINED_SAMPLE:-10}
+HOLD_RATE=${HOLD_RATE:-800}
+HOLD_CONCURRENCY=${HOLD_CONCURRENCY:-32}
+HOLD_CLEAN=${HOLD_CLEAN:-120}
+HOLD_HOLD=${HOLD_HOLD:-600}
+HOLD_RECOVERY=${HOLD_RECOVERY:-120}
+HOLD_INTERVAL=${HOLD_INTERVAL:-10s}
 LATENCY_JOBS=${LATENCY_JOBS:-5000}
 LATENCY_RATE=${LATENCY_RATE:-500}
 PICKUP_JOBS=${PICKUP_JOBS:-100}
@@ -116,7 +131,7 @@ for tool in go psql mysql python3; do
   command -v "$tool" >/dev/null || die "$tool is required"
 done
 for s in $SECTIONS; do
-  [[ " throughput ceiling preload scaling sustained latency pickup " == *" $s "* ]] || die "SECTIONS: unknown section $s"
+  [[ " throughput ceiling preload scaling sustained hold latency pickup " == *" $s "* ]] || die "SECTIONS: unknown section $s"
 done
 
 # Work files live on disk (not a tmpfs), so SQLite pays for real writes.
@@ -357,13 +372,14 @@ PY
   done
 fi
 
-# sample DB SECONDS: the sustained run's jobs table on disk, its rows
-# (MariaDB: InnoDB's estimate) and on PostgreSQL its dead tuples.
+# sample DB SECONDS [KEY TABLE]: the sustained run's jobs table (or TABLE,
+# recorded under KEY) on disk, its rows (MariaDB: InnoDB's estimate) and on
+# PostgreSQL its dead tuples.
 sample() {
-  local row
+  local row key=${3:-$1} table=${4:-sluice_sustained_jobs}
   if [ "$1" = pg ]; then
     row=$(psql "$SUSTAINED_PG_URL" -tA -F $'\t' -c "SELECT round(pg_total_relation_size(relid) / 1048576.0, 1), n_dead_tup, n_live_tup
-      FROM pg_stat_user_tables WHERE relname = 'sluice_sustained_jobs'" 2>/dev/null || true)
+      FROM pg_stat_user_tables WHERE relname = '$table'" 2>/dev/null || true)
   else
     # The tablespace file's size: data_length and index_length are
     # InnoDB's statistics, refreshed only now and then.
@@ -372,7 +388,7 @@ sample() {
         ON t.table_schema = DATABASE() AND t.table_name = 'sluice_sustained_jobs'
       WHERE s.name = CONCAT(DATABASE(), '/sluice_sustained_jobs')" 2>/dev/null || true)
   fi
-  [ -n "$row" ] && printf '%s\t%s\t%s\n' "$1" "$2" "$row" >>"$SAMPLES"
+  [ -n "$row" ] && printf '%s\t%s\t%s\n' "$key" "$2" "$row" >>"$SAMPLES"
   return 0
 }
 
@@ -397,13 +413,14 @@ start_private_pg() {
   SUSTAINED_PG_BASE="postgres://postgres@127.0.0.1:$port"
 }
 
-# Sustained load: the rate is SUSTAINED_FRACTION of the median work/s
-# measured above at SUSTAINED_CONCURRENCY, or of a bulk run made for it.
+# vacuum_pg sets SUSTAINED_PG_URL, the PostgreSQL of the runs whose figures
+# depend on vacuum (sustained, hold): SUSTAINED_PG_BASE, or the shared
+# server, or when its autovacuum is off a private cluster, started once.
 M_SUSTAINED_PG=""
-if has sustained; then
+vacuum_pg() {
   if [ -z "${SUSTAINED_PG_BASE:-}" ]; then
     if [ "$(psql "$PG_BASE/postgres" -tAc 'SHOW autovacuum')" = off ]; then
-      log "the shared PostgreSQL runs without autovacuum: starting a private cluster for the sustained run"
+      log "the shared PostgreSQL runs without autovacuum: starting a private cluster for the sustained and hold runs"
       start_private_pg
       psql -q "$SUSTAINED_PG_BASE/postgres" -c "CREATE DATABASE $PG_DB"
       M_SUSTAINED_PG="a private cluster started by the script (the shared server runs with autovacuum off), with the shared server's shared_buffers, max_wal_size and durability and PostgreSQL's default autovacuum settings"
@@ -412,6 +429,12 @@ if has sustained; then
     fi
   fi
   SUSTAINED_PG_URL=$SUSTAINED_PG_BASE/$PG_DB
+}
+
+# Sustained load: the rate is SUSTAINED_FRACTION of the median work/s
+# measured above at SUSTAINED_CONCURRENCY, or of a bulk run made for it.
+if has sustained; then
+  vacuum_pg
   for db in pg mysql; do
     url=$SUSTAINED_PG_URL
     [ "$db" = mysql ] && url=$MYSQL_URL
@@ -460,6 +483,62 @@ PY
   done
 fi
 
+# The held-back vacuum: the same phases and measures as the
+# idle-in-transaction scenario of the public harness
+# hardbyte/postgresql-job-queue-benchmarking (clean, an XID held idle in a
+# transaction, recovery, at a steady offered rate). The phases start from
+# the first job in the table, within a poll of the bench's own start; the
+# report drops the first interval as warm-up.
+if has hold; then
+  vacuum_pg
+  total=$((HOLD_CLEAN + HOLD_HOLD + HOLD_RECOVERY))
+  jobs=$((HOLD_RATE * total))
+  step=$((step + 1))
+  log "[$step] pg-hold: $HOLD_RATE jobs/s to $HOLD_CONCURRENCY workers, ${HOLD_CLEAN}s clean, ${HOLD_HOLD}s held, ${HOLD_RECOVERY}s recovery"
+  drop_prefix "$SUSTAINED_PG_URL" sluice_hold_
+  "${SLUICE[@]}" --db "$SUSTAINED_PG_URL" --prefix sluice_hold_ --sustained --keep --jobs "$jobs" --rate "$HOLD_RATE" \
+    --concurrency "$HOLD_CONCURRENCY" --interval "$HOLD_INTERVAL" --timeout "$((total * 3 + 600))s" >"$WORK/hold.json" 2>"$WORK/stderr" &
+  bench_pid=$!
+  BG_PIDS+=("$bench_pid")
+  for _ in $(seq 600); do
+    [ "$(psql "$SUSTAINED_PG_URL" -tAc "SELECT EXISTS (SELECT 1 FROM sluice_hold_jobs)" 2>/dev/null)" = t ] && break
+    kill -0 "$bench_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  t0=$(date +%s.%N)
+  at() { python3 -c "import time; print(round(time.time() - $t0, 1))"; }
+  hold_sample() { sample pg "$(python3 -c "import time; print(int(time.time() - $t0))")" pg-hold sluice_hold_jobs; }
+  hold_sample
+  sleep_phase() { # sleep_phase SECONDS: sleeps, sampling the table every SUSTAINED_SAMPLE seconds
+    local end=$(($(date +%s) + $1))
+    while [ "$(date +%s)" -lt "$end" ] && kill -0 "$bench_pid" 2>/dev/null; do
+      sleep "$(( end - $(date +%s) < SUSTAINED_SAMPLE ? end - $(date +%s) : SUSTAINED_SAMPLE ))"
+      hold_sample
+    done
+  }
+  sleep_phase "$HOLD_CLEAN"
+  # The holder: BEGIN and txid_current() give the session an XID, and it
+  # then sits idle in the transaction until COMMIT.
+  { printf 'BEGIN;\nSELECT txid_current();\n'; sleep "$HOLD_HOLD"; printf 'COMMIT;\n'; } | psql -q "$SUSTAINED_PG_URL" >/dev/null 2>&1 &
+  holder=$!
+  BG_PIDS+=("$holder")
+  hold_from=$(at)
+  sleep_phase "$HOLD_HOLD"
+  wait "$holder" || log "the holding session ended with an error"
+  hold_to=$(at)
+  while kill -0 "$bench_pid" 2>/dev/null; do sleep_phase "$SUSTAINED_SAMPLE"; done
+  if wait "$bench_pid" && out=$(tail -n 1 "$WORK/hold.json") && [ -n "$out" ]; then
+    hold_sample
+    out=$(python3 -c 'import json, sys; r = json.loads(sys.argv[1]); r.update(hold_from_s=float(sys.argv[2]), hold_to_s=float(sys.argv[3])); print(json.dumps(r))' \
+      "$out" "$hold_from" "$hold_to")
+    printf '%s\t%s\t%s\n' pg-hold "$HOLD_CONCURRENCY" "$out" >>"$RESULTS"
+  else
+    printf '%s\t%s\tFAILED\n' pg-hold "$HOLD_CONCURRENCY" >>"$RESULTS"
+    log "pg-hold FAILED: $(tail -n 3 "$WORK/stderr" | tr '\n' ' ')"
+  fi
+  drop_prefix "$SUSTAINED_PG_URL" sluice_hold_
+fi
+
 if has latency; then
   for db in pg mysql sqlite; do
     case $db in
@@ -498,7 +577,8 @@ M_REDIS_AOF=$(redis-cli -h "${REDIS%:*}" -p "${REDIS##*:}" config get appendonly
 CHART_DATA=$WORK/chart.json
 export CEILING_DURATION CEILING_ROWS
 export JOBS RUNS FINISHED_ROWS PRELOAD_JOBS LATENCY_JOBS LATENCY_RATE PICKUP_JOBS PICKUP_GAP RESULTS SKIPPED SAMPLES \
-  SCALE_JOBS SCALE_CONCURRENCY SUSTAINED_JOBS SUSTAINED_FRACTION SUSTAINED_INTERVAL SUSTAINED_CONCURRENCY CHART_DATA
+  SCALE_JOBS SCALE_CONCURRENCY SUSTAINED_JOBS SUSTAINED_FRACTION SUSTAINED_INTERVAL SUSTAINED_CONCURRENCY CHART_DATA \
+  HOLD_RATE HOLD_CONCURRENCY HOLD_CLEAN HOLD_HOLD HOLD_RECOVERY HOLD_INTERVAL
 export M_DATE M_NPROC M_MEM M_CPU M_OS M_GO M_NODE M_PG M_MYSQL M_FLUSH M_REDIS_AOF M_COMMIT M_SUSTAINED_PG
 export CHART_LINK=${CHART##*/}
 REPORT=$WORK/report.md
