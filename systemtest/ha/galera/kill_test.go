@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -132,6 +133,11 @@ func TestKillNodeMidRun(t *testing.T) {
 	// HAProxy's sessions on the victim: the workers' and the producer's.
 	carried := h.sessions(t, victim)
 	require.Greater(t, carried, 1, "the killed node carried sessions of the workers as well as the producer's")
+	// Flow control's pauses, counted on a survivor from the kill to the
+	// end: how much of the cluster's write stall around the rejoin it
+	// explains (docs/scale.md).
+	fcNode := c.nodes[(vi+1)%3]
+	fcBefore := c.status(fcNode, "wsrep_flow_control_paused_ns")
 	killAt := time.Now()
 	c.kill(victim)
 	close(inFlight[1])
@@ -180,6 +186,12 @@ func TestKillNodeMidRun(t *testing.T) {
 	}
 	for _, p := range procs {
 		require.NoError(t, p.Term(t, 15*time.Second), "work exits 0 on SIGTERM")
+	}
+	if a, err := strconv.ParseInt(fcBefore, 10, 64); err == nil {
+		if b, err := strconv.ParseInt(c.status(fcNode, "wsrep_flow_control_paused_ns"), 10, 64); err == nil {
+			t.Logf("flow control paused replication %s in all from the kill to the end (node %d's wsrep_flow_control_paused_ns)",
+				time.Duration(b-a).Round(time.Millisecond), fcNode.n)
+		}
 	}
 	l := proctest.ReadExecLog[int64](t, logPath, true)
 	// Galera commits on every node before it answers, so a claim or an
