@@ -546,7 +546,7 @@ func fenceSetup(t *testing.T, c *cluster, d driver.Driver, primary *sql.DB) fenc
 		if !inRecovery {
 			continue
 		}
-		testdb.WaitFor(t, 30*time.Second, n.name+" replayed the claim", func() bool {
+		testdb.WaitFor(t, 2*time.Minute, n.name+" replayed the claim", func() bool {
 			var ok bool
 			return db.QueryRow("SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn", lsn).Scan(&ok) == nil && ok
 		})
