@@ -229,6 +229,18 @@ func TestReport(t *testing.T) {
 		`pg-ceiling	1	{"db": "postgres", "server": "PostgreSQL 15", "batch": 100, "clients": 1, "rows": 9, "seconds": 1, "claimed": 9, "completed": 9, "jobs_per_s": 20000, "ran_dry": true}`,
 		`mysql-ceiling	2	{"db": "mysql", "server": "MariaDB 10.11", "batch": 500, "clients": 2, "rows": 9, "seconds": 1, "claimed": 9, "completed": 9, "jobs_per_s": 10000, "ran_dry": false}`,
 		"sqlite-ceiling	0	FAILED",
+		// The held-back vacuum: 10 s intervals, the hold from 22 s to 52 s;
+		// the intervals across its edges and the short tail belong to no phase.
+		`pg-hold	32	{"db": "postgres", "mode": "sustained", "rate": 800, "concurrency": 32, "jobs": 56000, "work_per_s": 800, ` +
+			`"hold_from_s": 22, "hold_to_s": 52, "intervals": [` +
+			`{"end_s": 10, "worked": 9000, "latency_p50_ms": 50, "latency_p99_ms": 900}, ` +
+			`{"end_s": 20, "worked": 8000, "latency_p50_ms": 5, "latency_p99_ms": 20}, ` +
+			`{"end_s": 30, "worked": 1, "latency_p50_ms": 500, "latency_p99_ms": 5000}, ` +
+			`{"end_s": 40, "worked": 7600, "latency_p50_ms": 6, "latency_p99_ms": 70}, ` +
+			`{"end_s": 50, "worked": 7800, "latency_p50_ms": 6, "latency_p99_ms": 30}, ` +
+			`{"end_s": 60, "worked": 1, "latency_p50_ms": 500, "latency_p99_ms": 5000}, ` +
+			`{"end_s": 70, "worked": 8500, "latency_p50_ms": 7, "latency_p99_ms": 25}, ` +
+			`{"end_s": 70.02, "worked": 10, "latency_p50_ms": 900, "latency_p99_ms": 900}]}`,
 	}
 	report := func(lines []string) string {
 		dir := t.TempDir()
@@ -260,10 +272,19 @@ func TestReport(t *testing.T) {
 		"| PostgreSQL | 100 | 20,000* |  |",
 		"| PostgreSQL work/s ÷ measured SQL ceiling (issue 39) | ≥ 0.8 | 0.90 | yes |",
 		"sqlite-ceiling 0",
+		"## Held-back vacuum",
+		"| clean | 10 | 800 | 1.00 | 5.0 | 20.0 | n/a |",
+		"| held | 20 | 770 | 0.96 | 6.0 | 70.0 | n/a |",
+		"| recovery | 10 | 850 | 1.06 | 7.0 | 25.0 | n/a |",
+		"| Held-back vacuum on PostgreSQL: work/s while held ÷ offered | ≥ 0.95 | 0.96 | yes |",
+		"| Held-back vacuum on PostgreSQL: latency p99 while held ÷ clean | ≤ 3 | 3.50 | **no** |",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
+	}
+	if out := report(lines[:3]); !strings.Contains(out, "| Held-back vacuum on PostgreSQL (issue 39) | ≥ 0.95 of offered, p99 ≤ 3× clean | not run | n/a |") {
+		t.Errorf("report without a hold run does not say it was not run:\n%s", out)
 	}
 	out = report(lines[3:])
 	for _, want := range []string{
