@@ -87,7 +87,13 @@ func (r *progress) loop(ctx context.Context) {
 			wait := ProgressEvery - r.p.cfg.Clock.Since(last)
 			if last.IsZero() || wait <= 0 {
 				last = r.p.cfg.Clock.Now()
-				if !r.write(ctx) {
+				// Not cancelled when the handler returns: a write cut off
+				// by its context may still run on the server, after the
+				// final report that finish writes next, and leave an older
+				// report on the row (a CI run saw 95/100 where the handler
+				// had last said 7/7). Awaited, it lands first; callTimeout
+				// and the reach cut still bound it.
+				if !r.write(context.WithoutCancel(ctx)) {
 					return
 				}
 				continue
