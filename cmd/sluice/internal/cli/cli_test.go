@@ -26,10 +26,6 @@ const testToken = "cli-test-token-Hq4Zr8Wm2Tx6Ky9B"
 // TestMain builds the real binary once; every test runs it as a user would.
 // TestMain runs this package's many real processes apart from the fault
 // and HA suites (testdb.Exclusive), whose lease timings they would starve.
-// Its tests run in parallel with each other (each on its own table prefix,
-// directory and processes): most of their time is spent waiting on the
-// processes they started. The one that sets environment variables
-// (TestExampleConfigsAreValid) cannot, and runs first.
 func TestMain(m *testing.M) {
 	testdb.MainExclusive(m, "cmd/sluice/internal/cli", &bin)
 }
@@ -59,7 +55,6 @@ func command(t *testing.T, dir string, env []string, args ...string) *exec.Cmd {
 }
 
 func TestCLIJobLifecycle(t *testing.T) {
-	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, name string) {
 		d, tg := testdb.OpenURL(t, name)
 		env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix}
@@ -129,7 +124,6 @@ func TestCLIJobLifecycle(t *testing.T) {
 }
 
 func TestCLIBadInput(t *testing.T) {
-	t.Parallel()
 	d, tg := testdb.OpenURL(t, "sqlite")
 	env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix}
 	ndjsonFile := filepath.Join(t.TempDir(), "jobs.ndjson")
@@ -176,7 +170,6 @@ func TestCLIBadInput(t *testing.T) {
 }
 
 func TestCLISchemaAndServerErrors(t *testing.T) {
-	t.Parallel()
 	path := filepath.Join(t.TempDir(), "fresh.db")
 	r := run(t, nil, "", "--db", "sqlite:"+path, "enqueue", "t")
 	require.Equal(t, 1, r.Code)

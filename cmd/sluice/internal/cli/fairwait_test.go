@@ -19,7 +19,6 @@ import (
 // small tenants finish while most of the backlog still waits; without it,
 // behind all of it.
 func TestFairWaitSmoke(t *testing.T) {
-	t.Parallel()
 	base := testdb.URL("postgres", "")
 	db := base[:strings.LastIndex(base, "/")] + "/sluice_fw_" + strings.TrimSuffix(testdb.Prefix(), "_")
 	t.Cleanup(func() {

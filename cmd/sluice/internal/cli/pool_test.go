@@ -24,7 +24,6 @@ import (
 // run, counts its sessions: on MySQL those of a user only it logs in as,
 // on PostgreSQL those carrying its application_name.
 func TestPoolBoundedWhateverTheConcurrency(t *testing.T) {
-	t.Parallel()
 	const queues, perQueue, jobs = 50, 4, 400
 	for _, tc := range []struct {
 		name    string
