@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/driver"
-	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/service"
 )
 
@@ -47,10 +46,15 @@ var errUnreachable = errors.New("database unreachable: a liveness ping got no an
 // share it, so a process pings a down database once per probeEvery however
 // many queues and writers it runs, and they all resume as soon as one ping
 // gets through.
+//
+// It measures with the real clock, not the pool's: what it judges (a ping's
+// answer, a call's wait, the deadlines of context.WithTimeout) passes in
+// real time. Read from an injected clock, a test's jump of the clock
+// during a ping made the ping time out at once and cut every call in
+// flight on a database that answered.
 type reach struct {
-	d     driver.Driver
-	log   *slog.Logger
-	clock clock.Clock
+	d   driver.Driver
+	log *slog.Logger
 
 	mu  sync.Mutex
 	cur *probe // nil while no probe runs
@@ -62,8 +66,8 @@ type reach struct {
 	calls map[*int]time.Time
 }
 
-func newReach(d driver.Driver, log *slog.Logger, clk clock.Clock) *reach {
-	r := &reach{d: d, log: log, clock: clk, calls: map[*int]time.Time{}}
+func newReach(d driver.Driver, log *slog.Logger) *reach {
+	r := &reach{d: d, log: log, calls: map[*int]time.Time{}}
 	r.cutCtx, r.cut = context.WithCancelCause(context.Background())
 	return r
 }
@@ -76,7 +80,7 @@ func (r *reach) bound(ctx context.Context, timeout time.Duration) (context.Conte
 	key := new(int)
 	r.mu.Lock()
 	cut := r.cutCtx
-	r.calls[key] = r.clock.Now()
+	r.calls[key] = time.Now()
 	r.mu.Unlock()
 	stop := context.AfterFunc(cut, func() { cancelCause(context.Cause(cut)) })
 	return tctx, func() {
@@ -95,7 +99,7 @@ func (r *reach) oldestCall() time.Duration {
 	defer r.mu.Unlock()
 	var oldest time.Duration
 	for _, at := range r.calls {
-		oldest = max(oldest, r.clock.Since(at))
+		oldest = max(oldest, time.Since(at))
 	}
 	return oldest
 }
@@ -146,7 +150,7 @@ func (r *reach) ping(ctx context.Context) error {
 	}
 	cctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	start := r.clock.Now()
+	start := time.Now()
 	conn, err := db.Conn(cctx)
 	if err != nil {
 		return err
@@ -156,7 +160,7 @@ func (r *reach) ping(ctx context.Context) error {
 	// wait for a busy pool.
 	left := probeTimeout
 	if wait == probeTimeout {
-		left -= r.clock.Since(start)
+		left -= time.Since(start)
 	}
 	pctx, pcancel := context.WithTimeout(ctx, max(left, 0))
 	defer pcancel()
@@ -196,7 +200,7 @@ func (r *reach) wait(ctx context.Context) bool {
 // loop that is shutting down ends with it; a loop still waiting then starts
 // the next one.
 func (r *reach) run(ctx context.Context, p *probe) {
-	start := r.clock.Now()
+	start := time.Now()
 	for {
 		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 		err := r.d.DB().PingContext(pctx)
@@ -220,7 +224,7 @@ func (r *reach) run(ctx context.Context, p *probe) {
 		}
 	}
 	if p.down && p.ok {
-		r.log.Info("database answers again", "unreachable_for", r.clock.Since(start).Round(time.Millisecond))
+		r.log.Info("database answers again", "unreachable_for", time.Since(start).Round(time.Millisecond))
 	}
 	r.mu.Lock()
 	r.cur = nil
