@@ -73,6 +73,9 @@
 #   MYSQL_URL [mysql://root@127.0.0.1:3306/sluice_bench]
 #   REDIS [127.0.0.1:6379], REDIS_DB [15]
 #   OUT [BENCHMARKS.md]; OUT=- prints the report instead
+#   SLUICE_BIN [unset: built from this tree]  the sluice binary to measure
+#   STRICT [0]             1: exit 1 after writing the report if any run
+#                          failed (the smoke run in bench/comparetest)
 #   CHART [OUT with .svg for .md; $TMPDIR/sluice-compare.svg with OUT=-]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -160,8 +163,12 @@ SAMPLES=$WORK/samples.tsv # DB SECONDS SIZE_MB DEAD_TUPLES LIVE_ROWS
 : >"$SKIPPED"
 : >"$SAMPLES"
 
-log "building sluice"
-go build -o "$WORK/sluice" ./cmd/sluice
+if [ -n "${SLUICE_BIN:-}" ]; then
+  cp "$SLUICE_BIN" "$WORK/sluice"
+else
+  log "building sluice"
+  go build -o "$WORK/sluice" ./cmd/sluice
+fi
 # The commit the binary was built from: a long run may see later commits land.
 M_COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo "+local changes")
 
@@ -506,13 +513,13 @@ if has hold; then
     sleep 0.1
   done
   t0=$(date +%s.%N)
-  at() { python3 -c "import time; print(round(time.time() - $t0, 1))"; }
-  hold_sample() { sample pg "$(python3 -c "import time; print(int(time.time() - $t0))")" pg-hold sluice_hold_jobs; }
+  at() { awk -v t0="$t0" -v t="$(date +%s.%N)" 'BEGIN { printf "%.1f", t - t0 }'; } # seconds since the first job
+  hold_sample() { sample pg "$(at | cut -d. -f1)" pg-hold sluice_hold_jobs; }
   hold_sample
   sleep_phase() { # sleep_phase SECONDS: sleeps, sampling the table every SUSTAINED_SAMPLE seconds
-    local end=$(($(date +%s) + $1))
-    while [ "$(date +%s)" -lt "$end" ] && kill -0 "$bench_pid" 2>/dev/null; do
-      sleep "$(( end - $(date +%s) < SUSTAINED_SAMPLE ? end - $(date +%s) : SUSTAINED_SAMPLE ))"
+    local end=$((SECONDS + $1))
+    while ((SECONDS < end)) && kill -0 "$bench_pid" 2>/dev/null; do
+      sleep "$((end - SECONDS < SUSTAINED_SAMPLE ? end - SECONDS : SUSTAINED_SAMPLE))"
       hold_sample
     done
   }
@@ -601,3 +608,6 @@ else
   cp "$REPORT" "$OUT"
 fi
 log "done: $OUT in ${SECONDS}s"
+if [ "${STRICT:-0}" = 1 ] && grep -q $'\tFAILED$' "$RESULTS"; then
+  die "runs failed: $(awk -F'\t' '$3 == "FAILED" { printf "%s (concurrency %s) ", $1, $2 }' "$RESULTS")"
+fi

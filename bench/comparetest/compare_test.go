@@ -1,0 +1,111 @@
+// Package comparetest runs bench/compare.sh at a tiny size on the built
+// binary, so that a change to the script or to `sluice bench` cannot
+// silently break the benchmark between its full runs (issue 39). Its own
+// package, like bench/batchtest: it times no lease and holds no
+// exclusive turn.
+package comparetest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/dburl"
+	"github.com/sluicehq/sluice/internal/testkit/testdb"
+)
+
+var bin string
+
+// TestMain builds the binary the script measures.
+func TestMain(m *testing.M) { testdb.MainWithBinary(m, &bin) }
+
+// Every section of bench/compare.sh, no peers (PEERS unset: each is
+// listed as skipped), at sizes that take seconds: the throughput rounds,
+// the SQL ceiling on each database, the preloaded table, 1 and 2
+// processes scaling out, the sustained runs with their table samples, the
+// held-back vacuum's three phases with the idle-in-transaction holder,
+// and the latency and pickup runs. On a PostgreSQL without autovacuum (as
+// CI's) the sustained and hold runs go to the private cluster the script
+// starts, so that path is covered too. STRICT=1 makes any failed run fail
+// the script; the report must hold each section with its figures.
+func TestCompareSmoke(t *testing.T) {
+	for _, tool := range []string{"psql", "mysql", "python3", "initdb"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			// Debian keeps initdb in its versioned directory, where the script looks too.
+			if found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/" + tool); len(found) > 0 {
+				continue
+			}
+			msg := fmt.Sprintf("bench/compare.sh smoke run needs %s (apt-get install -y postgresql mariadb-client python3): %v", tool, err)
+			if testdb.RequireAll() {
+				t.Fatalf("%s (SLUICE_TEST_REQUIRE_ALL=1)", msg)
+			}
+			fmt.Fprintf(os.Stderr, "\n!!! SKIPPING THE bench/compare.sh SMOKE RUN: %s\n", msg)
+			t.Skip(msg)
+		}
+	}
+	pgURL, myURL := testdb.URL("postgres", ""), testdb.URL("mysql", "")
+	// A database of its own on each server, so that a bench run or another
+	// CI run at the same time is untouched; the script creates both.
+	db := "sluice_cmp_" + strings.TrimSuffix(testdb.Prefix(), "_")
+	for _, u := range []string{pgURL, myURL} {
+		d, err := dburl.Open(u, dburl.Options{})
+		require.NoError(t, err)
+		t.Cleanup(func() {
+			q := "DROP DATABASE IF EXISTS " + db
+			if d.Name() == "postgres" {
+				q += " WITH (FORCE)"
+			}
+			_, err := d.DB().ExecContext(context.Background(), q)
+			require.NoError(t, err)
+			d.Close()
+		})
+	}
+	pgBase, _, ok := strings.Cut(strings.TrimPrefix(pgURL, "postgres://"), "/")
+	require.True(t, ok, pgURL)
+	myBase, _, ok := strings.Cut(myURL, "?")
+	require.True(t, ok || myBase == myURL)
+	myBase = myBase[:strings.LastIndex(myBase, "/")]
+
+	dir := t.TempDir()
+	out := filepath.Join(dir, "BENCHMARKS.md")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "../compare.sh")
+	cmd.Env = append(os.Environ(), "STRICT=1", "SLUICE_BIN="+bin, "OUT="+out, "PEERS=",
+		"PG_BASE=postgres://"+pgBase, "PG_DB="+db, "MYSQL_URL="+myBase+"/"+db,
+		"JOBS=300", "RUNS=1", "CONCURRENCY=10",
+		"CEILING_BATCHES=50", "CEILING_CLIENTS=1", "CEILING_DURATION=1s", "CEILING_ROWS=2000",
+		"FINISHED_ROWS=500", "PRELOAD_JOBS=200",
+		"SCALE_PROCS=1 2", "SCALE_JOBS=200", "SCALE_CONCURRENCY=10",
+		"SUSTAINED_JOBS=300", "SUSTAINED_CONCURRENCY=10", "SUSTAINED_INTERVAL=1s", "SUSTAINED_SAMPLE=1",
+		"HOLD_RATE=40", "HOLD_CONCURRENCY=4", "HOLD_CLEAN=4", "HOLD_HOLD=4", "HOLD_RECOVERY=4", "HOLD_INTERVAL=1s",
+		"LATENCY_JOBS=40", "LATENCY_RATE=100", "PICKUP_JOBS=3", "PICKUP_GAP=100ms",
+		// The script's own databases, not the test run's.
+		"SLUICE_DB=", "SLUICE_CONFIG=", "SLUICE_PREFIX=")
+	res, err := cmd.CombinedOutput()
+	require.NoError(t, err, "bench/compare.sh:\n%s", res)
+	b, err := os.ReadFile(out)
+	require.NoError(t, err)
+	md := string(b)
+	for _, h := range []string{"## Throughput", "## Against the targets", "## Measured SQL ceiling", "## Scaling out",
+		"## Sustained load", "## Held-back vacuum", "## With finished rows", "## Latency", "## Pickup latency"} {
+		require.Contains(t, md, h, "the report's sections")
+	}
+	// Each database measured where the script measures it, and the held
+	// phases as rows of figures.
+	for _, w := range []string{"riverpeer", "asynqpeer"} {
+		require.Contains(t, md, w+" (PEERS is not set)", "the skipped peers say why")
+	}
+	for _, phase := range []string{"clean", "held", "recovery"} {
+		require.Regexp(t, regexp.MustCompile(`(?m)^\| `+phase+` \| [0-9]`), md, "the held-back vacuum's %s phase", phase)
+	}
+	require.NotContains(t, md, "Failed runs", "STRICT=1 let a failed run through")
+}
