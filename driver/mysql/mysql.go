@@ -54,6 +54,12 @@ type queries struct {
 	MigrateLock, MigrateUnlock string
 }
 
+// maxConns is the pool's size unless the URL's pool_max_conns
+// (sqldriver.PoolParam) says otherwise. Claimers, completers, heartbeats
+// and callers' transactions share the pool; 32 keeps them from queueing in
+// Go without crowding a server whose default max_connections is 151.
+const maxConns = 32
+
 // MySQL error numbers sluice reacts to.
 const (
 	errDupEntry        = 1062
@@ -102,21 +108,28 @@ func ParseURL(rawURL string) (*mysql.Config, error) {
 	return cfg, err
 }
 
-func parseURL(rawURL string) (*mysql.Config, bool, error) {
+// urlOptions are sluice's own parameters of a URL, which never reach the
+// server: sluice_claim and sqldriver.PoolParam.
+type urlOptions struct {
+	forceUpdate bool
+	pool        int
+}
+
+func parseURL(rawURL string) (*mysql.Config, urlOptions, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		// url.Parse quotes the whole URL, password included.
-		return nil, false, errors.New("mysql: malformed URL; want mysql://USER:PASS@HOST:PORT/DB")
+		return nil, urlOptions{}, errors.New("mysql: malformed URL; want mysql://USER:PASS@HOST:PORT/DB")
 	}
 	if u.Scheme != "mysql" {
-		return nil, false, fmt.Errorf("mysql: URL scheme %q, want mysql://USER:PASS@HOST:PORT/DB", u.Scheme)
+		return nil, urlOptions{}, fmt.Errorf("mysql: URL scheme %q, want mysql://USER:PASS@HOST:PORT/DB", u.Scheme)
 	}
 	if u.Hostname() == "" {
-		return nil, false, errors.New("mysql: URL has no host; want mysql://USER:PASS@HOST:PORT/DB")
+		return nil, urlOptions{}, errors.New("mysql: URL has no host; want mysql://USER:PASS@HOST:PORT/DB")
 	}
 	dbName := strings.TrimPrefix(u.Path, "/")
 	if dbName == "" || strings.Contains(dbName, "/") {
-		return nil, false, fmt.Errorf("mysql: URL for %s names no database; want mysql://USER:PASS@HOST:PORT/DB", u.Host)
+		return nil, urlOptions{}, fmt.Errorf("mysql: URL for %s names no database; want mysql://USER:PASS@HOST:PORT/DB", u.Host)
 	}
 	port := u.Port()
 	if port == "" {
@@ -124,15 +137,18 @@ func parseURL(rawURL string) (*mysql.Config, bool, error) {
 	}
 	params, err := url.ParseQuery(u.RawQuery)
 	if err != nil {
-		return nil, false, fmt.Errorf("mysql: URL parameters: %w", err)
+		return nil, urlOptions{}, fmt.Errorf("mysql: URL parameters: %w", err)
 	}
-	forceUpdate := false
+	var opts urlOptions
 	if v, ok := params["sluice_claim"]; ok {
 		if len(v) != 1 || v[0] != "update" {
-			return nil, false, fmt.Errorf("mysql: sluice_claim=%s: the only value is update", strings.Join(v, ","))
+			return nil, urlOptions{}, fmt.Errorf("mysql: sluice_claim=%s: the only value is update", strings.Join(v, ","))
 		}
-		forceUpdate = true
+		opts.forceUpdate = true
 		params.Del("sluice_claim")
+	}
+	if opts.pool, err = sqldriver.PoolSize("mysql", params, maxConns); err != nil {
+		return nil, urlOptions{}, err
 	}
 	// ParseDSN knows go-sql-driver's own parameters (tls, timeout, charset...);
 	// the credentials are set afterwards so that no character in them can
@@ -143,7 +159,7 @@ func parseURL(rawURL string) (*mysql.Config, bool, error) {
 	}
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
-		return nil, false, fmt.Errorf("mysql: URL parameters: %w", err)
+		return nil, urlOptions{}, fmt.Errorf("mysql: URL parameters: %w", err)
 	}
 	cfg.User = u.User.Username()
 	cfg.Passwd, _ = u.User.Password()
@@ -164,7 +180,7 @@ func parseURL(rawURL string) (*mysql.Config, bool, error) {
 	// DATETIME(6) stores what it is given, so bound times are truncated to
 	// the microsecond like Go's Truncate rather than rounded by the server.
 	if err := cfg.Apply(mysql.TimeTruncate(time.Microsecond)); err != nil {
-		return nil, false, fmt.Errorf("mysql: %w", err)
+		return nil, urlOptions{}, fmt.Errorf("mysql: %w", err)
 	}
 	if cfg.Params == nil {
 		cfg.Params = map[string]string{}
@@ -177,7 +193,7 @@ func parseURL(rawURL string) (*mysql.Config, bool, error) {
 		// the other databases instead of being silently cut.
 		cfg.Params["sql_mode"] = "CONCAT_WS(',', NULLIF(@@sql_mode, ''), 'STRICT_ALL_TABLES')"
 	}
-	return cfg, forceUpdate, nil
+	return cfg, opts, nil
 }
 
 // Open connects to the database at url, checks the server and loads the
@@ -188,7 +204,7 @@ func Open(rawURL string, opts Options) (*Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mysql: %w", err)
 	}
-	cfg, forceUpdate, err := parseURL(rawURL)
+	cfg, urlOpts, err := parseURL(rawURL)
 	if err != nil {
 		return nil, err
 	}
@@ -199,11 +215,8 @@ func Open(rawURL string, opts Options) (*Driver, error) {
 		return nil, fmt.Errorf("mysql: %w", err)
 	}
 	db := sql.OpenDB(connector)
-	// Claimers, completers, heartbeats and callers' transactions share the
-	// pool; 32 keeps them from queueing in Go without crowding a server
-	// whose default max_connections is 151.
-	db.SetMaxOpenConns(32)
-	db.SetMaxIdleConns(32)
+	db.SetMaxOpenConns(urlOpts.pool)
+	db.SetMaxIdleConns(urlOpts.pool)
 	db.SetConnMaxIdleTime(5 * time.Minute)
 	// Proxies and failovers drop old connections; recycling them keeps a
 	// dead one from failing a claim.
@@ -228,7 +241,7 @@ func Open(rawURL string, opts Options) (*Driver, error) {
 	d.ClaimPicked = d.claimIDs
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Timeout+5*time.Second)
 	defer cancel()
-	if err := d.probe(ctx, forceUpdate || opts.ForceUpdateClaim); err != nil {
+	if err := d.probe(ctx, urlOpts.forceUpdate || opts.ForceUpdateClaim); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("mysql: connect to %s/%s: %w", cfg.Addr, cfg.DBName, err)
 	}

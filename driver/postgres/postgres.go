@@ -46,7 +46,8 @@ var files embed.FS
 // processes and their listeners overran PostgreSQL's default
 // max_connections of 100, and the refused connections (each a backend
 // forked and turned away) and their retries made four processes slower
-// than one. At 16, four fit with room to spare.
+// than one. At 16, four fit with room to spare. The URL's pool_max_conns
+// (sqldriver.PoolParam) sets another size.
 const (
 	maxConns       = 16
 	connectTimeout = 10 * time.Second
@@ -112,10 +113,12 @@ type URLConfig struct {
 	// TransactionPooling is set by pooler=transaction. Conn then runs
 	// queries in a mode that prepares nothing on the server.
 	TransactionPooling bool
+	// MaxConns is the pool's size: sqldriver.PoolParam, or maxConns.
+	MaxConns int
 }
 
-// ParseURL parses a postgres:// URL with sluice's own parameter removed
-// (see PoolerParam) and pgx's query mode set for a pooler. Under
+// ParseURL parses a postgres:// URL with sluice's own parameters removed
+// (PoolerParam, sqldriver.PoolParam) and pgx's query mode set for a pooler. Under
 // pooler=transaction it refuses the query modes that would leave prepared
 // statements on a server session another client may get next.
 func ParseURL(rawURL string) (URLConfig, error) {
@@ -125,6 +128,7 @@ func ParseURL(rawURL string) (URLConfig, error) {
 		return URLConfig{}, fmt.Errorf("postgres URL parameters: %w", err)
 	}
 	var uc URLConfig
+	own := q.Has(PoolerParam) || q.Has(sqldriver.PoolParam)
 	if q.Has(PoolerParam) {
 		switch v := q.Get(PoolerParam); v {
 		case "transaction":
@@ -133,8 +137,13 @@ func ParseURL(rawURL string) (URLConfig, error) {
 			return URLConfig{}, fmt.Errorf("postgres URL parameter %s=%s: want %s=transaction (a session pooler needs no parameter)", PoolerParam, v, PoolerParam)
 		}
 		q.Del(PoolerParam)
+	}
+	if uc.MaxConns, err = sqldriver.PoolSize("postgres", q, maxConns); err != nil {
+		return URLConfig{}, err
+	}
+	if own {
 		// Only a query this function rewrote is re-encoded, so a URL
-		// without the parameter reaches pgx exactly as given.
+		// without sluice's parameters reaches pgx exactly as given.
 		rawURL = base
 		if len(q) > 0 {
 			rawURL += "?" + q.Encode()
@@ -199,8 +208,8 @@ func Open(url string, opts Options) (driver.Driver, error) {
 		}
 	}
 	db := stdlib.OpenDB(*cfg)
-	db.SetMaxOpenConns(maxConns)
-	db.SetMaxIdleConns(maxConns)
+	db.SetMaxOpenConns(uc.MaxConns)
+	db.SetMaxIdleConns(uc.MaxConns)
 	db.SetConnMaxIdleTime(5 * time.Minute)
 
 	h := fnv.New64a()

@@ -91,6 +91,11 @@ func Open(path string, opts Options) (*Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: parameters of %q: %w", path, err)
 	}
+	if extra.Has(sqldriver.PoolParam) {
+		// modernc ignores a parameter it does not know: say so rather than
+		// let a cap the user asked for silently not apply.
+		return nil, fmt.Errorf("sqlite URL parameter %s: SQLite has one writer connection and a reader pool of its own; the parameter is for MySQL and PostgreSQL", sqldriver.PoolParam)
+	}
 
 	// NORMAL is durable against process crashes in WAL mode; a power cut
 	// may lose the last transactions but never corrupts the file. Pass
