@@ -19,6 +19,7 @@ import (
 // and `jobs show --logs` prints it under each attempt's header, its
 // terminal escapes shown escaped.
 func TestJobsShowLogs(t *testing.T) {
+	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, name string) {
 		_, tg := testdb.OpenURL(t, name)
 		// It fails its first attempt and succeeds on its second.

@@ -21,6 +21,7 @@ import (
 // lists in a table, filtered and as JSON. An entry whose text holds
 // terminal escapes prints them spelled out.
 func TestCLIAudit(t *testing.T) {
+	t.Parallel()
 	d, tg := testdb.OpenURL(t, "sqlite")
 	env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix}
 	u, err := user.Current()

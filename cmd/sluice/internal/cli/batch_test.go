@@ -113,6 +113,7 @@ func killRuns(t *testing.T, d driver.Driver, env []string, name string, kills in
 // SIGKILL mid-run, three times: with a same-database sink every
 // row is still processed exactly once.
 func TestBatchCrashExactlyOnce(t *testing.T) {
+	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, name string) {
 		const n = 20_000
 		d, tg := testdb.OpenURL(t, name)
@@ -141,6 +142,7 @@ func TestBatchCrashExactlyOnce(t *testing.T) {
 // With a webhook sink, each kill repeats at most one chunk, under the same
 // idempotency key, and every row is delivered.
 func TestBatchCrashWebhook(t *testing.T) {
+	t.Parallel()
 	const n = 10_000
 	d, tg := testdb.OpenURL(t, "sqlite")
 	tbl := batchTable(t, d, tg.Prefix, n)
@@ -193,6 +195,7 @@ func TestBatchCrashWebhook(t *testing.T) {
 
 // Dry run, pause, resume, reset and a second runner through the CLI.
 func TestBatchCommands(t *testing.T) {
+	t.Parallel()
 	d, tg := testdb.OpenURL(t, "sqlite")
 	tbl := batchTable(t, d, tg.Prefix, 2000)
 	cfg := writeBatchConfig(t, fmt.Sprintf(`batches:
@@ -252,6 +255,7 @@ func TestBatchCommands(t *testing.T) {
 // `sluice batch enqueue` turns shards into jobs that `sluice work`
 // processes spread between them; every row is processed once.
 func TestBatchShardsAsJobs(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"sqlite", "postgres"} {
 		t.Run(name, func(t *testing.T) {
 			d, tg := testdb.OpenURL(t, name)
@@ -294,6 +298,7 @@ func TestBatchShardsAsJobs(t *testing.T) {
 // deleted from the source once and, when archived, in the archive once;
 // every newer row is untouched.
 func TestBatchArchiveCrash(t *testing.T) {
+	t.Parallel()
 	const n, cutoffID = 10_000, 6_000 // created_at is base + id/5 s
 	cutoff := "'" + time.Date(2024, 1, 1, 0, 0, cutoffID/5, 0, time.UTC).Format("2006-01-02 15:04:05") + "'"
 	for _, name := range testdb.Names {

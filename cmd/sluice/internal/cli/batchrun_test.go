@@ -44,6 +44,7 @@ func batchStatus(t *testing.T, env []string) []batch.Checkpoint {
 // query the run will; the real run fails and leaves every shard it started
 // failed with the error, not "running" with none.
 func TestBatchFailureMarksShardsFailed(t *testing.T) {
+	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, name string) {
 		d, tg := testdb.OpenURL(t, name)
 		tbl := batchTable(t, d, tg.Prefix, 10499)
@@ -90,6 +91,7 @@ func TestBatchFailureMarksShardsFailed(t *testing.T) {
 // bucket starts empty and holds one chunk (100 rows), which is the only
 // slack: rows <= cap × elapsed + 100.
 func TestBatchRateCapHoldsForTheRun(t *testing.T) {
+	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, name string) {
 		d, tg := testdb.OpenURL(t, name)
 		tbl := batchTable(t, d, tg.Prefix, 10499)
@@ -145,6 +147,7 @@ func TestBatchRateCapHoldsForTheRun(t *testing.T) {
 // changes and the percentage only grows; without --count no line shows a
 // count out of an unknown total.
 func TestBatchProgressCount(t *testing.T) {
+	t.Parallel()
 	d, tg := testdb.OpenURL(t, "sqlite")
 	tbl := batchTable(t, d, tg.Prefix, 10499)
 	cfg := writeBatchConfig(t, windowBatch(tbl, `    throttle: { max_rows_per_s: 5000 }
@@ -191,6 +194,7 @@ func TestBatchProgressCount(t *testing.T) {
 // SIGTERM stops a run at a chunk boundary: it says so and exits 0, and the
 // next run finishes with every row done once.
 func TestBatchSigtermIsACleanStop(t *testing.T) {
+	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, name string) {
 		d, tg := testdb.OpenURL(t, name)
 		tbl := batchTable(t, d, tg.Prefix, 10499)

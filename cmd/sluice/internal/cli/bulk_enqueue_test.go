@@ -24,6 +24,7 @@ import (
 // fail because another writer holds some of its keys, and every key must be
 // inserted exactly once across all processes.
 func TestBulkEnqueueOverlappingKeys(t *testing.T) {
+	t.Parallel()
 	const procs, keys = 8, 1000
 	testdb.ForEach(t, func(t *testing.T, name string) {
 		d, tg := testdb.OpenURL(t, name)

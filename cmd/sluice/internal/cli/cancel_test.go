@@ -44,6 +44,7 @@ func cancelBound(killGrace time.Duration) time.Duration {
 // kill_grace. Each job ends cancelled, with who cancelled it in its
 // history; what the handlers report afterwards is dropped.
 func TestCancelRunningJobsFromTheCLI(t *testing.T) {
+	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, name string) {
 		d, tg := testdb.OpenURL(t, name)
 		dir := t.TempDir()
@@ -171,6 +172,7 @@ func gone(pid int) bool {
 // its counts), its log naming the cancel and the dropped outcome. The job
 // ends cancelled, with the operator in its history.
 func TestCancelDuringARunPass(t *testing.T) {
+	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, name string) {
 		d, tg := testdb.OpenURL(t, name)
 		dir := t.TempDir()

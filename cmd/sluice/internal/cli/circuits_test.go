@@ -15,6 +15,7 @@ import (
 // TestCLICircuit opens and closes a type's circuit by hand and reads it back
 // from `sluice circuit list` and `sluice stats`.
 func TestCLICircuit(t *testing.T) {
+	t.Parallel()
 	d, tg := testdb.OpenURL(t, "sqlite")
 	env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix}
 
@@ -49,6 +50,7 @@ func TestCLICircuit(t *testing.T) {
 // TestCLIRateBuckets reads the cluster-wide rate limits' buckets from
 // `sluice stats`, in text and JSON.
 func TestCLIRateBuckets(t *testing.T) {
+	t.Parallel()
 	d, tg := testdb.OpenURL(t, "sqlite")
 	env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix}
 

@@ -26,8 +26,36 @@ const testToken = "cli-test-token-Hq4Zr8Wm2Tx6Ky9B"
 // TestMain builds the real binary once; every test runs it as a user would.
 // TestMain runs this package's many real processes apart from the fault
 // and HA suites (testdb.Exclusive), whose lease timings they would starve.
+// Its tests run in parallel with each other (each on its own table prefix,
+// directory and processes): most of their time is spent waiting on the
+// processes they started. The one that sets environment variables
+// (TestExampleConfigsAreValid) cannot, and runs first.
+//
+// Every sluice process they start caps its pool with pool_max_conns: four
+// tests at a time, several processes each at the default pools (16 and a
+// LISTEN connection on PostgreSQL), ran PostgreSQL out of connections
+// ("too many clients already", at its default max_connections of 100).
 func TestMain(m *testing.M) {
+	for name, env := range map[string]string{"mysql": "SLUICE_TEST_MYSQL", "postgres": "SLUICE_TEST_POSTGRES"} {
+		os.Setenv(env, withParam(testdb.URL(name, ""), testPoolCap))
+	}
 	testdb.MainExclusive(m, "cmd/sluice/internal/cli", &bin)
+}
+
+// testPoolCap is the pool of every sluice process of this package's tests
+// on MySQL and PostgreSQL (see TestMain).
+const testPoolCap = "pool_max_conns=4"
+
+// withParam adds the URL parameter p to u (kept if u has it already).
+func withParam(u, p string) string {
+	switch {
+	case strings.Contains(u, "?"+p) || strings.Contains(u, "&"+p):
+		return u
+	case strings.Contains(u, "?"):
+		return u + "&" + p
+	default:
+		return u + "?" + p
+	}
 }
 
 // run runs the binary with env additions and optional stdin.
@@ -55,6 +83,7 @@ func command(t *testing.T, dir string, env []string, args ...string) *exec.Cmd {
 }
 
 func TestCLIJobLifecycle(t *testing.T) {
+	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, name string) {
 		d, tg := testdb.OpenURL(t, name)
 		env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix}
@@ -124,6 +153,7 @@ func TestCLIJobLifecycle(t *testing.T) {
 }
 
 func TestCLIBadInput(t *testing.T) {
+	t.Parallel()
 	d, tg := testdb.OpenURL(t, "sqlite")
 	env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix}
 	ndjsonFile := filepath.Join(t.TempDir(), "jobs.ndjson")
@@ -170,6 +200,7 @@ func TestCLIBadInput(t *testing.T) {
 }
 
 func TestCLISchemaAndServerErrors(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "fresh.db")
 	r := run(t, nil, "", "--db", "sqlite:"+path, "enqueue", "t")
 	require.Equal(t, 1, r.Code)

@@ -50,6 +50,7 @@ func jobStatus(t *testing.T, d driver.Driver, id int64) sluicetype.Status {
 // when neither --db nor SLUICE_DB is set, and none of them falls back to
 // ./sluice.db. Each command is checked on its own, against the database.
 func TestConfigFileChoosesTheDatabase(t *testing.T) {
+	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, name string) {
 		d, tg := testdb.OpenURL(t, name)
 		cfg, logPath := writeConfig(t, dbConfig(tg, ""))
@@ -180,6 +181,7 @@ func TestConfigFileChoosesTheDatabase(t *testing.T) {
 
 // The config file is found through --config, $SLUICE_CONFIG or ./sluice.yaml.
 func TestConfigFileDiscovery(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"mysql", "postgres"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -213,6 +215,7 @@ func TestConfigFileDiscovery(t *testing.T) {
 // then sqlite:sluice.db. Each case enqueues a job and finds it in the one
 // database it should be in, and in no other.
 func TestDatabasePrecedence(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	local := t.TempDir() // a working directory with a sluice.yaml
 	bare := t.TempDir()  // one without, where the default database lives
@@ -272,6 +275,7 @@ func TestDatabasePrecedence(t *testing.T) {
 // Only migrate creates a SQLite database: every other command given a file
 // that does not exist says so and leaves no file behind.
 func TestOnlyMigrateCreatesSQLiteFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "missing.db")
 	url := "sqlite:" + missing
@@ -336,6 +340,7 @@ func TestOnlyMigrateCreatesSQLiteFile(t *testing.T) {
 // file, key and line, even when --db is given; version, help and lock do
 // not read it.
 func TestBrokenConfigFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "sluice.yaml"), []byte("db: sqlite:q.db\nqueues:\n  default: { concurrency: -1 }\n"), 0o644))
 	db := "sqlite:" + filepath.Join(dir, "other.db")
@@ -361,6 +366,7 @@ func TestBrokenConfigFile(t *testing.T) {
 // file, as the API does; without them a job of a type that runs in another
 // queue would sit in "default", where no worker of that type looks.
 func TestEnqueueUsesTheConfigTypes(t *testing.T) {
+	t.Parallel()
 	d, tg := testdb.OpenURL(t, "sqlite")
 	cfg := proctest.Config(t, tg.URL, `queues:
   reports: { concurrency: 1 }
@@ -393,6 +399,7 @@ types:
 // A CLI enqueue takes the type's deadline from the config file, counted
 // from the job's run_at; --deadline wins; `jobs show` prints it.
 func TestEnqueueDeadline(t *testing.T) {
+	t.Parallel()
 	d, tg := testdb.OpenURL(t, "sqlite")
 	cfg := proctest.Config(t, tg.URL, `types:
   report: { command: ["true"], deadline: 30m }

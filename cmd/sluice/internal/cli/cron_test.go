@@ -182,6 +182,7 @@ func checkAttemptLog(t *testing.T, log string, attempts, failures int) {
 // answer, in /metrics and in the /v1/stats roll-ups, and a log line per
 // attempt.
 func TestCronPassOverHTTP(t *testing.T) {
+	t.Parallel()
 	for _, name := range testdb.Names {
 		t.Run(name, func(t *testing.T) {
 			d, tg := testdb.OpenURL(t, name)
@@ -257,6 +258,7 @@ func TestCronPassOverHTTP(t *testing.T) {
 // logged, its counts printed exactly, and its roll-ups are in
 // sluice_stats once it has exited.
 func TestCronPassCommand(t *testing.T) {
+	t.Parallel()
 	for _, name := range testdb.Names {
 		t.Run(name, func(t *testing.T) {
 			d, tg := testdb.OpenURL(t, name)
@@ -290,6 +292,7 @@ func TestCronPassCommand(t *testing.T) {
 // handler repeats it in its stderr or its response body: those stay in
 // last_error and in debug logs.
 func TestHandlerOutputStaysOutOfLogs(t *testing.T) {
+	t.Parallel()
 	const marker = "SECRET-PAYLOAD-7f3a"
 	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)

@@ -66,6 +66,7 @@ func enqueueFlags(tc rulestest.Case, body []byte) ([]string, bool) {
 // --flags`. A refusal exits 2 with a message naming the field (or its
 // flag) and writes nothing, on every database.
 func TestEnqueueRulesCLI(t *testing.T) {
+	t.Parallel()
 	cases := rulestest.Load(t)
 	testdb.ForEach(t, func(t *testing.T, name string) {
 		d, tg := testdb.OpenURL(t, name)
@@ -120,6 +121,7 @@ func TestEnqueueRulesCLI(t *testing.T) {
 // client's limit, MaxPayloadBytes, and are not read whole when larger; a
 // flag's raw bytes meet the rules the JSON cases test.
 func TestEnqueueCLIBytes(t *testing.T) {
+	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, name string) {
 		d, tg := testdb.OpenURL(t, name)
 		env := []string{"SLUICE_DB=" + tg.URL, "SLUICE_PREFIX=" + tg.Prefix}

@@ -34,6 +34,7 @@ func TestExampleConfigsAreValid(t *testing.T) {
 // The example receiver verifies signatures and applies each idempotency
 // key once; sluice's webhook jobs go through it.
 func TestExampleWebhookReceiver(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	port := ln.Addr().(*net.TCPAddr).Port
@@ -100,6 +101,7 @@ func TestExampleWebhookReceiver(t *testing.T) {
 
 // The quickstart command of README.md "Quickstart" works as documented.
 func TestQuickstartScript(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command("bash", "examples/quickstart/run.sh")
 	cmd.Dir = "../../../.."
 	cmd.Env = append(os.Environ(), "SLUICE_BIN="+bin, "SLUICE_DB=", "SLUICE_PREFIX=", "SLUICE_CONFIG=")

@@ -95,6 +95,7 @@ func fairBacklog(t *testing.T) int {
 // while most of A's backlog still waits. Without fair: true (measured
 // with SLUICE_FAIR_UNFAIR=1) B and C wait behind all of A.
 func TestFairQueueAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"sqlite", "mysql", "postgres"} {
 		t.Run(name, func(t *testing.T) {
 			fair := os.Getenv("SLUICE_FAIR_UNFAIR") == ""
@@ -198,6 +199,7 @@ types:
 // type, with 4 `sluice work` processes at concurrency 20: the execution
 // log never shows more running at once, and every job completes.
 func TestRunningCapsAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"sqlite", "mysql", "postgres"} {
 		t.Run(name, func(t *testing.T) {
 			d, tg := testdb.OpenURL(t, name)

@@ -19,7 +19,9 @@ import (
 // small tenants finish while most of the backlog still waits; without it,
 // behind all of it.
 func TestFairWaitSmoke(t *testing.T) {
-	base := testdb.URL("postgres", "")
+	t.Parallel()
+	// Without parameters: psql takes the URL too, and refuses pool_max_conns.
+	base, _, _ := strings.Cut(testdb.URL("postgres", ""), "?")
 	db := base[:strings.LastIndex(base, "/")] + "/sluice_fw_" + strings.TrimSuffix(testdb.Prefix(), "_")
 	t.Cleanup(func() {
 		exec.Command("psql", "-q", base, "-c", "DROP DATABASE IF EXISTS "+db[strings.LastIndex(db, "/")+1:]+" WITH (FORCE)").Run()

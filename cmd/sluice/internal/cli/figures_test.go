@@ -23,6 +23,7 @@ import (
 // again, and the failed-attempts share is over attempts. A type whose
 // jobs all succeeded shows 0 failed, whatever its retries.
 func TestFiguresAgreeAcrossCLIAPIAndDashboard(t *testing.T) {
+	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, name string) {
 		_, tg := testdb.OpenURL(t, name)
 		addr := testdb.FreeAddr(t)

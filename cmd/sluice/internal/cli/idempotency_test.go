@@ -100,6 +100,7 @@ func (r *appliedReceiver) applied(t *testing.T) []int64 {
 // job carries that job's key again. The key is job-<id>-<created_at µs>,
 // the business key travels in X-Sluice-Key.
 func TestIdempotencyKeyNamesOneJob(t *testing.T) {
+	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, name string) {
 		d, tg := testdb.OpenURL(t, name)
 		recv, srv := newAppliedReceiver(t, d, tg, false)
@@ -151,6 +152,7 @@ func TestIdempotencyKeyNamesOneJob(t *testing.T) {
 // applied the first delivery and lost its answer, and the retry is
 // answered from the record instead of applied again.
 func TestIdempotencyKeyHoldsAcrossRetries(t *testing.T) {
+	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, name string) {
 		d, tg := testdb.OpenURL(t, name)
 		recv, srv := newAppliedReceiver(t, d, tg, true)

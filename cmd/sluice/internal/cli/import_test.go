@@ -19,6 +19,7 @@ import (
 // without keys, a key that a sluice job already holds; refused while a type
 // is missing from the config, counted by --dry-run, then imported twice.
 func TestImportPollingJobs(t *testing.T) {
+	t.Parallel()
 	d, tg := testdb.OpenURL(t, "mysql")
 	db := d.DB()
 	ctx := context.Background()
@@ -178,6 +179,7 @@ func TestImportPollingJobs(t *testing.T) {
 // TestImportBadRows refuses a table with a row that cannot be copied, naming
 // the row and the column, and writes nothing.
 func TestImportBadRows(t *testing.T) {
+	t.Parallel()
 	d, tg := testdb.OpenURL(t, "mysql")
 	db := d.DB()
 	src := tg.Prefix + "jobs_old"
@@ -223,6 +225,7 @@ func TestImportBadRows(t *testing.T) {
 // one row per line, naming the row; an accepted payload is copied byte for
 // byte.
 func TestImportInstantsLocksAndPayloads(t *testing.T) {
+	t.Parallel()
 	d, tg := testdb.OpenURL(t, "mysql")
 	db := d.DB()
 	ctx := context.Background()

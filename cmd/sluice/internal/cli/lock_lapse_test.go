@@ -21,6 +21,7 @@ import (
 // row's expires_at, in database time, while the renewals are still held
 // back.
 func TestLockStopsCMDBeforeTheLeaseCanPassOn(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ backend, lockRow, live string }{
 		{"postgres-lease", "SELECT 1 FROM %sleases WHERE name = $1 FOR UPDATE", "SELECT expires_at > clock_timestamp() FROM %sleases WHERE name = $1"},
 		{"mysql-lease", "SELECT 1 FROM %sleases WHERE name = ? FOR UPDATE", "SELECT expires_at > UTC_TIMESTAMP(6) FROM %sleases WHERE name = ?"},

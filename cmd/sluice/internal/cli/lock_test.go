@@ -130,6 +130,7 @@ var fenced = map[string]bool{"redis": true, "mysql": true, "sqlite-lease": true,
 var ttlBackend = map[string]bool{"redis": true, "sqlite-lease": true, "mysql-lease": true, "postgres-lease": true}
 
 func TestCLILock(t *testing.T) {
+	t.Parallel()
 	for _, backend := range locktest.Backends {
 		t.Run(backend, func(t *testing.T) {
 			t.Parallel()
@@ -321,6 +322,7 @@ func breakLock(t *testing.T, lt lockTarget, name string, sluicePid int) {
 }
 
 func TestCLILockProcess(t *testing.T) {
+	t.Parallel()
 	lt := newLockTarget(t, "file")
 	t.Run("SignalsAreForwarded", func(t *testing.T) {
 		t.Parallel()

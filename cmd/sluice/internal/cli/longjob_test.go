@@ -63,6 +63,7 @@ const reportWarning = "type report: timeout 10m0s is longer than the pass's max_
 // (a loaded machine) claims nothing, which is right too; the test then
 // runs the next one, as cron would.
 func TestLongJobUnderCronPasses(t *testing.T) {
+	t.Parallel()
 	const tries = 10
 	for _, name := range testdb.Names {
 		t.Run(name, func(t *testing.T) {
@@ -126,6 +127,7 @@ func TestLongJobUnderCronPasses(t *testing.T) {
 // three times in a row; the fourth interruption uses its attempt, so it
 // reaches a final state instead of being released forever.
 func TestShutdownReleasesAreBounded(t *testing.T) {
+	t.Parallel()
 	for _, name := range testdb.Names {
 		t.Run(name, func(t *testing.T) {
 			d, tg := testdb.OpenURL(t, name)

@@ -113,6 +113,7 @@ func exactly(series string, delta float64) metricCheck {
 // drives every metric that docs/observability.md documents, checking on /metrics that
 // each moved by exactly what the workload implies.
 func TestDocumentedMetrics(t *testing.T) {
+	t.Parallel()
 	testdb.ForEach(t, testDocumentedMetrics)
 }
 

@@ -18,6 +18,7 @@ import (
 // each reports having found is read under the migration lock; read before
 // it, all three said "upgraded from 0".
 func TestMigrateConcurrentRuns(t *testing.T) {
+	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, name string) {
 		url := testdb.URL(name, t.TempDir())
 		prefix := testdb.Prefix() // tables that do not exist yet

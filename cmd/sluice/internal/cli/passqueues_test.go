@@ -30,6 +30,7 @@ types:
 // configured for; a pass asked for a queue that none is configured for
 // says so and stamps nothing it did not claim.
 func TestPassRunsTheConfiguredQueues(t *testing.T) {
+	t.Parallel()
 	for _, name := range testdb.Names {
 		t.Run(name, func(t *testing.T) {
 			_, tg := testdb.OpenURL(t, name)
@@ -77,6 +78,7 @@ func TestPassRunsTheConfiguredQueues(t *testing.T) {
 // process that runs the queue, whose config this one does not see, claims
 // from it.
 func TestJobsInUnservedQueue(t *testing.T) {
+	t.Parallel()
 	const warning = "queue emails: no config here lists it and no worker or pass has claimed from it in the last 1h; its jobs wait until one runs it"
 	// Side by side: each database's case spends its time in passes
 	// and a metrics refresh.

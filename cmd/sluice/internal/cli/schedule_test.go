@@ -23,6 +23,7 @@ import (
 // every slot ran exactly once by the execution log, with no gap after the
 // first.
 func TestScheduleAcrossThreeNodes(t *testing.T) {
+	t.Parallel()
 	d, tg := testdb.OpenURL(t, "mysql")
 	cfg, logPath := writeConfig(t, dbConfig(tg, `schedules:
   tick: { cron: "@every 1s", type: append, overlap: allow }
@@ -82,6 +83,7 @@ func TestScheduleAcrossThreeNodes(t *testing.T) {
 }
 
 func TestSchedulesList(t *testing.T) {
+	t.Parallel()
 	_, tg := testdb.OpenURL(t, "sqlite")
 	cfg, _ := writeConfig(t, dbConfig(tg, `schedules:
   nightly: { cron: "30 2 * * *", timezone: "Asia/Shanghai", type: append }

@@ -15,6 +15,7 @@ import (
 // and is warned of once by its key path (never its value), with scoped
 // mappings: a read token may read and is refused an enqueue.
 func TestServeScopedTokens(t *testing.T) {
+	t.Parallel()
 	const plain = "plain-token-Jd7Vn2Qs9Lx4Pf8Rk3"
 	const reader = "read-token-Hq5Zt8Nc2Vb6Xy1Lp0"
 	_, tg := testdb.OpenURL(t, "sqlite")

@@ -19,6 +19,7 @@ import (
 // deadline and the handlers' grace, its running jobs go back to pending
 // uncharged and unlocked, and the API stops answering, on every database.
 func TestServeShutdownWithJobsRunning(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"sqlite", "mysql", "postgres"} {
 		t.Run(name, func(t *testing.T) {
 			d, tg := testdb.OpenURL(t, name)

@@ -28,6 +28,7 @@ import (
 // the default policy (retry) fails once its one attempt is spent. Every
 // wait is for a state, bounded generously: the machine may be loaded.
 func TestStuckCommandFromTheCLI(t *testing.T) {
+	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, name string) {
 		d, tg := testdb.OpenURL(t, name)
 		dir := t.TempDir()

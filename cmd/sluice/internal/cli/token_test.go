@@ -14,6 +14,7 @@ import (
 // TestTokenNew: `sluice token new` prints a fresh token that the config
 // accepts, where a short one is refused at load naming its key.
 func TestTokenNew(t *testing.T) {
+	t.Parallel()
 	a := run(t, nil, "", "token", "new")
 	require.Equal(t, 0, a.Code, a.Stderr)
 	b := run(t, nil, "", "token", "new")

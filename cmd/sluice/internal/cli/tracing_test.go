@@ -20,6 +20,7 @@ import (
 // span over OTLP/HTTP to the configured endpoint, and flushes what is
 // buffered when it stops.
 func TestTracingExportsFromConfig(t *testing.T) {
+	t.Parallel()
 	_, tg := testdb.OpenURL(t, "sqlite")
 	var (
 		mu     sync.Mutex

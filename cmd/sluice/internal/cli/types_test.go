@@ -34,6 +34,7 @@ types:
 // jobs (here `sluice run`) records the settings of its config. Before,
 // such a job ran in the default queue with 5 attempts.
 func TestPlainSQLEnqueueTakesTypeSettings(t *testing.T) {
+	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, name string) {
 		d, tg := testdb.OpenURL(t, name)
 		ctx := context.Background()

@@ -50,6 +50,7 @@ func httpDo(t *testing.T, method, url string) (int, string, string) {
 // a message that names it, from the CLI and from the API, and writes
 // nothing; a queue only the database knows (it has jobs) is accepted.
 func TestTyposRefused(t *testing.T) {
+	t.Parallel()
 	for _, name := range testdb.Names {
 		t.Run(name, func(t *testing.T) {
 			d, tg := testdb.OpenURL(t, name)
@@ -107,6 +108,7 @@ func TestTyposRefused(t *testing.T) {
 // and sluice_jobs_waiting_for_handler. Its enqueue is warned about, and a
 // worker with no types says so.
 func TestJobsWithoutHandler(t *testing.T) {
+	t.Parallel()
 	for _, name := range testdb.Names {
 		t.Run(name, func(t *testing.T) {
 			d, tg := testdb.OpenURL(t, name)
@@ -166,6 +168,7 @@ func TestJobsWithoutHandler(t *testing.T) {
 // token or the handlers' secrets; the commands that use them name the
 // unset variable.
 func TestSecretsOnlyWhereUsed(t *testing.T) {
+	t.Parallel()
 	_, tg := testdb.OpenURL(t, "sqlite")
 	cfg := typoConfig(t, tg.URL, `  hook:
     http: { url: "http://127.0.0.1:9/hook", secret: "${SLUICE_TEST_HOOK_SECRET}" }
@@ -189,6 +192,7 @@ auth: { tokens: ["${SLUICE_TEST_TOKEN}"] }
 // The first hour's rough edges: each message says what is wrong and the
 // exit code is 2 for a usage error.
 func TestFirstHourMessages(t *testing.T) {
+	t.Parallel()
 	_, tg := testdb.OpenURL(t, "sqlite")
 	cfg := typoConfig(t, tg.URL, "")
 	env := []string{"SLUICE_PREFIX=" + tg.Prefix}
@@ -236,6 +240,7 @@ func TestFirstHourMessages(t *testing.T) {
 // `sluice jobs list` with its control characters spelled out: it cannot
 // retitle the operator's terminal, clear it or overwrite a line.
 func TestJobTablesEscapeControlCharacters(t *testing.T) {
+	t.Parallel()
 	d, tg := testdb.OpenURL(t, "sqlite")
 	cfg := typoConfig(t, tg.URL, `  hostile:
     command: ["sh", "-c", "printf '\\033]0;pwned\\007\\033[2J\\302\\233boom\\rdone' >&2; exit 1"]
@@ -261,6 +266,7 @@ func TestJobTablesEscapeControlCharacters(t *testing.T) {
 // variables programs need, the job's own and what the type's env: names,
 // here from sluice's environment through the config file.
 func TestCommandGetsOnlyItsOwnEnvironment(t *testing.T) {
+	t.Parallel()
 	d, tg := testdb.OpenURL(t, "sqlite")
 	cfg := typoConfig(t, tg.URL, `  show_env:
     command: ["env"]

@@ -93,6 +93,7 @@ func waitDone(t *testing.T, d driver.Driver, limit time.Duration) {
 
 // Four `sluice work` processes share one database: every job runs exactly once.
 func TestWorkProcessesShareTheQueue(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"mysql", "postgres"} {
 		t.Run(name, func(t *testing.T) {
 			d, tg := testdb.OpenURL(t, name)
@@ -133,6 +134,7 @@ func TestWorkProcessesShareTheQueue(t *testing.T) {
 // `sluice run` is bounded by --max-jobs (longjob_test.go has
 // --max-seconds).
 func TestRunCommandBounds(t *testing.T) {
+	t.Parallel()
 	d, tg := testdb.OpenURL(t, "sqlite")
 	cfg, logPath := writeConfig(t, dbConfig(tg, ""))
 	enqueueN(t, d, "append", 7)
@@ -155,6 +157,7 @@ func TestRunCommandBounds(t *testing.T) {
 // rest to pending uncharged; a pause made from the CLI reaches a running
 // worker without a restart.
 func TestWorkShutdownAndPause(t *testing.T) {
+	t.Parallel()
 	d, tg := testdb.OpenURL(t, "sqlite")
 	cfg, logPath := writeConfig(t, dbConfig(tg, ""))
 	env := []string{"SLUICE_PREFIX=" + tg.Prefix}
@@ -206,6 +209,7 @@ func shutdownBound(deadline time.Duration) time.Duration {
 
 // serve refuses a non-loopback address without tokens, and serves the API.
 func TestServe(t *testing.T) {
+	t.Parallel()
 	_, tg := testdb.OpenURL(t, "sqlite")
 	cfg, _ := writeConfig(t, dbConfig(tg, ""))
 	env := []string{"SLUICE_PREFIX=" + tg.Prefix}
