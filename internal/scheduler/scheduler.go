@@ -170,14 +170,18 @@ func (s *Scheduler) fire(ctx context.Context, e Entry, now time.Time) (time.Time
 	}
 	forbid := cmp.Or(e.Overlap, DefaultOverlap) == OverlapForbid
 	lastJob, fired, skipped := st.LastJobID, 0, 0
+	var last time.Time // the last slot handled
+	var failed error   // why the slots after last were not
 	for _, slot := range due {
 		if forbid && lastJob > 0 {
 			active, err := s.active(ctx, lastJob)
 			if err != nil {
-				return time.Time{}, err
+				failed = fmt.Errorf("schedule %s slot %s: %w", e.Name, slot.Key, err)
+				break
 			}
 			if active {
 				skipped++
+				last = slot.At
 				s.log.Info("schedule slot skipped: the previous run is still active", "schedule", e.Name, "slot", slot.Key, "job_id", lastJob)
 				if h := s.cfg.Hooks.Skipped; h != nil {
 					h(e.Name)
@@ -187,9 +191,10 @@ func (s *Scheduler) fire(ctx context.Context, e Entry, now time.Time) (time.Time
 		}
 		id, dup, err := s.cfg.Enqueue(ctx, e, "sched:"+e.Name+":"+slot.Key)
 		if err != nil {
-			return time.Time{}, fmt.Errorf("schedule %s slot %s: %w", e.Name, slot.Key, err)
+			failed = fmt.Errorf("schedule %s slot %s: %w", e.Name, slot.Key, err)
+			break
 		}
-		lastJob = id
+		lastJob, last = id, slot.At
 		if !dup {
 			fired++
 			s.log.Info("schedule fired", "schedule", e.Name, "slot", slot.Key, "job_id", id)
@@ -198,13 +203,25 @@ func (s *Scheduler) fire(ctx context.Context, e Entry, now time.Time) (time.Time
 			}
 		}
 	}
-	// Losing the compare-and-set means another node handled these slots
-	// too; the keys made sure each fired once.
-	last := due[len(due)-1].At
-	_, err = s.cfg.Driver.AdvanceSchedule(ctx, driver.AdvanceScheduleParams{Name: e.Name, Version: st.Version,
+	if last.IsZero() {
+		return time.Time{}, failed
+	}
+	// What was handled is recorded even when the pass was cut short, by an
+	// error or by the process stopping (ctx): a slot whose job this node
+	// created and did not count would be missing from the schedule's
+	// fires for good (seen when a node stopped between the two). Losing
+	// the compare-and-set means another node handled these slots too; the
+	// keys made sure each fired once.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), advanceTimeout)
+	defer cancel()
+	_, err = s.cfg.Driver.AdvanceSchedule(actx, driver.AdvanceScheduleParams{Name: e.Name, Version: st.Version,
 		LastSlot: last, LastJobID: lastJob, Fired: fired, Skipped: skipped})
-	return last, err
+	return last, errors.Join(failed, err)
 }
+
+// advanceTimeout bounds the write that records a pass's slots once their
+// jobs exist, which a stopping process still makes.
+const advanceTimeout = 10 * time.Second
 
 func (s *Scheduler) active(ctx context.Context, id int64) (bool, error) {
 	j, err := s.cfg.Driver.GetJob(ctx, id)

@@ -254,3 +254,43 @@ func TestSchedulersRacingToSkipCountSkipsOnce(t *testing.T) {
 	require.Equal(t, st.Version+1, got.Version)
 	require.Equal(t, prev, got.LastJobID)
 }
+
+// A node that stops in the middle of a pass (its context cancelled, as at
+// SIGTERM) right after its insert created a slot's job still records that
+// slot, counted in the schedule's fires: the job exists, and no other node
+// will count it (their inserts find the key taken). The slots after it are
+// left due for the next pass.
+func TestStoppedPassRecordsWhatItFired(t *testing.T) {
+	d := testdb.Open(t, "sqlite")
+	st := startBack(t, d, 0)
+	e := entry(t, OverlapAllow)
+	ctx, stop := context.WithCancel(context.Background())
+	calls := 0
+	n := newNode(d, e, func(ctx context.Context, _ Entry, key string) (int64, bool, error) {
+		calls++
+		if calls == 2 {
+			return 0, false, ctx.Err() // stopped before the second slot
+		}
+		id, dup, err := insert(ctx, d, key)
+		stop() // the signal lands just after the first slot's insert
+		return id, dup, err
+	})
+	_, err := n.Pass(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+
+	got, err := d.ScheduleState(context.Background(), driver.ScheduleStateParams{Name: name})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, got.Fires, "the slot whose job this node created is counted")
+	require.Len(t, slotJobs(t, d), 1)
+	first := e.Spec.Next(st.LastSlot).At
+	require.True(t, got.LastSlot.Equal(first), "recorded up to the slot handled (%s), not %s", first, got.LastSlot)
+	require.Equal(t, st.Version+1, got.Version)
+
+	// The next pass, on a running node, fires the rest, each counted once.
+	_, err = newNode(d, e, nil).Pass(context.Background())
+	require.NoError(t, err)
+	got, err = d.ScheduleState(context.Background(), driver.ScheduleStateParams{Name: name})
+	require.NoError(t, err)
+	keys := requireSlots(t, d, e, st.LastSlot, got.LastSlot)
+	require.EqualValues(t, len(keys), got.Fires)
+}
