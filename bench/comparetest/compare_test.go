@@ -27,15 +27,19 @@ var bin string
 // TestMain builds the binary the script measures.
 func TestMain(m *testing.M) { testdb.MainWithBinary(m, &bin) }
 
-// Every section of bench/compare.sh, no peers (PEERS unset: each is
-// listed as skipped), at sizes that take seconds: the throughput rounds,
-// the SQL ceiling on each database, the preloaded table, 1 and 2
-// processes scaling out, the sustained runs with their table samples, the
-// held-back vacuum's three phases with the idle-in-transaction holder,
-// and the latency and pickup runs. On a PostgreSQL without autovacuum (as
-// CI's) the sustained and hold runs go to the private cluster the script
-// starts, so that path is covered too. STRICT=1 makes any failed run fail
-// the script; the report must hold each section with its figures.
+// The sections of bench/compare.sh that only it runs, no peers (PEERS
+// unset: each is listed as skipped), at sizes that take seconds: the
+// throughput rounds (whose work/s paces the sustained runs), 1 and 2
+// processes scaling out, the sustained runs with their table samples, and
+// the held-back vacuum's three phases with the idle-in-transaction holder.
+// On a PostgreSQL without autovacuum (as CI's) the sustained and hold runs
+// go to the private cluster the script starts, so that path is covered
+// too. The other sections run what other smoke tests run: bench/ceiling.sh
+// (bench/ceiling's TestScript) and `sluice bench` in its latency, pickup
+// and preloaded modes (cmd/sluice/internal/bench). STRICT=1 makes any
+// failed run fail the script; the report must hold each section with its
+// figures, and the report's writer, compare_report.py, every section
+// (bench/ceiling's TestReport).
 func TestCompareSmoke(t *testing.T) {
 	for _, tool := range []string{"psql", "mysql", "python3", "initdb"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -81,13 +85,11 @@ func TestCompareSmoke(t *testing.T) {
 	cmd := exec.CommandContext(ctx, "bash", "../compare.sh")
 	cmd.Env = append(os.Environ(), "STRICT=1", "SLUICE_BIN="+bin, "OUT="+out, "PEERS=",
 		"PG_BASE=postgres://"+pgBase, "PG_DB="+db, "MYSQL_URL="+myBase+"/"+db,
+		"SECTIONS=throughput scaling sustained hold",
 		"JOBS=300", "RUNS=1", "CONCURRENCY=10",
-		"CEILING_BATCHES=50", "CEILING_CLIENTS=1", "CEILING_DURATION=1s", "CEILING_ROWS=2000",
-		"FINISHED_ROWS=500", "PRELOAD_JOBS=200",
 		"SCALE_PROCS=1 2", "SCALE_JOBS=200", "SCALE_CONCURRENCY=10",
 		"SUSTAINED_JOBS=300", "SUSTAINED_CONCURRENCY=10", "SUSTAINED_INTERVAL=1s", "SUSTAINED_SAMPLE=1",
 		"HOLD_RATE=40", "HOLD_CONCURRENCY=4", "HOLD_CLEAN=4", "HOLD_HOLD=4", "HOLD_RECOVERY=4", "HOLD_INTERVAL=1s",
-		"LATENCY_JOBS=40", "LATENCY_RATE=100", "PICKUP_JOBS=3", "PICKUP_GAP=100ms",
 		// The script's own databases, not the test run's.
 		"SLUICE_DB=", "SLUICE_CONFIG=", "SLUICE_PREFIX=")
 	res, err := cmd.CombinedOutput()
@@ -95,12 +97,10 @@ func TestCompareSmoke(t *testing.T) {
 	b, err := os.ReadFile(out)
 	require.NoError(t, err)
 	md := string(b)
-	for _, h := range []string{"## Throughput", "## Against the targets", "## Measured SQL ceiling", "## Scaling out",
-		"## Sustained load", "## Held-back vacuum", "## With finished rows", "## Latency", "## Pickup latency"} {
+	for _, h := range []string{"## Throughput", "## Against the targets", "## Scaling out", "## Sustained load", "## Held-back vacuum"} {
 		require.Contains(t, md, h, "the report's sections")
 	}
-	// Each database measured where the script measures it, and the held
-	// phases as rows of figures.
+	// The held phases as rows of figures.
 	for _, w := range []string{"riverpeer", "asynqpeer"} {
 		require.Contains(t, md, w+" (PEERS is not set)", "the skipped peers say why")
 	}
