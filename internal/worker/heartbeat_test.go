@@ -210,7 +210,7 @@ func TestRetryWaitStaysUnderTheCeiling(t *testing.T) {
 	require.Equal(t, retryMax, retryCeiling(5*time.Minute))
 	require.Equal(t, retryMin, retryCeiling(200*time.Millisecond))
 
-	r := newReach(openSQLite(t), slog.New(slog.DiscardHandler))
+	r := newReach(openSQLite(t), slog.New(slog.DiscardHandler), clock.System)
 	wait := retryMin
 	ceiling := 150 * time.Millisecond
 	for range 3 {

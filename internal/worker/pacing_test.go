@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/testkit/testdb"
 	"github.com/sluicehq/sluice/sluicetype"
 )
@@ -62,7 +63,7 @@ func TestOutagePingEvery250msSharedByAllLoops(t *testing.T) {
 	srv := &pingServer{}
 	db := sql.OpenDB(connector{srv})
 	t.Cleanup(func() { db.Close() })
-	r := newReach(pingDriver{db: db}, slog.New(slog.DiscardHandler))
+	r := newReach(pingDriver{db: db}, slog.New(slog.DiscardHandler), clock.System)
 	srv.down.Store(true)
 
 	// Twenty loops fail at once and wait for the database.

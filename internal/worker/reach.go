@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/driver"
+	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/service"
 )
 
@@ -46,15 +47,10 @@ var errUnreachable = errors.New("database unreachable: a liveness ping got no an
 // share it, so a process pings a down database once per probeEvery however
 // many queues and writers it runs, and they all resume as soon as one ping
 // gets through.
-//
-// It measures with the real clock, not the pool's: what it judges (a ping's
-// answer, a call's wait, the deadlines of context.WithTimeout) passes in
-// real time. Read from an injected clock, a test's jump of the clock
-// during a ping made the ping time out at once and cut every call in
-// flight on a database that answered.
 type reach struct {
-	d   driver.Driver
-	log *slog.Logger
+	d     driver.Driver
+	log   *slog.Logger
+	clock clock.Clock
 
 	mu  sync.Mutex
 	cur *probe // nil while no probe runs
@@ -62,12 +58,19 @@ type reach struct {
 	// answered; a failed watch ping calls it.
 	cutCtx context.Context
 	cut    context.CancelCauseFunc
-	// calls holds when each call in flight through bound began.
-	calls map[*int]time.Time
+	// calls holds, for each call in flight through bound, the watch's
+	// tick at its start; tick counts the watch's wake-ups. A call that
+	// began two ticks ago has waited at least watchEvery. Ticks, not
+	// readings of the pool's clock: what the watch judges passes in real
+	// time (the pings' and calls' context timeouts), and an injected clock
+	// moved by a test made calls look old and pings time out at once, so
+	// that the guard cut every call in flight on a database that answered.
+	calls map[*int]uint64
+	tick  uint64
 }
 
-func newReach(d driver.Driver, log *slog.Logger) *reach {
-	r := &reach{d: d, log: log, calls: map[*int]time.Time{}}
+func newReach(d driver.Driver, log *slog.Logger, clk clock.Clock) *reach {
+	r := &reach{d: d, log: log, clock: clk, calls: map[*int]uint64{}}
 	r.cutCtx, r.cut = context.WithCancelCause(context.Background())
 	return r
 }
@@ -80,7 +83,7 @@ func (r *reach) bound(ctx context.Context, timeout time.Duration) (context.Conte
 	key := new(int)
 	r.mu.Lock()
 	cut := r.cutCtx
-	r.calls[key] = time.Now()
+	r.calls[key] = r.tick
 	r.mu.Unlock()
 	stop := context.AfterFunc(cut, func() { cancelCause(context.Cause(cut)) })
 	return tctx, func() {
@@ -93,15 +96,19 @@ func (r *reach) bound(ctx context.Context, timeout time.Duration) (context.Conte
 	}
 }
 
-// oldestCall is how long the oldest call in flight has been waiting.
-func (r *reach) oldestCall() time.Duration {
+// nextTick starts the watch's next interval and reports whether a call in
+// flight has waited a whole interval (watchEvery) at least: it began
+// before the previous tick.
+func (r *reach) nextTick() (waited bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var oldest time.Duration
+	r.tick++
 	for _, at := range r.calls {
-		oldest = max(oldest, time.Since(at))
+		if at+2 <= r.tick {
+			return true
+		}
 	}
-	return oldest
+	return false
 }
 
 // watch pings the database every watchEvery while busy reports true or a
@@ -110,7 +117,7 @@ func (r *reach) oldestCall() time.Duration {
 // when the database is back.
 func (r *reach) watch(ctx context.Context, busy func() bool) {
 	for service.Sleep(ctx, watchEvery) {
-		if !busy() && r.oldestCall() < watchEvery {
+		if waited := r.nextTick(); !busy() && !waited {
 			continue
 		}
 		r.mu.Lock()
@@ -150,19 +157,17 @@ func (r *reach) ping(ctx context.Context) error {
 	}
 	cctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	start := time.Now()
 	conn, err := db.Conn(cctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	// What is left of probeTimeout after the dial, or all of it after a
-	// wait for a busy pool.
-	left := probeTimeout
 	if wait == probeTimeout {
-		left -= time.Since(start)
+		// The dial and the ping share probeTimeout.
+		return conn.PingContext(cctx)
 	}
-	pctx, pcancel := context.WithTimeout(ctx, max(left, 0))
+	// All of it after a wait for a busy pool.
+	pctx, pcancel := context.WithTimeout(ctx, probeTimeout)
 	defer pcancel()
 	return conn.PingContext(pctx)
 }
@@ -200,7 +205,7 @@ func (r *reach) wait(ctx context.Context) bool {
 // loop that is shutting down ends with it; a loop still waiting then starts
 // the next one.
 func (r *reach) run(ctx context.Context, p *probe) {
-	start := time.Now()
+	start := r.clock.Now()
 	for {
 		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 		err := r.d.DB().PingContext(pctx)
@@ -224,7 +229,7 @@ func (r *reach) run(ctx context.Context, p *probe) {
 		}
 	}
 	if p.down && p.ok {
-		r.log.Info("database answers again", "unreachable_for", time.Since(start).Round(time.Millisecond))
+		r.log.Info("database answers again", "unreachable_for", r.clock.Since(start).Round(time.Millisecond))
 	}
 	r.mu.Lock()
 	r.cur = nil

@@ -238,7 +238,7 @@ func New(cfg Config) *Pool {
 	p.running = newRegistry()
 	p.completer = newCompleter(p)
 	p.paused = &pausedCache{d: cfg.Driver, log: cfg.Logger, interval: time.Second}
-	p.reach = newReach(cfg.Driver, cfg.Logger)
+	p.reach = newReach(cfg.Driver, cfg.Logger, cfg.Clock)
 	for _, q := range cfg.Queues {
 		p.producers[q.Name] = newProducer(p, q)
 	}
