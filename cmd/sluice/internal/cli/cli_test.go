@@ -35,6 +35,7 @@ const testToken = "cli-test-token-Hq4Zr8Wm2Tx6Ky9B"
 // tests at a time, several processes each at the default pools (16 and a
 // LISTEN connection on PostgreSQL), ran PostgreSQL out of connections
 // ("too many clients already", at its default max_connections of 100).
+// (.ci/run runs them one at a time: see there.)
 func TestMain(m *testing.M) {
 	for name, env := range map[string]string{"mysql": "SLUICE_TEST_MYSQL", "postgres": "SLUICE_TEST_POSTGRES"} {
 		os.Setenv(env, withParam(testdb.URL(name, ""), testPoolCap))
