@@ -274,6 +274,7 @@ func (pr *producer) release(ctx context.Context, token string) bool {
 			if n > 0 {
 				pr.p.log.Warn("a failed claim had committed; its jobs are back in the queue, uncharged", "queue", pr.q.Name, "jobs", n)
 			}
+			pr.releaseLate(token)
 			return true
 		}
 		if ctx.Err() != nil {
@@ -286,6 +287,51 @@ func (pr *producer) release(ctx context.Context, token string) bool {
 			return false
 		}
 	}
+}
+
+// lateClaimChecks are when a failed claim is handed back again after
+// release: a claim cut on the client can still commit on the server after
+// that hand-back ran. On PostgreSQL the statement runs on until the cancel
+// request lands, which pgx sends on a connection of its own after the call
+// returned; on MySQL a COMMIT sent before the cut may still be writing.
+// Its jobs would then sit in processing under a token nobody holds,
+// charged an attempt, until their lease expired, and a job allowed one
+// attempt would fail without having run. A load that stalled the database
+// past the reach guard's ping left one so in a CI run.
+var lateClaimChecks = []time.Duration{time.Second, 10 * time.Second}
+
+// releaseLate hands a failed claim back again at each of lateClaimChecks,
+// and once more at shutdown, after the last outcomes are written, if the
+// checks have not all run by then. Each hand-back is fenced by the claim's
+// token, which names only jobs this process never received, so a late one
+// takes nothing from anyone.
+func (pr *producer) releaseLate(token string) {
+	p := pr.p
+	p.bgWG.Add(1)
+	go func() {
+		defer p.bgWG.Done()
+		for _, after := range p.lateChecks {
+			stopping := !service.Sleep(p.bgCtx, after)
+			timeout := callTimeout(pr.q.Lease)
+			if stopping {
+				timeout = releaseAtStop
+			}
+			rctx, cancel := p.reach.bound(context.Background(), timeout)
+			n, err := p.cfg.Driver.ReleaseClaim(rctx, driver.ReleaseClaimParams{Token: token})
+			cancel()
+			switch {
+			case err != nil:
+				p.log.Warn("handing a failed claim back again failed; if it committed late, its jobs run once their lease expires",
+					"queue", pr.q.Name, "err", err)
+			case n > 0:
+				p.log.Warn("a failed claim committed after it was handed back; its jobs are back in the queue, uncharged",
+					"queue", pr.q.Name, "jobs", n)
+			}
+			if stopping {
+				return
+			}
+		}
+	}()
 }
 
 // takeSlots waits for a free slot and takes every free one. When busy, it

@@ -200,6 +200,10 @@ type Pool struct {
 
 	stopClaims context.CancelFunc
 	stopBG     context.CancelFunc
+	// bgCtx ends once every outcome is written at shutdown (stopBG).
+	bgCtx context.Context
+	// lateChecks is lateClaimChecks; a test may move the checks.
+	lateChecks []time.Duration
 	claimWG    sync.WaitGroup // producers
 	jobWG      sync.WaitGroup // running handlers
 	bgWG       sync.WaitGroup // heartbeat, completer, pause refresher
@@ -234,7 +238,7 @@ func New(cfg Config) *Pool {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	p := &Pool{cfg: cfg, log: cfg.Logger, producers: map[string]*producer{}, stopping: make(chan struct{})}
+	p := &Pool{cfg: cfg, log: cfg.Logger, producers: map[string]*producer{}, stopping: make(chan struct{}), lateChecks: lateClaimChecks}
 	p.running = newRegistry()
 	p.completer = newCompleter(p)
 	p.paused = &pausedCache{d: cfg.Driver, log: cfg.Logger, interval: time.Second}
@@ -249,7 +253,7 @@ func New(cfg Config) *Pool {
 func (p *Pool) Start(ctx context.Context) {
 	bgCtx, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	claimCtx, stopClaims := context.WithCancel(ctx)
-	p.stopBG, p.stopClaims = stopBG, stopClaims
+	p.stopBG, p.stopClaims, p.bgCtx = stopBG, stopClaims, bgCtx
 	p.paused.refresh(bgCtx)
 	p.bgWG.Add(6)
 	go func() { defer p.bgWG.Done(); p.completer.loop(bgCtx) }()

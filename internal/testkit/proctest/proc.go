@@ -134,6 +134,11 @@ func StartCmd(t testing.TB, name string, cmd *exec.Cmd) *Proc {
 			<-p.done
 		}
 		if t.Failed() {
+			// Its warnings and errors first: the tail alone showed only the
+			// end of a shutdown, not the cut that left a job behind.
+			if w := Troubles(p.Stderr(), 40); w != "" {
+				t.Logf("%s (pid %d) warnings and errors:\n%s", p.Name, p.Pid(), w)
+			}
 			t.Logf("%s (pid %d) stderr (tail):\n%s", p.Name, p.Pid(), Tail(p.Stderr(), 3000))
 		}
 	})
@@ -180,6 +185,21 @@ func (p *Proc) Term(t testing.TB, limit time.Duration) error {
 		t.Fatalf("%s (pid %d) did not exit within %s of SIGTERM", p.Name, p.Pid(), limit)
 		return nil
 	}
+}
+
+// Troubles is the first n of the WARN and ERROR lines of a sluice log.
+func Troubles(log string, n int) string {
+	var out []string
+	for line := range strings.Lines(log) {
+		if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
+			if len(out) == n {
+				out = append(out, "…\n")
+				break
+			}
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "")
 }
 
 // Tail is the last n bytes of s, for logging a long output.
