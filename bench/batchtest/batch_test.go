@@ -7,7 +7,6 @@ package batchtest
 
 import (
 	"context"
-	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicehq/sluice/dburl"
 	"github.com/sluicehq/sluice/internal/testkit/testdb"
 )
 
@@ -35,35 +33,14 @@ func TestMain(m *testing.M) { testdb.MainWithBinary(m, &bin) }
 // wrong rows. Skipped, loudly, without pt-archiver or the MariaDB and
 // PostgreSQL server binaries, unless SLUICE_TEST_REQUIRE_ALL=1.
 func TestBatchBenchSmoke(t *testing.T) {
-	for _, tool := range []string{"pt-archiver", "mariadb-install-db", "/usr/sbin/mariadbd", "mysql", "psql", "initdb"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			// Debian keeps initdb in its versioned directory, where the script looks too.
-			if found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/" + tool); len(found) > 0 {
-				continue
-			}
-			msg := fmt.Sprintf("bench/batch.sh smoke run needs %s (apt-get install -y percona-toolkit mariadb-server postgresql): %v", tool, err)
-			if testdb.RequireAll() {
-				t.Fatalf("%s (SLUICE_TEST_REQUIRE_ALL=1)", msg)
-			}
-			fmt.Fprintf(os.Stderr, "\n!!! SKIPPING THE PT-ARCHIVER SIDE-BY-SIDE SMOKE RUN: %s\n", msg)
-			t.Skip(msg)
-		}
-	}
+	testdb.NeedTools(t, "bench/batch.sh smoke", "apt-get install -y percona-toolkit mariadb-server postgresql",
+		"pt-archiver", "mariadb-install-db", "/usr/sbin/mariadbd", "mysql", "psql", "initdb")
 	u, err := url.Parse(testdb.URL("mysql", ""))
 	require.NoError(t, err)
 	pu, err := url.Parse(testdb.URL("postgres", ""))
 	require.NoError(t, err)
-	// A database of its own on each server, so that a bench run at the same
-	// time is untouched; the script creates it on PostgreSQL.
-	db := "sluice_bbs_" + strings.TrimSuffix(testdb.Prefix(), "_")
-	for _, name := range []string{"mysql", "postgres"} {
-		d, err := dburl.Open(testdb.URL(name, ""), dburl.Options{})
-		require.NoError(t, err)
-		t.Cleanup(func() {
-			d.DB().ExecContext(context.Background(), "DROP DATABASE IF EXISTS "+db)
-			d.Close()
-		})
-	}
+	// The script creates it on PostgreSQL.
+	db := testdb.ScratchDatabase(t, "bbs")
 	out := filepath.Join(t.TempDir(), "BENCHMARKS.md")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -218,9 +218,7 @@ func TestScript(t *testing.T) {
 // ceiling and sluice's throughput, and one without the throughput: the
 // fraction and its target, or n/a.
 func TestReport(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is not installed")
-	}
+	testdb.NeedTools(t, "bench report", "apt-get install -y python3", "python3")
 	lines := []string{
 		`pg-sluice	100	{"db": "postgres", "jobs": 1000, "concurrency": 100, "insert_per_s": 9000, "work_per_s": 30000}`,
 		`pg-sluice	1000	{"db": "postgres", "jobs": 1000, "concurrency": 1000, "insert_per_s": 9000, "work_per_s": 45000}`,

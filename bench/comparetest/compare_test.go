@@ -7,7 +7,6 @@ package comparetest
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicehq/sluice/dburl"
 	"github.com/sluicehq/sluice/internal/testkit/testdb"
 )
 
@@ -42,37 +40,9 @@ func TestMain(m *testing.M) { testdb.MainWithBinary(m, &bin) }
 // figures, and the report's writer, compare_report.py, every section
 // (bench/ceiling's TestReport).
 func TestCompareSmoke(t *testing.T) {
-	for _, tool := range []string{"psql", "mysql", "python3", "initdb"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			// Debian keeps initdb in its versioned directory, where the script looks too.
-			if found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/" + tool); len(found) > 0 {
-				continue
-			}
-			msg := fmt.Sprintf("bench/compare.sh smoke run needs %s (apt-get install -y postgresql mariadb-client python3): %v", tool, err)
-			if testdb.RequireAll() {
-				t.Fatalf("%s (SLUICE_TEST_REQUIRE_ALL=1)", msg)
-			}
-			fmt.Fprintf(os.Stderr, "\n!!! SKIPPING THE bench/compare.sh SMOKE RUN: %s\n", msg)
-			t.Skip(msg)
-		}
-	}
+	testdb.NeedTools(t, "bench/compare.sh smoke", "apt-get install -y postgresql mariadb-client python3", "psql", "mysql", "python3", "initdb")
 	pgURL, myURL := testdb.URL("postgres", ""), testdb.URL("mysql", "")
-	// A database of its own on each server, so that a bench run or another
-	// CI run at the same time is untouched; the script creates both.
-	db := "sluice_cmp_" + strings.TrimSuffix(testdb.Prefix(), "_")
-	for _, u := range []string{pgURL, myURL} {
-		d, err := dburl.Open(u, dburl.Options{})
-		require.NoError(t, err)
-		t.Cleanup(func() {
-			q := "DROP DATABASE IF EXISTS " + db
-			if d.Name() == "postgres" {
-				q += " WITH (FORCE)"
-			}
-			_, err := d.DB().ExecContext(context.Background(), q)
-			require.NoError(t, err)
-			d.Close()
-		})
-	}
+	db := testdb.ScratchDatabase(t, "cmp")
 	pgBase, _, ok := strings.Cut(strings.TrimPrefix(pgURL, "postgres://"), "/")
 	require.True(t, ok, pgURL)
 	myBase, _, ok := strings.Cut(myURL, "?")

@@ -157,3 +157,30 @@ func Drop(d driver.Driver, prefix string) {
 	defer cancel()
 	d.DropTables(ctx, driver.DropTablesParams{Prefix: prefix})
 }
+
+// ScratchDatabase names a database of the test's own on the MySQL and
+// PostgreSQL test servers, for a script that creates it there (the bench
+// scripts), so that a bench run or another CI run at the same time is
+// untouched; it is dropped on both when the test ends. tag says whose it
+// is in a listing of the servers' databases.
+func ScratchDatabase(t testing.TB, tag string) string {
+	t.Helper()
+	db := "sluice_" + tag + "_" + strings.TrimSuffix(Prefix(), "_")
+	for _, name := range []string{"mysql", "postgres"} {
+		d, err := dburl.Open(URL(name, ""), dburl.Options{})
+		if err != nil {
+			t.Fatalf("open the %s test server to drop %s later: %v", name, db, err)
+		}
+		t.Cleanup(func() {
+			defer d.Close()
+			q := "DROP DATABASE IF EXISTS " + db
+			if name == "postgres" {
+				q += " WITH (FORCE)" // the script's last connections may linger
+			}
+			if _, err := d.DB().ExecContext(context.Background(), q); err != nil {
+				t.Errorf("drop the scratch database %s on %s: %v", db, name, err)
+			}
+		})
+	}
+	return db
+}
