@@ -296,8 +296,8 @@ func (pr *producer) release(ctx context.Context, token string) bool {
 // returned; on MySQL a COMMIT sent before the cut may still be writing.
 // Its jobs would then sit in processing under a token nobody holds,
 // charged an attempt, until their lease expired, and a job allowed one
-// attempt would fail without having run. A load that stalled the database
-// past the reach guard's ping left one so in a CI run.
+// attempt would fail without having run. A CI run on a saturated machine
+// was left with one so after a graceful shutdown.
 var lateClaimChecks = []time.Duration{time.Second, 10 * time.Second}
 
 // releaseLate hands a failed claim back again at each of lateClaimChecks,

@@ -206,7 +206,7 @@ type Pool struct {
 	lateChecks []time.Duration
 	claimWG    sync.WaitGroup // producers
 	jobWG      sync.WaitGroup // running handlers
-	bgWG       sync.WaitGroup // heartbeat, completer, pause refresher
+	bgWG       sync.WaitGroup // heartbeat, completer, pause refresher, late hand-backs
 }
 
 // New builds a pool; Start runs it.
