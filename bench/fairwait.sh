@@ -71,11 +71,11 @@ PIDS+=($!)
 # longer to start than the workers to claim, the first attempts of B's and
 # C's jobs were refused, and their retries, after the backoff, came after
 # A's whole backlog (a CI run saw fair: true lose to fair: false so).
-for _ in $(seq 300); do
+for try in $(seq 300); do
   (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break
+  [ "$try" -lt 300 ] || { echo "fairwait.sh: the receiver on port $PORT did not start within 30 s" >&2; exit 1; }
   sleep 0.1
 done
-(exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null || { echo "fairwait.sh: the receiver on port $PORT did not start" >&2; exit 1; }
 
 percentile() { # percentile P PARTITION: the wait's P-th percentile (nearest rank), seconds
   sql "SELECT $WAIT FROM sluice_jobs WHERE partition_key = '$2' ORDER BY 1" |

@@ -29,8 +29,9 @@ func TestMain(m *testing.M) { testdb.MainWithBinary(m, &bin) }
 // unset: each is listed as skipped), at sizes that take seconds: the
 // throughput rounds (whose work/s paces the sustained runs), 2 processes
 // scaling out (each setting migrates and drops its own tables: under a
-// loaded CI lane those runs were most of the test's minutes), the sustained runs with their table samples, and
-// the held-back vacuum's three phases with the idle-in-transaction holder.
+// loaded CI lane those runs were most of the test's minutes), the
+// sustained runs with their table samples, and the held-back vacuum's
+// three phases with the idle-in-transaction holder.
 // On a PostgreSQL without autovacuum (as CI's) the sustained and hold runs
 // go to the private cluster the script starts, so that path is covered
 // too. The other sections run what other smoke tests run: bench/ceiling.sh

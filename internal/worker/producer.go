@@ -272,9 +272,12 @@ func (pr *producer) release(ctx context.Context, token string) bool {
 		cancel()
 		if err == nil {
 			if n > 0 {
+				// The claim had committed, all of it: nothing of it can
+				// commit later.
 				pr.p.log.Warn("a failed claim had committed; its jobs are back in the queue, uncharged", "queue", pr.q.Name, "jobs", n)
+			} else {
+				pr.releaseLate(token)
 			}
-			pr.releaseLate(token)
 			return true
 		}
 		if ctx.Err() != nil {
@@ -289,8 +292,8 @@ func (pr *producer) release(ctx context.Context, token string) bool {
 	}
 }
 
-// lateClaimChecks are when a failed claim is handed back again after
-// release: a claim cut on the client can still commit on the server after
+// lateClaimChecks are when a failed claim that release found nothing of
+// is handed back again: a claim cut on the client can still commit on the server after
 // that hand-back ran. On PostgreSQL the statement runs on until the cancel
 // request lands, which pgx sends on a connection of its own after the call
 // returned; on MySQL a COMMIT sent before the cut may still be writing.
